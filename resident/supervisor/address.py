@@ -1,0 +1,364 @@
+"""Stable addresses: a name callers hold instead of a pykka ref, and a mailbox that survives restarts.
+
+pykka refs die with their actor and a restarted actor is a new actor with a new URN, so nothing
+outside the supervisor ever holds a ref. An `Address` forwards to the current incarnation while
+it runs; while it is starting, restarting or backing off, messages wait in a bounded buffer
+(default 1000) and are delivered in order once the next incarnation answers its start ping.
+Overflow becomes counted dead letters whose replies fail at once. Messages that were still in a
+crashed incarnation's inbox are rescued to the front of the buffer, so a crash costs only the
+message that caused it (Akka's mailbox semantics rather than OTP's).
+
+Two batching paths keep hand-offs few under load: inside an actor handler every `tell` is
+collected and delivered per target when the handler's batch ends, and `ask_async` calls from one
+event-loop iteration are delivered per target in one message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pykka
+
+from resident.errors import ActorUnavailable, AskTimeout, DeadLetter
+from resident.supervisor.reply import AsyncReply, Reply, ThreadReply, settle_all
+
+__all__ = ["Address", "Deliver", "Directory", "Item", "batching_outbox", "flush_outbox"]
+
+Item = tuple[Any, Reply | None]
+AddressState = Literal["down", "running", "closed"]
+
+
+@dataclass(slots=True)
+class Deliver:
+    """The one pykka message kind an address sends: a batch of (message, reply) in order."""
+
+    items: list[Item]
+
+
+class _Outbox:
+    """Messages collected for later delivery, grouped per target address, order kept per target."""
+
+    __slots__ = ("pending",)
+
+    def __init__(self) -> None:
+        self.pending: dict[Address, list[Item]] = {}
+
+    def add(self, address: Address, item: Item) -> None:
+        items = self.pending.get(address)
+        if items is None:
+            self.pending[address] = [item]
+        else:
+            items.append(item)
+
+    def flush(self) -> None:
+        while self.pending:
+            pending, self.pending = self.pending, {}
+            for address, items in pending.items():
+                address.deliver(items)
+
+
+_thread_state = threading.local()
+_loop_outboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Outbox] = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def batching_outbox() -> Iterator[None]:
+    """Collect every `tell` made by this thread until the block ends, then deliver per target."""
+    outbox = _Outbox()
+    previous = getattr(_thread_state, "outbox", None)
+    _thread_state.outbox = outbox
+    try:
+        yield
+    finally:
+        _thread_state.outbox = previous
+        outbox.flush()
+
+
+def flush_outbox() -> None:
+    """Deliver what this thread has collected so far (before it blocks on an ask)."""
+    outbox: _Outbox | None = getattr(_thread_state, "outbox", None)
+    if outbox is not None:
+        outbox.flush()
+
+
+def _flush_loop_outbox(loop: asyncio.AbstractEventLoop) -> None:
+    outbox = _loop_outboxes.pop(loop, None)
+    if outbox is not None:
+        outbox.flush()
+
+
+def _loop_outbox(loop: asyncio.AbstractEventLoop) -> _Outbox:
+    outbox = _loop_outboxes.get(loop)
+    if outbox is None:
+        outbox = _loop_outboxes[loop] = _Outbox()
+        loop.call_soon(_flush_loop_outbox, loop)
+    return outbox
+
+
+class _Watchdog:
+    """Fails overdue async asks for one event loop with a single timer, not one per ask.
+
+    `asyncio.wait_for` costs a timer handle, a waiter future and callbacks per call, which at
+    thousands of concurrent asks outweighs the work itself. Deadlines are kept in one FIFO queue
+    per distinct timeout, so each queue is already in deadline order.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._queues: dict[float, deque[tuple[float, asyncio.Future[Any], Callable[[], BaseException]]]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_due = 0.0
+
+    def watch(
+        self, future: asyncio.Future[Any], timeout: float, error: Callable[[], BaseException]
+    ) -> None:
+        deadline = self._loop.time() + timeout
+        queue = self._queues.get(timeout)
+        if queue is None:
+            queue = self._queues[timeout] = deque()
+        queue.append((deadline, future, error))
+        if self._timer is None or deadline < self._timer_due:
+            self._arm(deadline)
+
+    def _arm(self, due: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_due = due
+        self._timer = self._loop.call_at(due, self._sweep)
+
+    def _sweep(self) -> None:
+        self._timer = None
+        now = self._loop.time()
+        next_due: float | None = None
+        for timeout, queue in list(self._queues.items()):
+            while queue:
+                deadline, future, error = queue[0]
+                if future.done():
+                    queue.popleft()
+                elif deadline <= now:
+                    queue.popleft()
+                    future.set_exception(error())
+                else:
+                    next_due = deadline if next_due is None else min(next_due, deadline)
+                    break
+            if not queue:
+                del self._queues[timeout]
+        if next_due is not None:
+            self._arm(next_due)
+
+
+# Weak keys: a closed, dropped event loop must not be kept alive by the runtime.
+_watchdogs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watchdog] = weakref.WeakKeyDictionary()
+
+
+def _watchdog(loop: asyncio.AbstractEventLoop) -> _Watchdog:
+    watchdog = _watchdogs.get(loop)
+    if watchdog is None:
+        watchdog = _watchdogs[loop] = _Watchdog(loop)
+    return watchdog
+
+
+class Address:
+    """A stable, restart-surviving name for one supervised actor."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        capacity: int = 1000,
+        default_timeout: float = 10.0,
+        timeout_error: type[ActorUnavailable] = AskTimeout,
+    ) -> None:
+        if capacity < 1:
+            raise ValueError("an address buffer needs room for at least one message")
+        self.name = name
+        self.capacity = capacity
+        self.default_timeout = default_timeout
+        self._timeout_error = timeout_error
+        self._lock = threading.Lock()
+        self._ref: pykka.ActorRef[Any] | None = None
+        self._state: AddressState = "down"
+        self._closed_reason = ""
+        self._buffer: deque[Item] = deque()
+        self._dead_letters = 0
+
+    def __repr__(self) -> str:
+        return f"<Address {self.name} {self._state}>"
+
+    # -- the caller side --------------------------------------------------------------------------
+
+    def tell(self, message: Any, reply: Reply | None = None) -> None:
+        """Send without waiting. With `reply`, whoever handles the message settles it."""
+        outbox: _Outbox | None = getattr(_thread_state, "outbox", None)
+        if outbox is not None:
+            outbox.add(self, (message, reply))
+        else:
+            self.deliver([(message, reply)])
+
+    def ask(self, message: Any, timeout: float | None = None) -> Any:
+        """Send and block for the answer; raises the handler's error, or a timeout error in time."""
+        limit = self.default_timeout if timeout is None else timeout
+        reply = ThreadReply(self.name)
+        flush_outbox()
+        self.deliver([(message, reply)])
+        try:
+            return reply.wait(limit)
+        except AskTimeout:
+            raise self._timeout(message, limit) from None
+
+    async def ask_async(self, message: Any, timeout: float | None = None) -> Any:
+        """Send and await the answer without blocking the event loop."""
+        limit = self.default_timeout if timeout is None else timeout
+        loop = asyncio.get_running_loop()
+        reply = AsyncReply(loop)
+        _loop_outbox(loop).add(self, (message, reply))
+        _watchdog(loop).watch(reply.future, limit, lambda: self._timeout(message, limit))
+        return await reply.future
+
+    def _timeout(self, message: Any, limit: float) -> ActorUnavailable:
+        return self._timeout_error(
+            f"{self.name} did not answer {type(message).__name__} within {limit:g} s "
+            f"(it is {self.state}); check `resident status`"
+        )
+
+    def deliver(self, items: Sequence[Item]) -> None:
+        """Hand a batch to the current incarnation, or buffer it while there is none."""
+        closed: Sequence[Item] = ()
+        overflow: Sequence[Item] = ()
+        with self._lock:
+            if self._state == "running" and self._ref is not None:
+                try:
+                    self._ref.tell(Deliver(list(items)))
+                except pykka.ActorDeadError:
+                    # Died without detaching (should not happen); buffer until the supervisor acts.
+                    self._state = "down"
+                    self._ref = None
+                else:
+                    return
+            if self._state == "closed":
+                closed = items
+            else:
+                room = self.capacity - len(self._buffer)
+                self._buffer.extend(items[:room])
+                overflow = items[room:]
+                self._dead_letters += len(overflow)
+        if closed:
+            self._fail(closed, ActorUnavailable(f"{self.name} is stopped: {self._closed_reason}"))
+        if overflow:
+            self._fail(
+                overflow,
+                DeadLetter(
+                    f"{self.name} is restarting and its buffer of {self.capacity} messages is full; "
+                    "the message was dropped, retry later"
+                ),
+            )
+
+    # -- the supervisor side ----------------------------------------------------------------------
+
+    @property
+    def state(self) -> AddressState:
+        return self._state
+
+    def attach(self, ref: pykka.ActorRef[Any]) -> None:
+        """Route to a new, started incarnation, delivering what was buffered first."""
+        with self._lock:
+            if self._state == "closed":
+                return
+            if self._buffer:
+                ref.tell(Deliver(list(self._buffer)))
+                self._buffer.clear()
+            self._ref = ref
+            self._state = "running"
+
+    def detach(self, ref: pykka.ActorRef[Any] | None = None) -> bool:
+        """Start buffering. With `ref`, only if that incarnation is the attached one."""
+        with self._lock:
+            if ref is not None and self._ref is not ref:
+                return False
+            if self._state == "running":
+                self._state = "down"
+            self._ref = None
+            return True
+
+    def rescue(self, items: Sequence[Item]) -> None:
+        """Put messages a dead incarnation never handled back at the front of the buffer."""
+        if not items:
+            return
+        with self._lock:
+            if self._state != "closed":
+                self._buffer.extendleft(reversed(items))
+                overflow = [self._buffer.pop() for _ in range(max(0, len(self._buffer) - self.capacity))]
+                self._dead_letters += len(overflow)
+                items = list(reversed(overflow))
+        if items:
+            self._fail(items, ActorUnavailable(f"{self.name} is stopped: {self._closed_reason}"))
+
+    def close(self, reason: str, error: Callable[[str], BaseException] | None = None) -> None:
+        """Stop for good: fail what is buffered and everything sent from now on."""
+        with self._lock:
+            self._state = "closed"
+            self._closed_reason = reason
+            self._ref = None
+            items = list(self._buffer)
+            self._buffer.clear()
+        failure = (
+            error(reason) if error is not None else ActorUnavailable(f"{self.name} is stopped: {reason}")
+        )
+        self._fail(items, failure)
+
+    def reopen(self) -> None:
+        """Accept messages again after `close` (buffering until the next `attach`)."""
+        with self._lock:
+            if self._state == "closed":
+                self._state = "down"
+                self._closed_reason = ""
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)
+
+    @property
+    def dead_letters(self) -> int:
+        return self._dead_letters
+
+    @staticmethod
+    def _fail(items: Sequence[Item], error: BaseException) -> None:
+        settle_all((reply, None, error) for _, reply in items if reply is not None)
+
+
+class Directory:
+    """The addresses of one runtime, by name."""
+
+    def __init__(self) -> None:
+        self._addresses: dict[str, Address] = {}
+        self._lock = threading.Lock()
+
+    def register(self, address: Address) -> Address:
+        with self._lock:
+            if address.name in self._addresses:
+                raise ValueError(f"an address named {address.name!r} already exists")
+            self._addresses[address.name] = address
+        return address
+
+    def get(self, name: str) -> Address:
+        try:
+            return self._addresses[name]
+        except KeyError:
+            raise ActorUnavailable(f"no actor is named {name!r}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._addresses
+
+    def names(self) -> list[str]:
+        return sorted(self._addresses)
+
+    def close_all(self, reason: str, error: Callable[[str], BaseException] | None = None) -> None:
+        for address in list(self._addresses.values()):
+            address.close(reason, error)
