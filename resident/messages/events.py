@@ -1,0 +1,45 @@
+"""The one event family: every event type the store can append, decoded by one decoder."""
+
+from __future__ import annotations
+
+from typing import Union
+
+import msgspec
+
+from resident.messages.memory import (
+    BankCreated,
+    MemberImported,
+    MemorySwitchedOff,
+    MemorySwitchedOn,
+    RecordAdmitted,
+    RecordRetracted,
+    RecordsRecalled,
+    RecordSuperseded,
+    VectorsFilled,
+)
+
+__all__ = ["EVENT_DECODER", "AnyEvent", "decode_event", "encode_event"]
+
+# A Union (not `|`) so the alias is a runtime object msgspec can build a decoder from.
+AnyEvent = Union[  # noqa: UP007
+    MemorySwitchedOn,
+    MemorySwitchedOff,
+    BankCreated,
+    RecordAdmitted,
+    RecordSuperseded,
+    RecordRetracted,
+    RecordsRecalled,
+    VectorsFilled,
+    MemberImported,
+]
+
+EVENT_DECODER: msgspec.msgpack.Decoder[AnyEvent] = msgspec.msgpack.Decoder(AnyEvent)
+_ENCODER = msgspec.msgpack.Encoder()
+
+
+def encode_event(event: AnyEvent) -> bytes:
+    return _ENCODER.encode(event)
+
+
+def decode_event(data: bytes) -> AnyEvent:
+    return EVENT_DECODER.decode(data)

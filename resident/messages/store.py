@@ -1,0 +1,46 @@
+"""What the store writer is asked to commit, and what it answers."""
+
+from __future__ import annotations
+
+from resident.messages.base import Message
+from resident.messages.events import AnyEvent
+
+__all__ = ["Commit", "Committed", "GetWriterStatistics", "Published", "WriterStatistics"]
+
+
+class Commit(Message, frozen=True, tag="commit"):
+    """One write: events to project and append together, plus derived cache entries (vectors).
+
+    The write is committed whole or refused whole; it shares its transaction with whatever else
+    was queued at the writer (group commit).
+    """
+
+    events: tuple[AnyEvent, ...]
+    vectors: tuple[tuple[str, bytes], ...] = ()
+
+
+class Committed(Message, frozen=True, tag="committed"):
+    """A write is durable. `last_seq` is its last event's sequence number (None if nothing changed)."""
+
+    last_seq: int | None
+    applied: int
+
+
+class Published(Message, frozen=True, tag="published"):
+    """Events that were just committed, sent by the writer to the actors subscribed to their types."""
+
+    events: tuple[AnyEvent, ...]
+
+
+class WriterStatistics(Message, frozen=True, tag="writer.statistics"):
+    """Counters of the group-commit writer (for benchmarks and status)."""
+
+    commits: int
+    writes: int
+    refused: int
+    failed_commits: int
+    largest_commit: int
+
+
+class GetWriterStatistics(Message, frozen=True, tag="writer.statistics.get"):
+    pass

@@ -1,0 +1,80 @@
+"""The named LMDB sub-databases of a home, and how their keys and values are encoded.
+
+Values are msgpack-encoded `resident.messages` structs, one type per table, so a decode error
+means corruption or an incompatible writer, never an ambiguity. Tables marked `derived` hold
+caches that can be recomputed (embedding vectors); every other table is state that the event
+log rebuilds exactly.
+
+Schema rules: adding a table, or a defaulted field to a stored struct, keeps `SCHEMA_VERSION`;
+renaming or removing either, or changing what a field means, bumps it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+from resident.messages.events import AnyEvent
+from resident.messages.members import MemberEntry
+from resident.messages.memory import Bank, MemoryConfig, MemoryRecord
+
+__all__ = [
+    "BANKS",
+    "EVENTS",
+    "MEMBERS",
+    "MEMORY_CONFIG",
+    "META",
+    "RECORDS",
+    "SCHEMA_VERSION",
+    "STATE_TABLES",
+    "TABLES",
+    "VECTORS",
+    "Table",
+]
+
+SCHEMA_VERSION = 1
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, eq=False)
+class Table(Generic[T]):
+    """One named sub-database: its value type and codec."""
+
+    name: str
+    value_type: Any
+    derived: bool = False
+    raw: bool = False
+    _encoder: msgspec.msgpack.Encoder = field(default_factory=msgspec.msgpack.Encoder, repr=False)
+    _decoder: msgspec.msgpack.Decoder[Any] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_decoder", msgspec.msgpack.Decoder(self.value_type))
+
+    def encode(self, value: T) -> bytes:
+        if self.raw:
+            if not isinstance(value, bytes | bytearray | memoryview):
+                raise TypeError(f"table {self.name} stores raw bytes, not {type(value).__name__}")
+            return bytes(value)
+        return self._encoder.encode(value)
+
+    def decode(self, data: bytes) -> T:
+        value: T = bytes(data) if self.raw else self._decoder.decode(data)  # type: ignore[assignment]
+        return value
+
+
+META: Table[bytes] = Table("meta", bytes, raw=True)
+EVENTS: Table[AnyEvent] = Table("events", AnyEvent)
+MEMORY_CONFIG: Table[MemoryConfig] = Table("memory_config", MemoryConfig)
+BANKS: Table[Bank] = Table("banks", Bank)
+RECORDS: Table[MemoryRecord] = Table("records", MemoryRecord)
+VECTORS: Table[bytes] = Table("vectors", bytes, derived=True, raw=True)
+MEMBERS: Table[MemberEntry] = Table("members", MemberEntry)
+
+TABLES: tuple[Table[Any], ...] = (META, EVENTS, MEMORY_CONFIG, BANKS, RECORDS, VECTORS, MEMBERS)
+# State the event log rebuilds: everything except the log itself, metadata and derived caches.
+STATE_TABLES: tuple[Table[Any], ...] = tuple(
+    t for t in TABLES if not t.derived and t.name not in ("meta", "events")
+)

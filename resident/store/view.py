@@ -1,0 +1,63 @@
+"""Typed key/value views that projections read and write: one over an LMDB write transaction,
+one over plain dicts (for rebuilding state from the event log in memory)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol, TypeVar
+
+import lmdb
+
+from resident.store.tables import EVENTS, Table
+
+__all__ = ["DictView", "TxnView", "View"]
+
+T = TypeVar("T")
+
+
+class View(Protocol):
+    """What a projection may do: read and write state tables. The event log is not reachable here."""
+
+    def get(self, table: Table[T], key: str) -> T | None: ...
+
+    def put(self, table: Table[T], key: str, value: T) -> None: ...
+
+
+def _refuse_events(table: Table[Any]) -> None:
+    # The event log is append-only: projections never touch it, only the store's commit does.
+    if table is EVENTS:
+        raise PermissionError("the event log is append-only and cannot be written through a view")
+
+
+class TxnView:
+    """A view over one LMDB transaction (used only inside the writer's commit)."""
+
+    def __init__(self, txn: lmdb.Transaction, dbs: dict[str, Any]) -> None:
+        self._txn = txn
+        self._dbs = dbs
+
+    def get(self, table: Table[T], key: str) -> T | None:
+        raw = self._txn.get(key.encode("utf-8"), db=self._dbs[table.name])
+        return None if raw is None else table.decode(bytes(raw))
+
+    def put(self, table: Table[T], key: str, value: T) -> None:
+        _refuse_events(table)
+        self._txn.put(key.encode("utf-8"), table.encode(value), db=self._dbs[table.name])
+
+
+class DictView:
+    """A view over in-memory dicts of encoded values, keyed like the LMDB tables."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[bytes, bytes]] = {}
+
+    def get(self, table: Table[T], key: str) -> T | None:
+        raw = self.tables.get(table.name, {}).get(key.encode("utf-8"))
+        return None if raw is None else table.decode(raw)
+
+    def put(self, table: Table[T], key: str, value: T) -> None:
+        _refuse_events(table)
+        self.tables.setdefault(table.name, {})[key.encode("utf-8")] = table.encode(value)
+
+    def items(self, table: Table[Any]) -> Iterator[tuple[bytes, bytes]]:
+        return iter(sorted(self.tables.get(table.name, {}).items()))
