@@ -25,7 +25,7 @@ from resident.supervisor.spec import (
     Strategy,
     SupervisorSpec,
 )
-from resident.supervisor.supervisor import StatisticsBoard, Supervisor, SupervisorGaveUp
+from resident.supervisor.supervisor import StartChild, StatisticsBoard, Supervisor, SupervisorGaveUp
 from resident.supervisor.tree import SupervisionTree
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "Reply",
     "RestartType",
     "RestartWindow",
+    "StartChild",
     "StartFailed",
     "StatisticsBoard",
     "Strategy",

@@ -120,7 +120,7 @@ class SupervisedActor(pykka.ThreadingActor):
         self.context.address.rescue(self._drain_inbox())
         try:
             self.teardown()
-        except Exception:
+        except BaseException:  # a SystemExit escaping on_stop would make pykka stop every actor
             logger.exception("%s failed to tear down", self.name)
         if not self.context.expected_stop:
             self._report("normal", "stopped itself")
@@ -194,15 +194,17 @@ class SupervisedActor(pykka.ThreadingActor):
     def _crash(self, error: BaseException, unhandled: list[Item]) -> None:
         kind: Literal["error", "killed"] = "error" if isinstance(error, Exception) else "killed"
         logger.error("%s crashed: %s: %s", self.name, type(error).__name__, error, exc_info=error)
+        # Stop first, as pykka's own stop does: once this incarnation is not alive, `attach` refuses
+        # it and `deliver` buffers instead, so nothing reaches the inbox after it has been drained.
+        pykka.ActorRegistry.unregister(self.actor_ref)
+        self.actor_stopped.set()
         address = self.context.address
         address.detach(self.actor_ref)
         address.rescue(list(unhandled) + self._drain_inbox())
         try:
             self.on_crash(error)
-        except Exception:
+        except BaseException:  # a SystemExit escaping here would make pykka stop every actor
             logger.exception("%s failed to clean up after its crash", self.name)
-        pykka.ActorRegistry.unregister(self.actor_ref)
-        self.actor_stopped.set()
         self._report(kind, f"{type(error).__name__}: {error}")
 
     def _report(self, kind: Literal["normal", "error", "killed"], reason: str) -> None:

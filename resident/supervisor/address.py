@@ -186,6 +186,7 @@ class Address:
         self._ref: pykka.ActorRef[Any] | None = None
         self._state: AddressState = "down"
         self._closed_reason = ""
+        self._closed_error: Callable[[str], BaseException] | None = None
         self._buffer: deque[Item] = deque()
         self._dead_letters = 0
 
@@ -237,7 +238,7 @@ class Address:
                 try:
                     self._ref.tell(Deliver(list(items)))
                 except pykka.ActorDeadError:
-                    # Died without detaching (should not happen); buffer until the supervisor acts.
+                    # It is dying and has not detached yet; buffer, its rescue goes in front of this.
                     self._state = "down"
                     self._ref = None
                 else:
@@ -250,15 +251,20 @@ class Address:
                 overflow = items[room:]
                 self._dead_letters += len(overflow)
         if closed:
-            self._fail(closed, ActorUnavailable(f"{self.name} is stopped: {self._closed_reason}"))
+            self._fail(closed, self._closed_failure())
         if overflow:
-            self._fail(
-                overflow,
-                DeadLetter(
-                    f"{self.name} is restarting and its buffer of {self.capacity} messages is full; "
-                    "the message was dropped, retry later"
-                ),
-            )
+            self._fail(overflow, self._dead_letter())
+
+    def _closed_failure(self) -> BaseException:
+        # Whatever `close` was given, so a message sent after the close fails like a buffered one.
+        error, reason = self._closed_error, self._closed_reason
+        return error(reason) if error is not None else ActorUnavailable(f"{self.name} is stopped: {reason}")
+
+    def _dead_letter(self) -> DeadLetter:
+        return DeadLetter(
+            f"{self.name} is restarting and its buffer of {self.capacity} messages is full; "
+            "the message was dropped, retry later"
+        )
 
     # -- the supervisor side ----------------------------------------------------------------------
 
@@ -266,16 +272,28 @@ class Address:
     def state(self) -> AddressState:
         return self._state
 
-    def attach(self, ref: pykka.ActorRef[Any]) -> None:
-        """Route to a new, started incarnation, delivering what was buffered first."""
+    def attach(self, ref: pykka.ActorRef[Any]) -> bool:
+        """Route to a new, started incarnation, delivering what was buffered first.
+
+        False when the address is closed or the incarnation already died (it can crash between
+        answering its start ping and being attached); the buffer then waits for the next one.
+        """
         with self._lock:
             if self._state == "closed":
-                return
+                return False
+            # A dying incarnation is marked stopped before it detaches and drains its inbox, so
+            # a batch told while it is still alive is drained and rescued, never lost.
             if self._buffer:
-                ref.tell(Deliver(list(self._buffer)))
+                try:
+                    ref.tell(Deliver(list(self._buffer)))
+                except pykka.ActorDeadError:
+                    return False
                 self._buffer.clear()
+            elif not ref.is_alive():
+                return False
             self._ref = ref
             self._state = "running"
+            return True
 
     def detach(self, ref: pykka.ActorRef[Any] | None = None) -> bool:
         """Start buffering. With `ref`, only if that incarnation is the attached one."""
@@ -291,27 +309,31 @@ class Address:
         """Put messages a dead incarnation never handled back at the front of the buffer."""
         if not items:
             return
+        overflow: Sequence[Item] = ()
         with self._lock:
-            if self._state != "closed":
+            if self._state == "closed":
+                closed = items
+            else:
+                closed = ()
                 self._buffer.extendleft(reversed(items))
-                overflow = [self._buffer.pop() for _ in range(max(0, len(self._buffer) - self.capacity))]
-                self._dead_letters += len(overflow)
-                items = list(reversed(overflow))
-        if items:
-            self._fail(items, ActorUnavailable(f"{self.name} is stopped: {self._closed_reason}"))
+                dropped = [self._buffer.pop() for _ in range(max(0, len(self._buffer) - self.capacity))]
+                self._dead_letters += len(dropped)
+                overflow = list(reversed(dropped))
+        if closed:
+            self._fail(closed, self._closed_failure())
+        if overflow:
+            self._fail(overflow, self._dead_letter())
 
     def close(self, reason: str, error: Callable[[str], BaseException] | None = None) -> None:
-        """Stop for good: fail what is buffered and everything sent from now on."""
+        """Stop for good: fail what is buffered and everything sent from now on (with `error`, if given)."""
         with self._lock:
             self._state = "closed"
             self._closed_reason = reason
+            self._closed_error = error
             self._ref = None
             items = list(self._buffer)
             self._buffer.clear()
-        failure = (
-            error(reason) if error is not None else ActorUnavailable(f"{self.name} is stopped: {reason}")
-        )
-        self._fail(items, failure)
+        self._fail(items, self._closed_failure())
 
     def reopen(self) -> None:
         """Accept messages again after `close` (buffering until the next `attach`)."""
@@ -319,6 +341,7 @@ class Address:
             if self._state == "closed":
                 self._state = "down"
                 self._closed_reason = ""
+                self._closed_error = None
 
     @property
     def buffered(self) -> int:

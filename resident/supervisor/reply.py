@@ -38,7 +38,8 @@ __all__ = [
 # held for a handful of bytecodes is cheaper than a lock per reply.
 _settle_lock = threading.Lock()
 
-Outcome = tuple["Reply", Any, BaseException | None]
+# A `None` reply means nobody waits for that outcome; `settle_all` skips it.
+Outcome = tuple["Reply | None", Any, BaseException | None]
 
 
 class Reply:

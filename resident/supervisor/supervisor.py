@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,13 +36,27 @@ from resident.supervisor.actor import SupervisedActor
 from resident.supervisor.rules import RestartWindow
 from resident.supervisor.spec import ChildContext, ChildExit, ChildSpec, SupervisorSpec
 
-__all__ = ["StatisticsBoard", "Supervisor", "SupervisorGaveUp"]
+__all__ = ["StartChild", "StatisticsBoard", "Supervisor", "SupervisorGaveUp", "await_start"]
 
 logger = logging.getLogger(__name__)
+
+# How often a start that has not been answered yet checks that the new actor is still alive.
+_PING_SLICE = 0.05
 
 
 class SupervisorGaveUp(RuntimeError):
     """A supervisor exceeded its restart intensity; it stopped its children and escalates."""
+
+
+@dataclass(frozen=True, slots=True)
+class StartChild:
+    """Ask a running supervisor to add and start one more child (OTP's `start_child`).
+
+    The child is remembered on the supervisor's statistics board, so a restart of the
+    supervisor itself starts it again with the children of its spec.
+    """
+
+    spec: ChildSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +74,12 @@ class _Child:
     incarnation: int = 0
     total_restarts: int = 0
     consecutive: int = 0
-    started_at: float = 0.0
+    # When the running incarnation started; None after a failed start, so that a child that
+    # keeps failing to start never counts as "stayed up" and its backoff keeps growing.
+    started_at: float | None = None
+    # The backoff timer this child waits for; each child keeps its own, because one child's
+    # backoff must not cancel another's that is still pending (one_for_one).
+    backoff_token: int = 0
     last_exit: str = ""
     restart_times: deque[float] = field(default_factory=deque)
 
@@ -90,6 +110,8 @@ class StatisticsBoard:
             _ChildRow(c.name, "stopped", c.restart, 0, 0, 0, "", c) for c in spec.children
         )
         self._escalated = ""
+        # Children added at run time (StartChild); a restarted supervisor starts them too.
+        self.added: list[ChildSpec] = []
 
     def publish(self, rows: tuple[_ChildRow, ...], escalated: str | None = None) -> None:
         with self._lock:
@@ -145,7 +167,7 @@ class Supervisor(SupervisedActor):
         super().__init__(context)
         self.spec = spec
         self.board = board
-        self._children = [_Child(spec=child) for child in spec.children]
+        self._children = [_Child(spec=child) for child in (*spec.children, *board.added)]
         self._window = RestartWindow(spec.intensity, spec.period)
         self._token = 0
         self._random = random.Random()
@@ -177,10 +199,22 @@ class Supervisor(SupervisedActor):
             self._on_exit(message)
         elif isinstance(message, _RestartDue):
             self._on_restart_due(message)
+        elif isinstance(message, StartChild):
+            self._add_child(message.spec)
         else:
             return super().handle(message)
         self.board.publish(self._rows())
         return None
+
+    def _add_child(self, spec: ChildSpec) -> None:
+        if self._child(spec.name) is not None:
+            raise ValueError(f"supervisor {self.spec.name} already has a child named {spec.name}")
+        child = _Child(spec=spec)
+        self._children.append(child)
+        if not self._start_child(child):
+            self._children.remove(child)
+            raise RuntimeError(f"{spec.name} failed to start: {child.last_exit}")
+        self.board.added.append(spec)
 
     # -- exits and restarts -----------------------------------------------------------------------
 
@@ -208,7 +242,7 @@ class Supervisor(SupervisedActor):
                 f"last: {child.spec.name} ({child.last_exit})"
             )
             return
-        if child.started_at and now - child.started_at >= _reset_after(child):
+        if child.started_at is not None and now - child.started_at >= _reset_after(child):
             child.consecutive = 0
         child.consecutive += 1
         group = self._group_of(child)
@@ -229,14 +263,18 @@ class Supervisor(SupervisedActor):
             self._token += 1
             for member in group:
                 member.state = "backoff"
+                member.backoff_token = self._token
             self.schedule(delay, _RestartDue(tuple(m.spec.name for m in group), self._token))
             return
         self._start_group(group)
 
     def _on_restart_due(self, due: _RestartDue) -> None:
-        if due.token != self._token:
-            return
-        group = [c for c in self._children if c.spec.name in due.names and c.state == "backoff"]
+        # Members a later restart took over (a new timer, or started already) are not due here.
+        group = [
+            c
+            for c in self._children
+            if c.spec.name in due.names and c.state == "backoff" and c.backoff_token == due.token
+        ]
         self._start_group(group)
 
     def _start_group(self, group: list[_Child]) -> None:
@@ -267,18 +305,26 @@ class Supervisor(SupervisedActor):
             clock=self.clock,
             report=self._report_to_self,
         )
+        # A child given up earlier (a transient child that ended normally, a temporary child of
+        # a supervisor that is itself restarted) is reachable again once it runs again.
+        spec.address.reopen()
         try:
             ref = spec.actor.start(context, **spec.kwargs)
-        except Exception as error:  # noqa: BLE001 - any constructor error is a failed start
+        except BaseException as error:  # noqa: BLE001 - any constructor error is a failed start
             child.state = "stopped"
+            child.started_at = None
             child.last_exit = f"start failed: {type(error).__name__}: {error}"
             return False
         try:
-            ref.ask(Ping(), timeout=spec.start_timeout)
+            await_start(ref, spec.start_timeout)
         except Exception as error:  # noqa: BLE001 - pykka.Timeout, ActorDeadError, or the start error
             cause = context.start_error or error
-            detail = str(cause) or f"no answer to its start ping within {spec.start_timeout:g} s"
+            if isinstance(cause, pykka.Timeout):
+                detail = f"no answer to its start ping within {spec.start_timeout:g} s"
+            else:
+                detail = str(cause) or "it stopped before answering its start ping"
             child.state = "stopped"
+            child.started_at = None
             child.last_exit = f"start failed: {type(cause).__name__}: {detail}"
             context.expected_stop = True
             if ref.is_alive():
@@ -288,6 +334,7 @@ class Supervisor(SupervisedActor):
         child.context = context
         child.started_at = self.clock.monotonic()
         child.state = "running"
+        # Refused when the child died right after its ping; its exit report follows and restarts it.
         spec.address.attach(ref)
         return True
 
@@ -354,6 +401,30 @@ class Supervisor(SupervisedActor):
                 )
             )
         return tuple(rows)
+
+
+def await_start(ref: pykka.ActorRef[Any], timeout: float) -> None:
+    """Wait for a new actor's answer to its start ping, giving up early if the actor dies first.
+
+    Raises `pykka.ActorDeadError` when it stopped before answering (its start failed) and
+    `pykka.Timeout` when it is still starting after `timeout` seconds. pykka can drop an ask that
+    races the actor's death (the reply is never set, so a plain `ask(timeout=...)` would wait out
+    the whole start timeout for a start that failed at once), so the wait is sliced and ends
+    early once the actor is no longer alive.
+    """
+    future = ref.ask(Ping(), block=False)
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            future.get(timeout=max(0.0, min(remaining, _PING_SLICE)))
+        except pykka.Timeout:
+            if not ref.is_alive():
+                raise pykka.ActorDeadError(f"{ref} stopped before answering its start ping") from None
+            if remaining <= _PING_SLICE:
+                raise
+        else:
+            return
 
 
 def _reset_after(child: _Child) -> float:

@@ -9,10 +9,10 @@ from typing import Any
 import pykka
 
 from resident.clock import Clock
-from resident.messages.supervision import Ping, SupervisorStatistics
+from resident.messages.supervision import SupervisorStatistics
 from resident.supervisor.address import Address
 from resident.supervisor.spec import ChildContext, ChildExit, SupervisorSpec
-from resident.supervisor.supervisor import StatisticsBoard, Supervisor
+from resident.supervisor.supervisor import StatisticsBoard, Supervisor, await_start
 
 __all__ = ["SupervisionTree"]
 
@@ -54,7 +54,7 @@ class SupervisionTree:
         )
         ref = Supervisor.start(context, spec=self.spec, board=self.board)
         try:
-            ref.ask(Ping(), timeout=self._start_timeout)
+            await_start(ref, self._start_timeout)
         except Exception as error:  # noqa: BLE001 - pykka.Timeout, ActorDeadError or the start error
             cause = context.start_error or error
             if ref.is_alive():
