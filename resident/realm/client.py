@@ -1,0 +1,196 @@
+"""The HTTP client of Realm's `/v1` protocol, with every failure sorted into one of two errors.
+
+* `RealmUnavailable` — transient, worth retrying later: the connection was refused or dropped, Realm
+  was slower than the timeout, it answered 5xx (or 408/429), or it answered something that is not
+  its protocol (a body that does not decode, results that do not match the request, a redirect, a
+  4xx without Realm's error body).
+* `RealmRejected` — Realm understood the request and refused it (a 4xx with its typed error body);
+  sending the same request again will not help.
+
+Each call makes exactly one attempt: retry policy belongs to the caller (the replication actor
+schedules retries as messages). No call hangs: each socket operation is bounded by the timeout, and
+an answer still arriving once the timeout has passed since the call began is cut off.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import urllib.parse
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TypeVar
+
+import httpx
+import msgspec
+
+from resident.errors import InvalidInput, RealmRejected, RealmUnavailable
+from resident.messages.realm import (
+    DEFAULT_PAGE_LIMIT,
+    ErrorBody,
+    Health,
+    InvalidateRequest,
+    Invalidation,
+    InvalidationPage,
+    RealmRecord,
+    ReplicateRequest,
+    ReplicateResponse,
+    ReplicateResult,
+)
+
+__all__ = ["RealmClient"]
+
+_T = TypeVar("_T")
+
+# Far above any honest answer (a page of invalidations is a few hundred KiB); a longer body is garbage.
+_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+_TRANSIENT_4XX = frozenset({408, 429})
+
+
+def _base_url(url: str) -> str:
+    """`url` without a trailing slash, once it is known to be http://host:port[/prefix]."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise InvalidInput(f"Realm URL {url!r} is malformed ({exc}); use http://host:port") from exc
+    if parts.scheme != "http" or not parts.hostname or port is None:
+        raise InvalidInput(f"Realm URL {url!r} must look like http://host:port (an optional path may follow)")
+    if parts.query or parts.fragment or parts.username or parts.password:
+        raise InvalidInput(f"Realm URL {url!r} must not carry a query, fragment or credentials")
+    return url.rstrip("/")
+
+
+class RealmClient:
+    """A synchronous, pooled connection to one Realm; one attempt per call, errors classified."""
+
+    def __init__(self, url: str, timeout: float = 2.0) -> None:
+        self.url = _base_url(url)
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise InvalidInput(f"Realm timeout must be a positive number of seconds, got {timeout!r}")
+        self.timeout = timeout
+        # trust_env=False: a proxy named in the environment must not intercept a loopback service.
+        self._http = httpx.Client(timeout=timeout, trust_env=False, follow_redirects=False)
+
+    def health(self) -> Health:
+        """Realm's liveness and counts."""
+        return self._call("GET", "/v1/health", Health)
+
+    def replicate(self, records: Sequence[RealmRecord]) -> list[ReplicateResult]:
+        """Realm's verdict on each record, in the order given (at most 500 records, 4 MiB a call)."""
+        body = msgspec.json.encode(ReplicateRequest(records=tuple(records)))
+        answer = self._call("POST", "/v1/replicate", ReplicateResponse, body=body)
+        if [result.id for result in answer.results] != [record.id for record in records]:
+            raise self._garbage(
+                "POST /v1/replicate",
+                f"{len(answer.results)} results that do not match the {len(records)} records sent",
+            )
+        return list(answer.results)
+
+    def invalidations(self, since: int, limit: int = DEFAULT_PAGE_LIMIT) -> InvalidationPage:
+        """Invalidations after sequence number `since`, oldest first; pass `cursor` back next time."""
+        page = self._call(
+            "GET", "/v1/invalidations", InvalidationPage, params={"since": str(since), "limit": str(limit)}
+        )
+        seqs = [item.seq for item in page.items]
+        ordered = all(a < b for a, b in zip([since, *seqs], seqs, strict=False))
+        if len(seqs) > limit or not ordered or page.cursor < max([since, *seqs]):
+            raise self._garbage("GET /v1/invalidations", f"a page out of order for since={since}")
+        return page
+
+    def invalidate(self, id: str, reason: str) -> Invalidation:  # noqa: A002 - the protocol's field name
+        """Withdraw an accepted record (a governance action); invalidating twice returns the first entry."""
+        body = msgspec.json.encode(InvalidateRequest(id=id, reason=reason))
+        item = self._call("POST", "/v1/invalidate", Invalidation, body=body)
+        if item.id != id:
+            raise self._garbage("POST /v1/invalidate", f"an invalidation of {item.id!r} instead of {id!r}")
+        return item
+
+    def close(self) -> None:
+        """Close pooled connections; a call afterwards raises `RuntimeError` (a programming error)."""
+        self._http.close()
+
+    def __enter__(self) -> RealmClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- one attempt -----------------------------------------------------------------------------
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        answer: type[_T],
+        *,
+        body: bytes | None = None,
+        params: dict[str, str] | None = None,
+    ) -> _T:
+        what = f"{method} {path}"
+        try:
+            status, content = self._exchange(method, path, body, params)
+        except _TooLong as exc:
+            raise self._garbage(what, str(exc)) from exc
+        except (httpx.TimeoutException, _TooSlow) as exc:
+            how = "the answer was still arriving" if isinstance(exc, _TooSlow) else type(exc).__name__
+            raise RealmUnavailable(f"Realm at {self.url} did not answer {what} within {self.timeout}s ({how})") from exc
+        except httpx.HTTPError as exc:
+            raise RealmUnavailable(
+                f"Realm at {self.url} is unreachable for {what}: {type(exc).__name__}: {_one_line(exc)}"
+            ) from exc
+        if 200 <= status < 300:
+            try:
+                return msgspec.json.decode(content, type=answer)
+            except msgspec.DecodeError as exc:
+                raise self._garbage(what, f"a body that is not a {answer.__name__} ({_one_line(exc)})") from exc
+        error = _error_message(content)
+        if 400 <= status < 500 and status not in _TRANSIENT_4XX and error is not None:
+            raise RealmRejected(f"Realm at {self.url} rejected {what} ({status}): {error}")
+        detail = f": {error}" if error is not None else " without Realm's error body; is this URL a Realm?"
+        raise RealmUnavailable(f"Realm at {self.url} answered {status} to {what}{detail}")
+
+    def _exchange(self, method: str, path: str, body: bytes | None, params: dict[str, str] | None) -> tuple[int, bytes]:
+        # httpx's timeout bounds each socket operation; the deadline bounds an answer that trickles.
+        deadline = time.monotonic() + self.timeout
+        headers = {"content-type": "application/json"} if body is not None else None
+        request = self._http.build_request(method, self.url + path, content=body, params=params, headers=headers)
+        chunks: list[bytes] = []
+        size = 0
+        response = self._http.send(request, stream=True)
+        try:
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > _MAX_RESPONSE_BYTES:
+                    raise _TooLong(f"an answer longer than {_MAX_RESPONSE_BYTES} bytes")
+                if time.monotonic() > deadline:
+                    raise _TooSlow
+                chunks.append(chunk)
+        finally:
+            response.close()
+        return response.status_code, b"".join(chunks)
+
+    def _garbage(self, what: str, detail: str) -> RealmUnavailable:
+        return RealmUnavailable(f"Realm at {self.url} answered {what} with {detail}")
+
+
+class _TooLong(Exception):
+    """The answer grew past `_MAX_RESPONSE_BYTES`."""
+
+
+class _TooSlow(Exception):
+    """The answer was still arriving when the call's deadline passed."""
+
+
+def _error_message(content: bytes) -> str | None:
+    """Realm's own error message, or `None` when the body is not Realm's error shape."""
+    try:
+        return msgspec.json.decode(content, type=ErrorBody).error.message
+    except msgspec.DecodeError:
+        return None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

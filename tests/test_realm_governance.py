@@ -1,0 +1,148 @@
+"""Realm's governance rules as pure functions: verdicts, their durability, and the feed cursor."""
+
+from __future__ import annotations
+
+import hashlib
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from resident.messages.realm import RealmRecord, Verdict
+from resident.realm.governance import DELEGATED_PROMOTION, different_content_reason, judge, next_cursor
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def record(
+    record_id: str = "r1", content: str = "v1", *, canonical: bool = False, delegated: bool = False
+) -> RealmRecord:
+    return RealmRecord(
+        id=record_id,
+        digest=digest(content),
+        owner="deven",
+        bank="agent_core/deven",
+        scope="AGENT_CORE",
+        kind="world",
+        summary="summary",
+        body=content,
+        canonical=canonical,
+        delegated=delegated,
+        recorded_at=1.0,
+    )
+
+
+class Ledger:
+    """What Realm remembers, in memory: verdicts by (id, digest) and the accepted digest by id."""
+
+    def __init__(self) -> None:
+        self.verdicts: dict[tuple[str, str], Verdict] = {}
+        self.accepted: dict[str, str] = {}
+
+    def replicate(self, records: list[RealmRecord], at: float) -> list[Verdict]:
+        answers = []
+        for item in records:
+            key = (item.id, item.digest)
+            verdict = judge(item, prior=self.verdicts.get(key), accepted_digest=self.accepted.get(item.id), at=at)
+            self.verdicts.setdefault(key, verdict)
+            if verdict.status == "accepted":
+                self.accepted.setdefault(item.id, item.digest)
+            answers.append(verdict)
+        return answers
+
+
+def test_a_new_record_is_accepted_without_reason() -> None:
+    verdict = judge(record(), prior=None, accepted_digest=None, at=5.0)
+    assert verdict == Verdict(status="accepted", reason="", at=5.0)
+
+
+def test_canonical_record_through_delegated_path_is_a_conflict_with_the_exact_reason() -> None:
+    verdict = judge(record(canonical=True, delegated=True), prior=None, accepted_digest=None, at=5.0)
+    assert verdict.status == "conflict"
+    assert verdict.reason == "non-canonical memory cannot be promoted through a delegated path"
+    assert verdict.reason == DELEGATED_PROMOTION
+
+
+def test_canonical_record_from_the_owner_and_delegated_plain_record_are_accepted() -> None:
+    assert judge(record(canonical=True), prior=None, accepted_digest=None, at=0).status == "accepted"
+    assert judge(record(delegated=True), prior=None, accepted_digest=None, at=0).status == "accepted"
+
+
+def test_other_digest_under_an_accepted_id_is_a_conflict_naming_the_id() -> None:
+    verdict = judge(record("r7", "v2"), prior=None, accepted_digest=digest("v1"), at=0)
+    assert verdict.status == "conflict"
+    assert verdict.reason == "record r7 already replicated with different content"
+    assert verdict.reason == different_content_reason("r7")
+
+
+def test_same_digest_under_an_accepted_id_is_accepted_again() -> None:
+    assert judge(record("r1", "v1"), prior=None, accepted_digest=digest("v1"), at=0).status == "accepted"
+
+
+def test_a_prior_verdict_is_returned_unchanged_whatever_the_flags() -> None:
+    conflict = Verdict(status="conflict", reason=DELEGATED_PROMOTION, at=1.0)
+    assert judge(record(), prior=conflict, accepted_digest=None, at=9.0) is conflict
+    accepted = Verdict(status="accepted", at=1.0)
+    assert judge(record(canonical=True, delegated=True), prior=accepted, accepted_digest=None, at=9.0) is accepted
+
+
+def test_a_corrected_version_after_a_governance_conflict_is_judged_afresh() -> None:
+    ledger = Ledger()
+    first, corrected = ledger.replicate(
+        [record("r1", "v1", canonical=True, delegated=True), record("r1", "v2", canonical=True)], at=1.0
+    )
+    assert first.status == "conflict"
+    assert corrected.status == "accepted"
+
+
+def test_a_duplicate_within_one_batch_is_judged_against_the_first() -> None:
+    ledger = Ledger()
+    answers = ledger.replicate([record("r1", "v1"), record("r1", "v1"), record("r1", "v2")], at=1.0)
+    assert [answer.status for answer in answers] == ["accepted", "accepted", "conflict"]
+
+
+def test_next_cursor_is_the_last_seq_given_or_since_when_nothing_is_new() -> None:
+    assert next_cursor(0, []) == 0
+    assert next_cursor(7, []) == 7
+    assert next_cursor(3, [4, 5, 9]) == 9
+
+
+records_strategy = st.builds(
+    record,
+    record_id=st.sampled_from(["a", "b", "c"]),
+    content=st.sampled_from(["v1", "v2", "v3"]),
+    canonical=st.booleans(),
+    delegated=st.booleans(),
+)
+batches_strategy = st.lists(st.lists(records_strategy, max_size=6), max_size=6)
+
+
+@given(batches_strategy)
+def test_replaying_any_sequence_of_requests_gives_the_same_answers(batches: list[list[RealmRecord]]) -> None:
+    ledger = Ledger()
+    first = [ledger.replicate(batch, at=1.0) for batch in batches]
+    again = [ledger.replicate(batch, at=2.0) for batch in batches]
+    assert again == first
+
+
+@given(batches_strategy)
+def test_an_id_is_accepted_with_one_digest_at_most(batches: list[list[RealmRecord]]) -> None:
+    ledger = Ledger()
+    accepted: dict[str, set[str]] = {}
+    for batch in batches:
+        for item, verdict in zip(batch, ledger.replicate(batch, at=1.0), strict=True):
+            if verdict.status == "accepted":
+                accepted.setdefault(item.id, set()).add(item.digest)
+    assert all(len(digests) == 1 for digests in accepted.values())
+
+
+@given(batches_strategy)
+def test_a_first_seen_delegated_canonical_record_is_never_accepted(batches: list[list[RealmRecord]]) -> None:
+    ledger = Ledger()
+    for batch in batches:
+        for item in batch:
+            seen_before = (item.id, item.digest) in ledger.verdicts
+            (verdict,) = ledger.replicate([item], at=1.0)
+            if item.canonical and item.delegated and not seen_before:
+                assert verdict.status == "conflict"
