@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from resident.errors import ActorUnavailable
 from resident.messages.store import Commit, GetWriterStatistics, Published, WriterStatistics
 from resident.store.store import Store
 from resident.supervisor import Address, ChildContext, Reply, SupervisedActor, settle_all
@@ -71,7 +72,17 @@ class StoreWriter(SupervisedActor):
         self._flush_queued = False
         if not batch:
             return
-        outcomes = self.store.commit([write for write, _ in batch])
+        try:
+            outcomes = self.store.commit([write for write, _ in batch])
+        except BaseException as error:
+            # `commit` turns every Exception into outcomes, so this is an interrupt or an exit: the
+            # actor dies of it, and its callers hear so now instead of waiting for their timeouts.
+            failure = ActorUnavailable(
+                f"{self.name} died while committing ({type(error).__name__}); the write may not be "
+                "durable — read it back before retrying"
+            )
+            settle_all((reply, None, failure) for _, reply in batch if reply is not None)
+            raise
         settle_all(
             (reply, committed, error)
             for (_, reply), (committed, error, _) in zip(batch, outcomes, strict=True)
@@ -81,7 +92,8 @@ class StoreWriter(SupervisedActor):
         self._writes += len(batch)
         self._largest = max(self._largest, len(batch))
         self._refused += sum(1 for _, error, _ in outcomes if error is not None)
-        self._publish([event for _, _, applied in outcomes for event in applied])
+        if self.subscribers:
+            self._publish([event for _, _, applied in outcomes for event in applied])
 
     def _publish(self, events: list[Any]) -> None:
         if not events or not self.subscribers:

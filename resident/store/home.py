@@ -6,6 +6,7 @@ Layout of a home::
     resident.lock      held (flock) by the one process that has the home open; holds its pid
     CURRENT            names the live store directory; `restore` swaps it atomically
     store.N/           the LMDB environment (data.mdb, lock.mdb)
+    .restore-PID-*/    a restore being staged (left behind only by a restore that was killed)
 
 The home directory is `0700` and every file the runtime creates in it `0600`: memories are
 private to the user who owns the home.
@@ -24,9 +25,15 @@ from resident.errors import HomeInUse, InvalidInput
 
 __all__ = [
     "CONFIG_FILE",
+    "CURRENT_FILE",
+    "HOME_ENV",
+    "LOCK_FILE",
+    "RESTORED_CONFIG",
     "HomeLock",
     "current_store_dir",
     "ensure_home",
+    "finish_restore",
+    "fsync_dir",
     "private_file",
     "resolve_home",
     "set_current_store_dir",
@@ -36,6 +43,8 @@ CONFIG_FILE = "resident.toml"
 LOCK_FILE = "resident.lock"
 CURRENT_FILE = "CURRENT"
 HOME_ENV = "RESIDENT_HOME"
+# A restored `resident.toml` waits inside the new store directory until `CURRENT` names it.
+RESTORED_CONFIG = "resident.toml.restored"
 
 
 def resolve_home(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -86,10 +95,27 @@ def set_current_store_dir(home: Path, store_dir: Path) -> None:
     finally:
         os.close(fd)
     temporary.replace(pointer)
-    _fsync_dir(home)
+    fsync_dir(home)
 
 
-def _fsync_dir(directory: Path) -> None:
+def finish_restore(home: Path) -> None:
+    """Install the configuration of a restore whose store is already live (the caller holds the lock).
+
+    A restore switches `CURRENT` first (its one commit point) and moves the backup's
+    `resident.toml` into the home after; if it was killed in between, this completes it, so the
+    store and its configuration are always restored together.
+    """
+    pending = current_store_dir(home) / RESTORED_CONFIG
+    if not pending.exists():
+        return
+    private_file(pending)
+    pending.replace(home / CONFIG_FILE)
+    fsync_dir(home)
+    fsync_dir(pending.parent)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make the creations, renames and removals of entries in `directory` durable."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -14,8 +14,15 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from resident.errors import InvalidInput, MemoryDisabled, RecordNotFound, UnknownBank
+from resident.errors import InvalidInput, MemoryDisabled, RecordNotFound, UnknownBank, UnknownExecution
 from resident.messages.base import Event
+from resident.messages.coordination import (
+    CorrectionRecorded,
+    Execution,
+    ExecutionFinished,
+    ExecutionStarted,
+    GrantIssued,
+)
 from resident.messages.members import MemberEntry
 from resident.messages.memory import (
     BankCreated,
@@ -29,7 +36,26 @@ from resident.messages.memory import (
     RecordSuperseded,
     VectorsFilled,
 )
-from resident.store.tables import BANKS, MEMBERS, MEMORY_CONFIG, RECORDS
+from resident.messages.replication import (
+    InvalidationCursorAdvanced,
+    RealmCursor,
+    RecordConflicted,
+    RecordInvalidated,
+    RecordsSynced,
+    ReplicationAttempted,
+    ReplicationStatus,
+)
+from resident.store.tables import (
+    BANKS,
+    CORRECTIONS,
+    EXECUTIONS,
+    GRANTS,
+    MEMBERS,
+    MEMORY_CONFIG,
+    REALM_CURSOR,
+    RECORDS,
+    REPLICATION,
+)
 from resident.store.view import View
 
 __all__ = ["MEMORY_OFF_MESSAGE", "project", "projection"]
@@ -171,3 +197,108 @@ def _member_imported(view: View, event: MemberImported) -> None:
     if event.world is not None and event.world not in worlds:
         worlds = (*worlds, event.world)
     view.put(MEMBERS, event.member, MemberEntry(name=event.member, worlds=worlds, joined_at=event.at))
+
+
+# -- replication to Realm ------------------------------------------------------------------------
+
+
+@projection(ReplicationAttempted)
+def _attempted(view: View, event: ReplicationAttempted) -> None:
+    for record_id in event.ids:
+        if view.get(RECORDS, record_id) is None:
+            continue
+        status = view.get(REPLICATION, record_id) or ReplicationStatus(id=record_id)
+        view.put(
+            REPLICATION,
+            record_id,
+            msgspec.structs.replace(
+                status, attempts=status.attempts + 1, last_error=event.error, last_attempt_at=event.at
+            ),
+        )
+
+
+@projection(RecordsSynced)
+def _synced(view: View, event: RecordsSynced) -> None:
+    for record_id in event.ids:
+        record = view.get(RECORDS, record_id)
+        # Only a pending record becomes synced: a verdict that arrived first (conflict, invalidation) stands.
+        if record is not None and record.replication == "pending":
+            view.put(RECORDS, record_id, msgspec.structs.replace(record, replication="synced", replication_reason=""))
+
+
+@projection(RecordConflicted)
+def _conflicted(view: View, event: RecordConflicted) -> None:
+    record = view.get(RECORDS, event.id)
+    if record is not None:
+        changed = msgspec.structs.replace(record, replication="conflict", replication_reason=event.reason)
+        view.put(RECORDS, event.id, changed)
+
+
+@projection(RecordInvalidated)
+def _invalidated(view: View, event: RecordInvalidated) -> None:
+    record = view.get(RECORDS, event.id)
+    if record is not None:
+        changed = msgspec.structs.replace(record, replication="invalidated", replication_reason=event.reason)
+        view.put(RECORDS, event.id, changed)
+
+
+@projection(
+    InvalidationCursorAdvanced,
+    check=lambda view, event: event.seq > (view.get(REALM_CURSOR, "cursor") or RealmCursor()).seq,
+)
+def _cursor(view: View, event: InvalidationCursorAdvanced) -> None:
+    view.put(REALM_CURSOR, "cursor", RealmCursor(seq=event.seq))
+
+
+# -- coordination --------------------------------------------------------------------------------
+
+
+def _new_grant(view: View, event: GrantIssued) -> bool:
+    if view.get(GRANTS, event.grant.id) is not None:
+        raise InvalidInput(f"a grant with id {event.grant.id} already exists")
+    return True
+
+
+@projection(GrantIssued, check=_new_grant)
+def _grant_issued(view: View, event: GrantIssued) -> None:
+    view.put(GRANTS, event.grant.id, event.grant)
+
+
+@projection(ExecutionStarted)
+def _execution_started(view: View, event: ExecutionStarted) -> None:
+    view.put(EXECUTIONS, event.execution.id, event.execution)
+
+
+def _execution(view: View, execution_id: str) -> Execution:
+    execution = view.get(EXECUTIONS, execution_id)
+    if execution is None:
+        raise UnknownExecution(f"no execution {execution_id}; see `resident progress` for the recorded ones")
+    return execution
+
+
+def _finishable(view: View, event: ExecutionFinished) -> bool:
+    execution = _execution(view, event.id)
+    if execution.outcome != "running":
+        raise InvalidInput(f"execution {event.id} already finished ({execution.outcome})")
+    return True
+
+
+@projection(ExecutionFinished, check=_finishable)
+def _execution_finished(view: View, event: ExecutionFinished) -> None:
+    finished = msgspec.structs.replace(
+        _execution(view, event.id),
+        outcome=event.outcome,
+        finished_at=event.at,
+        result_digest=event.result_digest,
+        error=event.error,
+        steps=event.steps,
+    )
+    view.put(EXECUTIONS, event.id, finished)
+
+
+@projection(CorrectionRecorded, check=lambda view, event: bool(_execution(view, event.correction.execution)))
+def _corrected(view: View, event: CorrectionRecorded) -> None:
+    correction = event.correction
+    execution = _execution(view, correction.execution)
+    view.put(CORRECTIONS, correction.id, correction)
+    view.put(EXECUTIONS, execution.id, msgspec.structs.replace(execution, corrections=execution.corrections + 1))

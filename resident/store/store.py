@@ -19,15 +19,24 @@ from typing import Any, TypeVar
 
 import lmdb
 
-from resident.errors import ResidentError, SchemaMismatch, StoreClosed, StoreFailed, WriteFailed
+from resident.errors import InvalidInput, ResidentError, SchemaMismatch, StoreClosed, StoreFailed, WriteFailed
 from resident.messages.events import AnyEvent, decode_event, encode_event
 from resident.messages.store import Commit, Committed
-from resident.store.home import current_store_dir, private_file
+from resident.store.home import CURRENT_FILE, current_store_dir, finish_restore, private_file
 from resident.store.projections import project
 from resident.store.tables import EVENTS, META, SCHEMA_VERSION, STATE_TABLES, TABLES, VECTORS, Table
 from resident.store.view import DictView, TxnView
 
-__all__ = ["DEFAULT_MAP_SIZE", "Outcome", "Reader", "Store", "event_key"]
+__all__ = [
+    "DEFAULT_MAP_SIZE",
+    "Outcome",
+    "Reader",
+    "Store",
+    "check_schema",
+    "event_key",
+    "open_environment",
+    "stored_schema_version",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -108,16 +117,23 @@ class Store:
     @classmethod
     def open(cls, home: Path, *, map_size: int = DEFAULT_MAP_SIZE) -> Store:
         """Open (creating if new) the store of `home`; refuse another schema version."""
+        finish_restore(home)
         path = current_store_dir(home)
-        new = not (path / "data.mdb").exists()
+        if (home / CURRENT_FILE).exists() and not (path / "data.mdb").exists():
+            # CURRENT is only ever switched to a complete store; opening an empty one here would
+            # silently hide the home's data.
+            raise InvalidInput(
+                f"{home / CURRENT_FILE} names {path.name}, which holds no store; restore the home from a backup"
+            )
         path.mkdir(mode=0o700, exist_ok=True)
         path.chmod(0o700)
         env = open_environment(path, map_size=map_size)
         try:
-            dbs = {table.name: env.open_db(table.name.encode("ascii")) for table in TABLES}
             for name in ("data.mdb", "lock.mdb"):
                 private_file(path / name)
-            check_schema(env, dbs, initialize=new, where=home)
+            # Check before creating any table, so a home of another version is left as it was.
+            check_schema(env, initialize=True, where=home)
+            dbs = {table.name: env.open_db(table.name.encode("ascii")) for table in TABLES}
         except BaseException:
             env.close()
             raise
@@ -147,6 +163,12 @@ class Store:
     @contextmanager
     def reader(self) -> Iterator[Reader]:
         """A short read transaction for use inside one call, in this thread only."""
+        with self._reading(), self._env.begin(write=False, buffers=False) as txn:
+            yield Reader(txn, self._dbs)
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Count a read (or copy) in progress: the map cannot grow, nor the store close, meanwhile."""
         with self._gate:
             while self._resizing:
                 self._gate.wait(timeout=5.0)
@@ -154,8 +176,7 @@ class Store:
                 raise StoreClosed("the store is closed; open the runtime again")
             self._readers += 1
         try:
-            with self._env.begin(write=False, buffers=False) as txn:
-                yield Reader(txn, self._dbs)
+            yield
         finally:
             with self._gate:
                 self._readers -= 1
@@ -214,22 +235,25 @@ class Store:
         outcomes: list[Outcome] = []
         seq = self._next_seq
         with self._env.begin(write=True) as txn:
+            view = TxnView(txn, self._dbs)
             for write in writes:
                 if len(write.events) > 1:
                     # Later events of one write may depend on earlier ones (a bank, then a record
                     # in it), so a multi-event write runs in a nested transaction it can abandon.
                     child = self._env.begin(write=True, parent=txn)
+                    nested = view.nested(child)
                     try:
-                        outcome, seq = _apply_write(child, self._dbs, write, seq)
+                        outcome, seq = _apply_write(child, self._dbs, write, seq, nested)
                     except BaseException:
                         child.abort()
                         raise
                     if outcome[1] is None:
                         child.commit()
+                        nested.merge()
                     else:
                         child.abort()
                 else:
-                    outcome, seq = _apply_write(txn, self._dbs, write, seq)
+                    outcome, seq = _apply_write(txn, self._dbs, write, seq, view)
                 outcomes.append(outcome)
         self._next_seq = seq
         return outcomes
@@ -251,10 +275,9 @@ class Store:
 
     def copy_to(self, directory: Path) -> None:
         """A consistent, compacted copy of the environment into an empty `directory`."""
-        with self._gate:
-            if self._closed:
-                raise StoreClosed("the store is closed; open the runtime again")
-        self._env.copy(str(directory), compact=True)
+        # The copy runs in a read transaction of its own, which a concurrent map resize would break.
+        with self._reading():
+            self._env.copy(str(directory), compact=True)
 
     def state_tables(self) -> dict[str, list[tuple[bytes, bytes]]]:
         """Every state table's raw contents (for comparing live state with a replay)."""
@@ -289,15 +312,23 @@ class Store:
         return problems
 
 
-def _apply_write(txn: lmdb.Transaction, dbs: dict[str, Any], write: Commit, seq: int) -> tuple[Outcome, int]:
+def _apply_write(
+    txn: lmdb.Transaction, dbs: dict[str, Any], write: Commit, seq: int, view: TxnView | None = None
+) -> tuple[Outcome, int]:
     events_db, vectors_db = dbs[EVENTS.name], dbs[VECTORS.name]
-    view = TxnView(txn, dbs)
+    if view is None:
+        view = TxnView(txn, dbs)
     applied: list[AnyEvent] = []
     start = seq
     try:
         for event in write.events:
             if project(view, event):
-                txn.put(event_key(seq), encode_event(event), db=events_db, append=True)
+                if not txn.put(event_key(seq), encode_event(event), db=events_db, append=True):
+                    # LMDB refuses a key that is not past the end of the log without raising; the
+                    # state change must not commit without its event, so the transaction fails.
+                    raise lmdb.KeyExistsError(
+                        f"event {seq} is not past the end of the event log; another writer appended to it"
+                    )
                 applied.append(event)
                 seq += 1
     except ResidentError as refusal:
@@ -323,19 +354,50 @@ def open_environment(path: Path, *, map_size: int, readonly: bool = False) -> lm
     )
 
 
-def check_schema(env: lmdb.Environment, dbs: dict[str, Any], *, initialize: bool, where: Path) -> None:
-    """Refuse a home written by another schema version; stamp a new one with ours."""
-    with env.begin(write=initialize) as txn:
-        stored = txn.get(b"schema_version", db=dbs[META.name])
-        if stored is None:
-            if not initialize:
-                raise SchemaMismatch(
-                    f"home {where} has no schema version (expected {SCHEMA_VERSION}); "
-                    "it was not written by resident or is damaged"
-                )
-            txn.put(b"schema_version", str(SCHEMA_VERSION).encode("ascii"), db=dbs[META.name])
-            return
-    found = stored.decode("ascii", "replace")
+def stored_schema_version(env: lmdb.Environment) -> str | None:
+    """The schema version stamped in `env` (None when unstamped), read without writing anything."""
+    with env.begin(write=False) as txn:
+        try:
+            meta = env.open_db(META.name.encode("ascii"), txn=txn, create=False)
+        except lmdb.NotFoundError:
+            return None
+        stored = txn.get(b"schema_version", db=meta)
+    return None if stored is None else bytes(stored).decode("ascii", "replace")
+
+
+def _is_blank(env: lmdb.Environment) -> bool:
+    """True when `env` holds no data: at most empty tables (a first open that was interrupted)."""
+    with env.begin(write=False) as txn:
+        names = [bytes(key) for key, _ in txn.cursor()]
+        for name in names:
+            try:
+                db = env.open_db(name, txn=txn, create=False)
+            except lmdb.Error:
+                return False
+            if txn.stat(db)["entries"]:
+                return False
+    return True
+
+
+def check_schema(env: lmdb.Environment, *, initialize: bool, where: Path) -> None:
+    """Refuse a home written by another schema version; with `initialize`, stamp a blank one with ours.
+
+    A refused home is not written to. Stamping creates every table in the same transaction, so a
+    store either carries a schema version or holds nothing (and is stamped on its next open).
+    """
+    found = stored_schema_version(env)
+    if found is None:
+        if not (initialize and _is_blank(env)):
+            raise SchemaMismatch(
+                f"home {where} has no schema version (expected {SCHEMA_VERSION}); "
+                "it was not written by resident or is damaged"
+            )
+        with env.begin(write=True) as txn:
+            for table in TABLES:
+                env.open_db(table.name.encode("ascii"), txn=txn)
+            meta = env.open_db(META.name.encode("ascii"), txn=txn)
+            txn.put(b"schema_version", str(SCHEMA_VERSION).encode("ascii"), db=meta)
+        return
     if found != str(SCHEMA_VERSION):
         raise SchemaMismatch(
             f"home {where} has schema version {found} but this resident reads version {SCHEMA_VERSION}; "

@@ -16,17 +16,24 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from resident.messages.coordination import Correction, Execution, Grant
 from resident.messages.events import AnyEvent
 from resident.messages.members import MemberEntry
 from resident.messages.memory import Bank, MemoryConfig, MemoryRecord
+from resident.messages.replication import RealmCursor, ReplicationStatus
 
 __all__ = [
     "BANKS",
+    "CORRECTIONS",
     "EVENTS",
+    "EXECUTIONS",
+    "GRANTS",
     "MEMBERS",
     "MEMORY_CONFIG",
     "META",
+    "REALM_CURSOR",
     "RECORDS",
+    "REPLICATION",
     "SCHEMA_VERSION",
     "STATE_TABLES",
     "TABLES",
@@ -72,8 +79,16 @@ BANKS: Table[Bank] = Table("banks", Bank)
 RECORDS: Table[MemoryRecord] = Table("records", MemoryRecord)
 VECTORS: Table[bytes] = Table("vectors", bytes, derived=True, raw=True)
 MEMBERS: Table[MemberEntry] = Table("members", MemberEntry)
+REPLICATION: Table[ReplicationStatus] = Table("replication", ReplicationStatus)
+REALM_CURSOR: Table[RealmCursor] = Table("realm_cursor", RealmCursor)
+GRANTS: Table[Grant] = Table("grants", Grant)
+EXECUTIONS: Table[Execution] = Table("executions", Execution)
+CORRECTIONS: Table[Correction] = Table("corrections", Correction)
 
-TABLES: tuple[Table[Any], ...] = (META, EVENTS, MEMORY_CONFIG, BANKS, RECORDS, VECTORS, MEMBERS)
+TABLES: tuple[Table[Any], ...] = (
+    META, EVENTS, MEMORY_CONFIG, BANKS, RECORDS, VECTORS, MEMBERS, REPLICATION, REALM_CURSOR,
+    GRANTS, EXECUTIONS, CORRECTIONS,
+)
 # State the event log rebuilds: everything except the log itself, metadata and derived caches.
 STATE_TABLES: tuple[Table[Any], ...] = tuple(
     t for t in TABLES if not t.derived and t.name not in ("meta", "events")

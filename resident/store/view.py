@@ -13,6 +13,7 @@ from resident.store.tables import EVENTS, Table
 __all__ = ["DictView", "TxnView", "View"]
 
 T = TypeVar("T")
+_UNSEEN = object()
 
 
 class View(Protocol):
@@ -30,19 +31,48 @@ def _refuse_events(table: Table[Any]) -> None:
 
 
 class TxnView:
-    """A view over one LMDB transaction (used only inside the writer's commit)."""
+    """A view over one LMDB transaction (used only inside the writer's commit).
 
-    def __init__(self, txn: lmdb.Transaction, dbs: dict[str, Any]) -> None:
+    It remembers every value it read or wrote, so a commit of many writes decodes the memory
+    configuration and each bank once rather than once per write. A view over a nested
+    transaction keeps its own layer on top of its parent's; `merge()` folds it into the parent
+    when that transaction commits, and dropping it is enough when it aborts. Only projections
+    write through views, and they never touch the event log, so nothing else can make a
+    remembered value stale.
+    """
+
+    def __init__(self, txn: lmdb.Transaction, dbs: dict[str, Any], parent: TxnView | None = None) -> None:
         self._txn = txn
         self._dbs = dbs
+        self._parent = parent
+        self._seen: dict[tuple[str, str], Any] = {}
 
     def get(self, table: Table[T], key: str) -> T | None:
+        entry = (table.name, key)
+        view: TxnView | None = self
+        while view is not None:
+            value = view._seen.get(entry, _UNSEEN)
+            if value is not _UNSEEN:
+                return value  # type: ignore[no-any-return]
+            view = view._parent
         raw = self._txn.get(key.encode("utf-8"), db=self._dbs[table.name])
-        return None if raw is None else table.decode(bytes(raw))
+        decoded = None if raw is None else table.decode(bytes(raw))
+        self._seen[entry] = decoded
+        return decoded
 
     def put(self, table: Table[T], key: str, value: T) -> None:
         _refuse_events(table)
         self._txn.put(key.encode("utf-8"), table.encode(value), db=self._dbs[table.name])
+        self._seen[(table.name, key)] = value
+
+    def nested(self, txn: lmdb.Transaction) -> TxnView:
+        """A view over `txn`, a transaction nested in this view's one."""
+        return TxnView(txn, self._dbs, parent=self)
+
+    def merge(self) -> None:
+        """Fold what this nested view saw into its parent (its transaction committed)."""
+        if self._parent is not None:
+            self._parent._seen.update(self._seen)
 
 
 class DictView:

@@ -1,0 +1,1 @@
+"""Benchmarks, runnable as scripts; they print figures and assert nothing."""

@@ -1,0 +1,360 @@
+"""Benchmark of durable writes: the group-commit writer against naive LMDB and SQLite, in one run.
+
+Every write is one memory admission (a `RecordAdmitted` of a realistic record, ~300 B body): the
+record into its table and the event into the log, in one durable transaction. Configurations:
+
+* naive LMDB — one write transaction per write, `sync=True`, one writer (LMDB serializes writers
+  anyway); run first and last, and the mean of the two is the baseline every ratio divides by;
+* SQLite WAL, `synchronous=FULL` — one transaction per write, 1/8/64 threads each with its own
+  connection;
+* the group-commit `StoreWriter` under a supervision tree — 1/8/64 writer threads blocking on
+  `ask`, and 1/8/64/1024 asyncio tasks awaiting `ask_async` on one event loop.
+
+Each configuration runs for a bounded time on a fresh store; throughput counts acknowledged
+writes, latency is per acknowledgement, writes per commit comes from `GetWriterStatistics`
+deltas. fsync cost on this shared machine varies a lot over minutes, so only ratios within one
+run mean anything. Targets (against naive LMDB): 64 threads >= 4x, 64 tasks >= 10x, 1024 tasks >= 20x.
+
+    python bench/store_writes.py [--json] [--quick] [--seconds S] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import platform
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import lmdb
+import msgspec
+
+from resident.actors.writer import StoreWriter
+from resident.clock import SystemClock
+from resident.ids import new_id
+from resident.messages.memory import Bank, BankCreated, MemoryRecord, MemorySwitchedOn, RecordAdmitted
+from resident.messages.store import Commit, GetWriterStatistics, WriterStatistics
+from resident.store.home import HomeLock, ensure_home
+from resident.store.store import Store, event_key
+from resident.supervisor import Address, ChildSpec, SupervisionTree, SupervisorSpec
+
+BANK = "agent_core/deven"
+BODY = (
+    "Deploying to staging needs the database migration applied first; the last time we skipped it "
+    "the API pods crash-looped for twenty minutes until someone ran it by hand. Run `make migrate` "
+    "against staging, wait for the job to finish, then roll the deployment. Owner: deven."
+)
+TIMEOUT = 60.0
+TARGETS = {("threads", 64): 4.0, ("asyncio", 64): 10.0, ("asyncio", 1024): 20.0}
+_ENCODER = msgspec.msgpack.Encoder()
+
+
+def admission() -> RecordAdmitted:
+    """A memory admission as a member makes it: a new time-ordered id, the time, a ~300 B body."""
+    now = time.time()
+    record = MemoryRecord(
+        id=new_id("mem"),
+        summary="staging deploys need the migration first",
+        body=BODY,
+        kind="experience",
+        bank=BANK,
+        scope="AGENT_CORE",
+        owner="deven",
+        occurred_at=now,
+        recorded_at=now,
+        digest=hashlib.sha256(BODY.encode()).hexdigest(),
+        source="session/7f3a",
+        importance=0.7,
+        importance_reason="cost an outage",
+    )
+    return RecordAdmitted(at=now, record=record)
+
+
+@dataclass
+class Result:
+    mode: str
+    writers: int
+    writes: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+    writes_per_commit: float | None = None
+    ratio: float | None = None
+
+    @property
+    def throughput(self) -> float:
+        return self.writes / self.seconds
+
+
+def _result(mode: str, writers: int, latencies: list[float], seconds: float, per_commit: float | None) -> Result:
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
+    return Result(
+        mode=mode,
+        writers=writers,
+        writes=len(ordered),
+        seconds=seconds,
+        p50_ms=1000 * (statistics.median(ordered) if ordered else 0.0),
+        p99_ms=1000 * p99,
+        writes_per_commit=per_commit,
+    )
+
+
+# -- naive LMDB ----------------------------------------------------------------------------------
+
+
+def naive_lmdb(directory: Path, seconds: float) -> Result:
+    env = lmdb.open(str(directory), map_size=1 << 30, max_dbs=4, sync=True, metasync=True)
+    records, events = env.open_db(b"records"), env.open_db(b"events")
+    latencies: list[float] = []
+    seq = 0
+    started = time.perf_counter()
+    deadline = started + seconds
+    while (now := time.perf_counter()) < deadline:
+        event = admission()
+        seq += 1
+        with env.begin(write=True) as txn:
+            txn.put(event.record.id.encode(), _ENCODER.encode(event.record), db=records)
+            txn.put(event_key(seq), _ENCODER.encode(event), db=events, append=True)
+        latencies.append(time.perf_counter() - now)
+    elapsed = time.perf_counter() - started
+    env.close()
+    return _result("naive lmdb", 1, latencies, elapsed, 1.0)
+
+
+# -- SQLite --------------------------------------------------------------------------------------
+
+
+def sqlite_wal(directory: Path, writers: int, seconds: float) -> Result:
+    path = directory / "bench.sqlite"
+    setup = sqlite3.connect(path)
+    setup.execute("PRAGMA journal_mode=WAL")
+    setup.execute("CREATE TABLE records (id TEXT PRIMARY KEY, value BLOB NOT NULL)")
+    setup.execute("CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, value BLOB NOT NULL)")
+    setup.commit()
+    setup.close()
+    latencies: list[list[float]] = [[] for _ in range(writers)]
+    start = threading.Barrier(writers + 1)
+    deadline = 0.0
+
+    def write(worker: int) -> None:
+        connection = sqlite3.connect(path, timeout=TIMEOUT, isolation_level=None, check_same_thread=False)
+        connection.execute("PRAGMA synchronous=FULL")
+        mine = latencies[worker]
+        start.wait()
+        while (now := time.perf_counter()) < deadline:
+            event = admission()
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("INSERT INTO records VALUES (?, ?)", (event.record.id, _ENCODER.encode(event.record)))
+            connection.execute("INSERT INTO events (value) VALUES (?)", (_ENCODER.encode(event),))
+            connection.execute("COMMIT")
+            mine.append(time.perf_counter() - now)
+        connection.close()
+
+    threads = [threading.Thread(target=write, args=(worker,)) for worker in range(writers)]
+    for thread in threads:
+        thread.start()
+    started = time.perf_counter()
+    deadline = started + seconds
+    start.wait()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    return _result("sqlite wal full", writers, [x for mine in latencies for x in mine], elapsed, 1.0)
+
+
+# -- the group-commit writer ---------------------------------------------------------------------
+
+
+@contextmanager
+def running_writer(directory: Path) -> Iterator[Address]:
+    home = ensure_home(directory / "home")
+    lock = HomeLock(home)
+    lock.acquire()
+    store = Store.open(home)
+    now = time.time()
+    setup = Commit(
+        events=(
+            MemorySwitchedOn(at=now, provider="hindsight", embedder="hash"),
+            BankCreated(at=now, bank=Bank(name=BANK, scope="AGENT_CORE", owner="deven", created_at=now)),
+        )
+    )
+    for _, error, _ in store.commit([setup]):
+        assert error is None, error
+    address = Address("writer", capacity=100_000)
+    clock = SystemClock()
+    tree = SupervisionTree(
+        SupervisorSpec("root", [ChildSpec(address, StoreWriter, kwargs={"store": store})]),
+        clock,
+        lambda reason: print(f"the writer's supervisor gave up: {reason}"),
+    )
+    tree.start()
+    try:
+        yield address
+    finally:
+        tree.stop()
+        clock.close()
+        store.close()
+        lock.release()
+
+
+def _statistics(address: Address) -> WriterStatistics:
+    result = address.ask(GetWriterStatistics(), TIMEOUT)
+    assert isinstance(result, WriterStatistics)
+    return result
+
+
+def writer_threads(directory: Path, writers: int, seconds: float) -> Result:
+    with running_writer(directory) as address:
+        latencies: list[list[float]] = [[] for _ in range(writers)]
+        start = threading.Barrier(writers + 1)
+        deadline = 0.0
+
+        def write(worker: int) -> None:
+            mine = latencies[worker]
+            start.wait()
+            while (now := time.perf_counter()) < deadline:
+                message = Commit(events=(admission(),))
+                address.ask(message, TIMEOUT)
+                mine.append(time.perf_counter() - now)
+
+        threads = [threading.Thread(target=write, args=(worker,)) for worker in range(writers)]
+        for thread in threads:
+            thread.start()
+        before = _statistics(address)
+        started = time.perf_counter()
+        deadline = started + seconds
+        start.wait()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - started
+        after = _statistics(address)
+    per_commit = (after.writes - before.writes) / max(1, after.commits - before.commits)
+    return _result("writer, threads", writers, [x for mine in latencies for x in mine], elapsed, per_commit)
+
+
+def writer_tasks(directory: Path, writers: int, seconds: float) -> Result:
+    with running_writer(directory) as address:
+        latencies: list[float] = []
+
+        async def write(deadline: float) -> None:
+            while (now := time.perf_counter()) < deadline:
+                message = Commit(events=(admission(),))
+                await address.ask_async(message, TIMEOUT)
+                latencies.append(time.perf_counter() - now)
+
+        async def run() -> float:
+            started = time.perf_counter()
+            await asyncio.gather(*(write(started + seconds) for _ in range(writers)))
+            return time.perf_counter() - started
+
+        before = _statistics(address)
+        elapsed = asyncio.run(run())
+        after = _statistics(address)
+    per_commit = (after.writes - before.writes) / max(1, after.commits - before.commits)
+    return _result("writer, asyncio", writers, latencies, elapsed, per_commit)
+
+
+# -- the run -------------------------------------------------------------------------------------
+
+
+def plan(seconds: float) -> list[Callable[[Path], Result]]:
+    def naive(directory: Path) -> Result:
+        return naive_lmdb(directory, seconds)
+
+    def sqlite(writers: int) -> Callable[[Path], Result]:
+        return lambda directory: sqlite_wal(directory, writers, seconds)
+
+    def threads(writers: int) -> Callable[[Path], Result]:
+        return lambda directory: writer_threads(directory, writers, seconds)
+
+    def tasks(writers: int) -> Callable[[Path], Result]:
+        return lambda directory: writer_tasks(directory, writers, seconds)
+
+    return [
+        naive,
+        *(sqlite(writers) for writers in (1, 8, 64)),
+        *(threads(writers) for writers in (1, 8, 64)),
+        *(tasks(writers) for writers in (1, 8, 64, 1024)),
+        naive,
+    ]
+
+
+def run(seconds: float, base: Path | None) -> dict[str, Any]:
+    results: list[Result] = []
+    for step in plan(seconds):
+        directory = Path(tempfile.mkdtemp(prefix="resident-bench-", dir=base))
+        try:
+            results.append(step(directory))
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+    naive = [result.throughput for result in results if result.mode == "naive lmdb"]
+    baseline = statistics.mean(naive)
+    for result in results:
+        result.ratio = result.throughput / baseline
+    targets = []
+    for (kind, writers), wanted in TARGETS.items():
+        mode = "writer, threads" if kind == "threads" else "writer, asyncio"
+        got = next(result.ratio for result in results if result.mode == mode and result.writers == writers)
+        met = got is not None and got >= wanted
+        targets.append({"writers": writers, "mode": mode, "target": wanted, "ratio": got, "met": met})
+    return {
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "lmdb": lmdb.version()},
+        "seconds_per_configuration": seconds,
+        "naive_lmdb_baseline_writes_per_s": baseline,
+        "naive_lmdb_runs": naive,
+        "results": [{**asdict(result), "throughput": result.throughput} for result in results],
+        "targets": targets,
+    }
+
+
+def print_table(report: dict[str, Any]) -> None:
+    print(
+        f"{'writers':>7}  {'mode':<16} {'writes/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'per commit':>10} {'x naive':>8}"
+    )
+    for row in report["results"]:
+        per_commit = row["writes_per_commit"]
+        print(
+            f"{row['writers']:>7}  {row['mode']:<16} {row['throughput']:>10.0f} {row['p50_ms']:>8.2f} "
+            f"{row['p99_ms']:>8.2f} {per_commit if per_commit is None else round(per_commit, 1):>10} "
+            f"{row['ratio']:>7.1f}x"
+        )
+    runs = ", ".join(f"{value:.0f}" for value in report["naive_lmdb_runs"])
+    print(f"\nbaseline: naive LMDB {report['naive_lmdb_baseline_writes_per_s']:.0f} writes/s (runs: {runs})")
+    for target in report["targets"]:
+        verdict = "met" if target["met"] else "NOT met"
+        print(
+            f"target {target['mode']} x{target['writers']}: >= {target['target']:.0f}x naive, "
+            f"got {target['ratio']:.1f}x — {verdict}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.add_argument("--quick", action="store_true", help="0.7 s per configuration instead of 2.5 s")
+    parser.add_argument("--seconds", type=float, default=None, help="seconds per configuration")
+    parser.add_argument("--dir", type=Path, default=None, help="where the stores are created (default: temp dir)")
+    arguments = parser.parse_args()
+    seconds = arguments.seconds or (0.7 if arguments.quick else 2.5)
+    report = run(seconds, arguments.dir)
+    if arguments.json:
+        print(json.dumps(report))
+    else:
+        print_table(report)
+
+
+if __name__ == "__main__":
+    main()
