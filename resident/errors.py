@@ -39,6 +39,7 @@ __all__ = [
     "SubstrateUnavailable",
     "TextInvalid",
     "UnknownBank",
+    "UnknownExecution",
     "UnknownMember",
     "UnknownScope",
     "WriteFailed",
@@ -196,3 +197,7 @@ class GrantExceeded(ResidentError, PermissionError):
 
 class OwnerOnlyAction(GrantExceeded):
     """Merge, approve and pushes to protected branches belong to the owner and can never be granted."""
+
+
+class UnknownExecution(ResidentError, LookupError):
+    """No execution with that id was recorded by the coordinator."""

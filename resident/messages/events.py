@@ -6,6 +6,7 @@ from typing import Union
 
 import msgspec
 
+from resident.messages.coordination import CorrectionRecorded, ExecutionFinished, ExecutionStarted, GrantIssued
 from resident.messages.memory import (
     BankCreated,
     MemberImported,
@@ -16,6 +17,13 @@ from resident.messages.memory import (
     RecordsRecalled,
     RecordSuperseded,
     VectorsFilled,
+)
+from resident.messages.replication import (
+    InvalidationCursorAdvanced,
+    RecordConflicted,
+    RecordInvalidated,
+    RecordsSynced,
+    ReplicationAttempted,
 )
 
 __all__ = ["EVENT_DECODER", "AnyEvent", "decode_event", "encode_event"]
@@ -31,6 +39,15 @@ AnyEvent = Union[  # noqa: UP007
     RecordsRecalled,
     VectorsFilled,
     MemberImported,
+    ReplicationAttempted,
+    RecordsSynced,
+    RecordConflicted,
+    RecordInvalidated,
+    InvalidationCursorAdvanced,
+    GrantIssued,
+    ExecutionStarted,
+    ExecutionFinished,
+    CorrectionRecorded,
 ]
 
 EVENT_DECODER: msgspec.msgpack.Decoder[AnyEvent] = msgspec.msgpack.Decoder(AnyEvent)

@@ -15,23 +15,30 @@ __all__ = [
     "BankCreated",
     "Forget",
     "GetRecord",
+    "GetSubstrateStatus",
     "Kind",
     "Lifecycle",
     "MemberImported",
     "MemoryConfig",
     "MemoryRecord",
+    "MemoryStatus",
     "MemorySwitchedOff",
     "MemorySwitchedOn",
+    "Principal",
     "Recall",
     "RecallHit",
     "Receipt",
+    "Reconcile",
+    "Reconciled",
     "RecordAdmitted",
     "RecordRetracted",
     "RecordSuperseded",
     "RecordsRecalled",
+    "Remember",
     "ReplicationState",
     "Retain",
     "Scope",
+    "SubstrateStatus",
     "VectorsFilled",
 ]
 
@@ -41,6 +48,14 @@ SCOPES: tuple[Scope, ...] = ("AGENT_CORE", "AGENT_DYADIC", "WORLD_SHARED", "APP_
 Kind = Literal["world", "experience", "observation"]
 Lifecycle = Literal["active", "superseded", "retracted"]
 ReplicationState = Literal["pending", "synced", "conflict", "invalidated"]
+
+
+class Principal(Record, frozen=True):
+    """Who is asking: a member (with the worlds it belongs to), an app, or a workspace."""
+
+    kind: Literal["member", "app", "workspace"]
+    name: str
+    worlds: tuple[str, ...] = ()
 
 
 class Activation(Record, frozen=True):
@@ -99,6 +114,7 @@ class MemoryRecord(Record, frozen=True):
     delegated: bool = False
     replication: ReplicationState = "pending"
     replication_reason: str = ""
+    author: str = ""
 
 
 class MemoryConfig(Record, frozen=True):
@@ -162,34 +178,82 @@ class MemberImported(Event, frozen=True, tag="member.imported"):
 
 
 class Retain(Message, frozen=True, tag="retain"):
-    """Member → substrate: embed, write durably, index. The record is fully formed except its vector."""
+    """Member → substrate: embed, write durably, index. The record is fully formed except its vector.
+
+    `before` is written in the same transaction ahead of the record (the bank, on its first use)
+    and `supersedes` after it (marking the record it replaces).
+    """
 
     record: MemoryRecord
+    before: tuple[BankCreated, ...] = ()
+    supersedes: RecordSuperseded | None = None
+
+
+class Remember(Message, frozen=True, tag="remember"):
+    """Caller → member: admit a memory (validated and shaped into a record by the member)."""
+
+    text: str
+    scope: Scope = "AGENT_CORE"
+    summary: str | None = None
+    kind: Kind = "experience"
+    counterpart: str | None = None
+    world: str | None = None
+    bank: str | None = None
+    importance: float = 0.5
+    importance_reason: str = ""
+    confidence: float = 1.0
+    activation: Activation = msgspec.field(default_factory=Activation)
+    supersedes: str | None = None
+    canonical: bool = False
+    delegated: bool = False
+    source: str = "manual"
+    occurred_at: float | None = None
+    cites: tuple[str, ...] = ()
 
 
 class Recall(Message, frozen=True, tag="recall"):
-    """Member → substrate: the member's visible, active, served records that best match `query`."""
+    """The principal's visible, active, served records that best match `query`, best first."""
 
-    member: str
     query: str
     k: int = 10
     char_budget: int = 8_000
     activation: Activation = msgspec.field(default_factory=Activation)
-    worlds: tuple[str, ...] = ()
     include_inactive: bool = False
+    principal: Principal | None = None
 
 
 class GetRecord(Message, frozen=True, tag="record.get"):
-    member: str
     id: str
-    worlds: tuple[str, ...] = ()
+    principal: Principal | None = None
 
 
 class Forget(Message, frozen=True, tag="record.forget"):
-    member: str
     id: str
-    worlds: tuple[str, ...] = ()
     reason: str = ""
+    principal: Principal | None = None
+
+
+class Reconcile(Message, frozen=True, tag="record.reconcile"):
+    """Settle a withheld record explicitly: roll the local write back, or re-admit a corrected version.
+
+    A re-admitted version supersedes the withheld one and goes back to `pending`; `text` and
+    `canonical` correct its terms (None keeps the withheld record's).
+    """
+
+    id: str
+    rollback: bool = False
+    readmit: bool = False
+    text: str | None = None
+    canonical: bool | None = None
+
+
+class Reconciled(Message, frozen=True, tag="record.reconciled"):
+    """What reconciliation did: the withheld record, and the re-admitted version if there is one."""
+
+    id: str
+    action: Literal["rollback", "readmit"]
+    new_id: str | None = None
+    replication: ReplicationState | None = None
 
 
 class Receipt(Message, frozen=True, tag="receipt"):
@@ -217,3 +281,34 @@ class RecallHit(Message, frozen=True, tag="recall.hit"):
     replication: ReplicationState
     occurred_at: float
     recorded_at: float
+
+
+class SubstrateStatus(Message, frozen=True, tag="substrate.status"):
+    """What the substrate holds and how its embedder is doing."""
+
+    records: int
+    missing_vectors: int
+    embedder: str
+    embedder_error: str
+    rebuild_seconds: float
+    by_lifecycle: dict[str, int]
+    by_replication: dict[str, int]
+
+
+class GetSubstrateStatus(Message, frozen=True, tag="substrate.status.get"):
+    pass
+
+
+class MemoryStatus(Message, frozen=True, tag="memory.status"):
+    """Whether memory is on, with which provider and embedder, and how the substrate is doing."""
+
+    enabled: bool
+    provider: str
+    embedder: str
+    substrate: str
+    records: int = 0
+    missing_vectors: int = 0
+    embedder_error: str = ""
+    by_lifecycle: dict[str, int] = msgspec.field(default_factory=dict)
+    by_replication: dict[str, int] = msgspec.field(default_factory=dict)
+    replication_note: str = ""

@@ -1,0 +1,108 @@
+"""Replication to Realm: its events, the per-record status it keeps, and how to ask about it."""
+
+from __future__ import annotations
+
+from resident.messages.base import Event, Message, Record
+
+__all__ = [
+    "GetReplicationStatus",
+    "InvalidationCursorAdvanced",
+    "RealmCursor",
+    "RecordConflicted",
+    "RecordInvalidated",
+    "RecordReplication",
+    "RecordsSynced",
+    "ReplicationAttempted",
+    "ReplicationCounts",
+    "ReplicationStatus",
+    "SyncNow",
+]
+
+
+class ReplicationStatus(Record, frozen=True):
+    """How pushing one record to Realm has gone so far."""
+
+    id: str
+    attempts: int = 0
+    last_error: str = ""
+    last_attempt_at: float | None = None
+
+
+class RealmCursor(Record, frozen=True):
+    """Where the runtime is in Realm's invalidation feed (the next `since`)."""
+
+    seq: int = 0
+
+
+# -- events --------------------------------------------------------------------------------------
+
+
+class ReplicationAttempted(Event, frozen=True, tag="replication.attempted"):
+    """One push of these records to Realm; `error` is empty when Realm answered."""
+
+    ids: tuple[str, ...]
+    error: str = ""
+
+
+class RecordsSynced(Event, frozen=True, tag="records.synced"):
+    """Realm accepted these records (written only after its answer arrived)."""
+
+    ids: tuple[str, ...]
+
+
+class RecordConflicted(Event, frozen=True, tag="record.conflicted"):
+    """Realm governance rejected the record; it is withheld until reconciled."""
+
+    id: str
+    reason: str
+
+
+class RecordInvalidated(Event, frozen=True, tag="record.invalidated"):
+    """Realm governance invalidated the record; it is withheld until reconciled."""
+
+    id: str
+    reason: str
+    realm_seq: int = 0
+
+
+class InvalidationCursorAdvanced(Event, frozen=True, tag="realm.cursor"):
+    seq: int
+
+
+# -- commands and replies ------------------------------------------------------------------------
+
+
+class GetReplicationStatus(Message, frozen=True, tag="replication.status.get"):
+    """Counts per state, or (with `id`) one record's replication."""
+
+    id: str | None = None
+
+
+class SyncNow(Message, frozen=True, tag="replication.sync"):
+    """Push now (parked records too) and poll invalidations; answered once settled or out of attempts."""
+
+
+class ReplicationCounts(Message, frozen=True, tag="replication.counts"):
+    """Records per replication state, and how replication is doing."""
+
+    counts: dict[str, int]
+    realm: str | None
+    parked: int = 0
+    retrying: bool = False
+    last_error: str = ""
+    note: str = ""
+
+    @property
+    def pending(self) -> int:
+        return self.counts.get("pending", 0)
+
+
+class RecordReplication(Message, frozen=True, tag="replication.record"):
+    """One record's replication: its state, why, and how many pushes it took."""
+
+    id: str
+    state: str
+    reason: str
+    attempts: int
+    last_error: str
+    last_attempt_at: float | None = None
