@@ -1,0 +1,311 @@
+"""The whole in-memory recall index the substrate keeps: metadata plus three retrieval channels.
+
+Every record is a row. Its metadata (bank, lifecycle, replication, activation, time) sit in numpy
+columns, so a search first computes the rows it may return at all, and only then ranks:
+semantic (cosine), keyword (BM25) and temporal channels each pick their best allowed rows, and
+reciprocal rank fusion merges them. Filtering before ranking means a withheld or invisible record
+can never push an allowed one out of a channel's candidates.
+
+Fail-closed: rows whose replication is `conflict` or `invalidated` are never returned, whatever
+the caller asks. The substrate calls the index from one thread only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import UTC, tzinfo
+
+import numpy as np
+import numpy.typing as npt
+
+from resident.errors import InvalidInput, RecordNotFound
+from resident.memory.fusion import parse_time_window, rrf, temporal_rank
+from resident.memory.keyword import KeywordIndex
+from resident.memory.vectors import VectorIndex
+from resident.messages.memory import Lifecycle, ReplicationState
+
+__all__ = ["MAX_K", "Hit", "IndexEntry", "RecallIndex"]
+
+MAX_K = 100
+_LIFECYCLES: dict[str, int] = {"active": 0, "superseded": 1, "retracted": 2}
+_REPLICATIONS: dict[str, int] = {"pending": 0, "synced": 1, "conflict": 2, "invalidated": 3}
+_ACTIVE = _LIFECYCLES["active"]
+_LAST_SERVED = _REPLICATIONS["synced"]
+_NONE = -1
+_MIN_CAPACITY = 1024
+# RRF weights: time is a weaker signal than content unless the query names a time window. On the
+# labeled recall set, recency at half a content channel's weight knocked the right record out of
+# first place for one query in five; at a quarter it only breaks near-ties.
+_SEMANTIC_WEIGHT = 1.0
+_KEYWORD_WEIGHT = 1.0
+_TEMPORAL_WEIGHT = 0.25
+_WINDOW_WEIGHT = 1.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexEntry:
+    """What the index keeps of a memory record; `text` is its summary, a newline, and its body.
+
+    Time ranking uses `occurred_at` (when it happened), not `recorded_at` (when it was written down).
+    """
+
+    id: str
+    bank: str
+    lifecycle: Lifecycle
+    replication: ReplicationState
+    domain: str | None = None
+    project: str | None = None
+    occurred_at: float
+    recorded_at: float
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: the fused score and each channel's own score (0 if it missed the row)."""
+
+    id: str
+    score: float
+    semantic: float
+    keyword: float
+    temporal: float
+
+
+class _Names:
+    """Interns names to small ints, so filters compare int arrays instead of strings."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str | None, int] = {None: _NONE}
+
+    def __len__(self) -> int:
+        """How many names have a code (None is not a name)."""
+        return len(self._codes) - 1
+
+    def intern_all(self, names: list[str | None]) -> npt.NDArray[np.int32]:
+        """The code of each name (`_NONE` for None), giving new names the next codes."""
+        for name in dict.fromkeys(names):
+            self._codes.setdefault(name, len(self._codes) - 1)
+        return np.fromiter(map(self._codes.__getitem__, names), dtype=np.int32, count=len(names))
+
+    def find(self, name: str) -> int | None:
+        return self._codes.get(name)
+
+
+class RecallIndex:
+    """Rows of records with their metadata, keyword postings and vectors; searched with filters."""
+
+    def __init__(self, *, tz: tzinfo = UTC) -> None:
+        self._tz = tz
+        self._ids: list[str] = []
+        self._rows: dict[str, int] = {}
+        self._bank_names = _Names()
+        self._domain_names = _Names()
+        self._project_names = _Names()
+        self._bank = np.zeros(_MIN_CAPACITY, dtype=np.int32)
+        self._lifecycle = np.zeros(_MIN_CAPACITY, dtype=np.int8)
+        self._replication = np.zeros(_MIN_CAPACITY, dtype=np.int8)
+        self._domain = np.zeros(_MIN_CAPACITY, dtype=np.int32)
+        self._project = np.zeros(_MIN_CAPACITY, dtype=np.int32)
+        self._occurred_at = np.zeros(_MIN_CAPACITY, dtype=np.float64)
+        self._keyword = KeywordIndex()
+        self._vectors = VectorIndex()
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, record_id: object) -> bool:
+        return record_id in self._rows
+
+    def add(
+        self,
+        entries: Sequence[IndexEntry],
+        vectors: npt.NDArray[np.floating] | None,
+        has_vector: npt.NDArray[np.bool_] | None = None,
+    ) -> None:
+        """Index new records; `vectors` rows align with `entries`, `has_vector` marks the real ones.
+
+        Nothing is indexed if any entry is invalid (an id already indexed or repeated, an unknown
+        lifecycle or replication state, vectors of the wrong shape).
+        """
+        if not entries:
+            return
+        ids = [entry.id for entry in entries]
+        if len(set(ids)) != len(ids) or not self._rows.keys().isdisjoint(ids):
+            raise InvalidInput("every record id must be new to the index and appear once per add")
+        lifecycle = _codes(_LIFECYCLES, "lifecycle", [entry.lifecycle for entry in entries])
+        replication = _codes(_REPLICATIONS, "replication", [entry.replication for entry in entries])
+        self._vectors.append(len(entries), vectors, has_vector)
+        self._keyword.add([entry.text for entry in entries])
+
+        first, count = len(self._ids), len(entries)
+        self._reserve(first + count)
+        rows = slice(first, first + count)
+        self._bank[rows] = self._bank_names.intern_all([entry.bank for entry in entries])
+        self._domain[rows] = self._domain_names.intern_all([entry.domain for entry in entries])
+        self._project[rows] = self._project_names.intern_all([entry.project for entry in entries])
+        self._lifecycle[rows] = lifecycle
+        self._replication[rows] = replication
+        self._occurred_at[rows] = [entry.occurred_at for entry in entries]
+        self._rows.update(zip(ids, range(first, first + count), strict=True))
+        self._ids.extend(ids)
+
+    def set_vectors(self, ids: Sequence[str], vectors: npt.NDArray[np.floating]) -> None:
+        """Store vectors for indexed records (those written while the embedder was down)."""
+        self._vectors.set([self._row(record_id) for record_id in ids], vectors)
+
+    def missing_vector_ids(self) -> list[str]:
+        """Ids of records that have no vector yet, in the order they were added."""
+        return [self._ids[row] for row in self._vectors.missing()]
+
+    def set_lifecycle(self, record_id: str, lifecycle: Lifecycle) -> None:
+        """Record that a record was superseded or retracted (or is active again)."""
+        self._lifecycle[self._row(record_id)] = _codes(_LIFECYCLES, "lifecycle", [lifecycle])[0]
+
+    def set_replication(self, record_id: str, state: ReplicationState) -> None:
+        """Record a record's replication state; `conflict` and `invalidated` withhold it from search."""
+        self._replication[self._row(record_id)] = _codes(_REPLICATIONS, "replication", [state])[0]
+
+    def counts(self) -> tuple[dict[str, int], dict[str, int]]:
+        """How many records are in each lifecycle, and in each replication state (for status)."""
+        lifecycle = np.bincount(self._lifecycle[: len(self)], minlength=len(_LIFECYCLES))
+        replication = np.bincount(self._replication[: len(self)], minlength=len(_REPLICATIONS))
+        return (
+            {name: int(lifecycle[code]) for name, code in _LIFECYCLES.items()},
+            {name: int(replication[code]) for name, code in _REPLICATIONS.items()},
+        )
+
+    def ids_for_banks(self, banks: Collection[str]) -> list[str]:
+        """Ids of the records in `banks` that may be served (any lifecycle; never withheld ones)."""
+        rows = np.flatnonzero(self._in_banks(banks) & self._served())
+        return [self._ids[row] for row in rows]
+
+    def search(  # noqa: PLR0917 - the substrate passes the filters positionally, in this order
+        self,
+        query: str,
+        query_vector: npt.ArrayLike | None,
+        banks: Collection[str],
+        domain: str | None,
+        project: str | None,
+        now: float,
+        k: int,
+        include_inactive: bool = False,
+        candidates: int = 200,
+    ) -> list[Hit]:
+        """The best `k` (at most `MAX_K`) records for `query` among those the filters allow.
+
+        A record is allowed when its bank is in `banks`, it is active (or `include_inactive`), its
+        replication is not `conflict`/`invalidated` (always), and its activation matches: a record
+        with domain X is recalled only when `domain` is None or X, one with no domain for any
+        `domain`; the same for `project`. Each channel contributes its best `candidates` rows; the
+        semantic channel runs only with a `query_vector`, whose dimension must match the index's.
+        """
+        k = max(0, min(k, MAX_K))
+        if k == 0:
+            return []
+        allowed = self._allowed(banks, domain, project, include_inactive)
+        if not allowed.any():
+            return []
+        channels: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
+        rankings: list[tuple[npt.NDArray[np.int64], float]] = []
+        if query_vector is not None:
+            channels["semantic"] = self._vectors.search(query_vector, allowed, candidates)
+            rankings.append((channels["semantic"][0], _SEMANTIC_WEIGHT))
+        channels["keyword"] = self._keyword.search(query, allowed, candidates)
+        rankings.append((channels["keyword"][0], _KEYWORD_WEIGHT))
+
+        window = parse_time_window(query, now, tz=self._tz)
+        found = np.unique(np.concatenate([rows for rows, _ in rankings]))
+        channels["temporal"] = self._temporal(found, allowed, now, window, candidates)
+        rankings.append((channels["temporal"][0], _TEMPORAL_WEIGHT if window is None else _WINDOW_WEIGHT))
+
+        rows, scores = rrf(rankings)
+        per_channel = {name: dict(zip(r.tolist(), s.tolist(), strict=True)) for name, (r, s) in channels.items()}
+        semantic = per_channel.get("semantic", {})
+        return [
+            Hit(
+                id=self._ids[row],
+                score=score,
+                semantic=semantic.get(row, 0.0),
+                keyword=per_channel["keyword"].get(row, 0.0),
+                temporal=per_channel["temporal"].get(row, 0.0),
+            )
+            for row, score in zip(rows[:k].tolist(), scores[:k].tolist(), strict=True)
+        ]
+
+    def _temporal(
+        self,
+        found: npt.NDArray[np.int64],
+        allowed: npt.NDArray[np.bool_],
+        now: float,
+        window: tuple[float, float] | None,
+        limit: int,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """The temporal channel: how well rows fit the time the query asks about.
+
+        Without a time in the query, recency reorders what the content channels `found`. With a
+        window, rows the content channels found inside it come first, then the other allowed rows
+        inside it, so "last month's supplier meeting" prefers supplier records of last month to
+        any record of last month.
+        """
+        first = temporal_rank(found, self._occurred_at[found], now, window, limit)
+        if window is None:
+            return first
+        outside_found = allowed.copy()
+        outside_found[found] = False
+        others = np.flatnonzero(outside_found)
+        rest = temporal_rank(others, self._occurred_at[others], now, window, limit - len(first[0]))
+        return np.concatenate((first[0], rest[0])), np.concatenate((first[1], rest[1]))
+
+    def _allowed(
+        self, banks: Collection[str], domain: str | None, project: str | None, include_inactive: bool
+    ) -> npt.NDArray[np.bool_]:
+        allowed = self._in_banks(banks) & self._served()
+        if not include_inactive:
+            allowed &= self._lifecycle[: len(self)] == _ACTIVE
+        for column, names, asked in (
+            (self._domain, self._domain_names, domain),
+            (self._project, self._project_names, project),
+        ):
+            if asked is not None:
+                values = column[: len(self)]
+                code = names.find(asked)
+                allowed &= (values == _NONE) | (values == code) if code is not None else values == _NONE
+        return allowed
+
+    def _in_banks(self, banks: Collection[str]) -> npt.NDArray[np.bool_]:
+        wanted = np.zeros(len(self._bank_names), dtype=np.bool_)
+        for name in banks:
+            code = self._bank_names.find(name)
+            if code is not None:
+                wanted[code] = True
+        return wanted[self._bank[: len(self)]]
+
+    def _served(self) -> npt.NDArray[np.bool_]:
+        return self._replication[: len(self)] <= _LAST_SERVED
+
+    def _row(self, record_id: str) -> int:
+        row = self._rows.get(record_id)
+        if row is None:
+            raise RecordNotFound(f"record {record_id!r} is not in the recall index")
+        return row
+
+    def _reserve(self, rows: int) -> None:
+        capacity = len(self._bank)
+        if rows <= capacity:
+            return
+        while capacity < rows:
+            capacity *= 2
+        used = len(self._ids)
+        for name in ("_bank", "_lifecycle", "_replication", "_domain", "_project", "_occurred_at"):
+            old: npt.NDArray[np.generic] = getattr(self, name)
+            new = np.zeros(capacity, dtype=old.dtype)
+            new[:used] = old[:used]
+            setattr(self, name, new)
+
+
+def _codes(codes: dict[str, int], field: str, values: list[str]) -> npt.NDArray[np.int8]:
+    try:
+        return np.fromiter(map(codes.__getitem__, values), dtype=np.int8, count=len(values))
+    except KeyError as unknown:
+        raise InvalidInput(f"unknown {field} {unknown.args[0]!r}; expected one of {', '.join(codes)}") from None

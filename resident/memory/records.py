@@ -1,0 +1,176 @@
+"""Shaping a `remember` into a record: text limits, defaults, and the content digest.
+
+Limits are explicit: a summary of at most `MAX_SUMMARY_CHARS`, a body of at most
+`MAX_BODY_CHARS` and a recall query of at most `MAX_QUERY_CHARS`, none empty, all valid UTF-8 (a
+Python `str` can still hold lone surrogates from a lenient decode; those are refused too). The
+digest is the record's version identity for Realm: the same id with another digest is a conflict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import msgspec
+
+from resident.errors import InvalidInput, TextInvalid
+from resident.messages.memory import Activation, Kind, MemoryRecord, Scope
+
+__all__ = [
+    "KINDS",
+    "MAX_BODY_CHARS",
+    "MAX_QUERY_CHARS",
+    "MAX_SUMMARY_CHARS",
+    "check_kind",
+    "check_unit",
+    "clean_query",
+    "clean_text",
+    "content_digest",
+    "make_record",
+    "summarize",
+]
+
+MAX_SUMMARY_CHARS = 500
+MAX_BODY_CHARS = 16_000
+MAX_QUERY_CHARS = 2_000
+KINDS: tuple[Kind, ...] = ("world", "experience", "observation")
+
+
+def _utf8(value: str | bytes, field: str) -> str:
+    """`value` as a `str` that encodes to UTF-8 (bytes are decoded strictly; lone surrogates refused)."""
+    if isinstance(value, bytes | bytearray):
+        try:
+            value = bytes(value).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise TextInvalid(f"{field} is not valid UTF-8 (byte {error.start}); send UTF-8 text") from None
+    if not isinstance(value, str):
+        raise TextInvalid(f"{field} must be text, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise TextInvalid(f"{field} is not valid UTF-8 (character {error.start}); send UTF-8 text") from None
+    return value
+
+
+def clean_text(value: str | bytes, field: str, limit: int) -> str:
+    """`value` as checked text: valid UTF-8, not blank, at most `limit` characters."""
+    text = _utf8(value, field).strip()
+    if not text:
+        raise TextInvalid(f"{field} is empty; give some text to remember")
+    if len(text) > limit:
+        raise TextInvalid(f"{field} is {len(text)} characters; the limit is {limit} — split it into several memories")
+    return text
+
+
+def clean_query(value: str | bytes) -> str:
+    """A recall query as checked text: valid UTF-8, not blank, at most `MAX_QUERY_CHARS` characters."""
+    text = _utf8(value, "the query").strip()
+    if not text:
+        raise TextInvalid("the query is empty; say what to recall")
+    if len(text) > MAX_QUERY_CHARS:
+        raise TextInvalid(f"the query is {len(text)} characters; the limit is {MAX_QUERY_CHARS} — ask more briefly")
+    return text
+
+
+def summarize(body: str) -> str:
+    """A summary for a body that came without one: its first line, cut at a word near 160 chars."""
+    first = body.splitlines()[0].strip() if body.strip() else body
+    if len(first) <= 160:
+        return first
+    cut = first.rfind(" ", 0, 160)
+    return first[: cut if cut > 80 else 160].rstrip() + "…"
+
+
+def check_unit(field: str, value: float) -> float:
+    """A weight in [0, 1]."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value) or not 0 <= value <= 1:
+        raise InvalidInput(f"{field} must be a number from 0 to 1, not {value!r}")
+    return float(value)
+
+
+def check_kind(kind: str) -> Kind:
+    for known in KINDS:
+        if kind == known:
+            return known
+    raise InvalidInput(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}")
+
+
+def content_digest(
+    *,
+    record_id: str,
+    summary: str,
+    body: str,
+    kind: str,
+    bank: str,
+    canonical: bool,
+    delegated: bool,
+    supersedes: str | None,
+) -> str:
+    """sha256 over the fields that make a version of a record what it is."""
+    payload = msgspec.msgpack.encode([record_id, summary, body, kind, bank, canonical, delegated, supersedes])
+    return hashlib.sha256(payload).hexdigest()
+
+
+def make_record(
+    *,
+    record_id: str,
+    owner: str,
+    scope: Scope,
+    bank: str,
+    text: str | bytes,
+    summary: str | bytes | None,
+    kind: str,
+    counterpart: str | None,
+    world: str | None,
+    importance: float,
+    importance_reason: str,
+    confidence: float,
+    activation: Activation,
+    supersedes: str | None,
+    canonical: bool,
+    delegated: bool,
+    source: str,
+    occurred_at: float | None,
+    cites: tuple[str, ...],
+    now: float,
+    author: str = "",
+) -> MemoryRecord:
+    """A complete, checked record (everything but its vector)."""
+    body = clean_text(text, "text", MAX_BODY_CHARS)
+    short = clean_text(summary, "summary", MAX_SUMMARY_CHARS) if summary is not None else summarize(body)
+    checked_kind = check_kind(kind)
+    if checked_kind == "observation" and not cites:
+        raise InvalidInput("an observation cites the records it consolidates; pass their ids in cites")
+    return MemoryRecord(
+        id=record_id,
+        summary=short,
+        body=body,
+        kind=checked_kind,
+        bank=bank,
+        scope=scope,
+        owner=owner,
+        occurred_at=now if occurred_at is None else float(occurred_at),
+        recorded_at=now,
+        digest=content_digest(
+            record_id=record_id,
+            summary=short,
+            body=body,
+            kind=checked_kind,
+            bank=bank,
+            canonical=canonical,
+            delegated=delegated,
+            supersedes=supersedes,
+        ),
+        cites=cites,
+        counterpart=counterpart,
+        world=world,
+        activation=activation,
+        supersedes=supersedes,
+        source=source,
+        importance=check_unit("importance", importance),
+        importance_reason=importance_reason,
+        confidence=check_unit("confidence", confidence),
+        canonical=bool(canonical),
+        delegated=bool(delegated),
+        author=author,
+    )

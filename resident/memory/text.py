@@ -1,0 +1,394 @@
+"""Text normalisation and tokenisation for recall, alike for Chinese, Spanish and English.
+
+Normalising is NFKC, case folding and, for Latin letters, dropping accents, so "Canción" and
+"cancion" are the same word; CJK text is kept as it is. Tokens are runs of letters and digits
+(Latin, Cyrillic, Greek, ...) minus a short English and Spanish stopword list and, for Han, Kana
+and Hangul, which do not put spaces between words, every character plus every pair of adjacent
+characters.
+
+A token's id is a 64-bit polynomial hash of its codepoints finished by the SplitMix64 mixer, so an
+id is the same in every process (Python's `hash()` is salted per process). Batches never loop over
+characters in Python: texts are joined into slices of about 130 thousand codepoints, decoded to
+numpy arrays, folded through lookup tables, and hashed through prefix sums, which turn the hash of
+any span into two lookups and a multiplication.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import unicodedata
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "STOPWORDS",
+    "Analysis",
+    "analyse",
+    "normalize",
+    "prefix_hash",
+    "span_hashes",
+    "term_id",
+    "term_ids",
+    "term_ids_batch",
+]
+
+# English (normalised: lower case; "s" and "t" are what "team's" and "don't" leave behind), then
+# Spanish (normalised: no accents, so "más" is "mas" and "qué" is "que").
+_STOPWORD_TEXT = (
+    "a an the of to in on at for by with from and or but is are was were be been being it its this "
+    "that these those as if then than so not no do does did we our us you your i me my he she they "
+    "them their his her what which who whom whose when where why how there here about into onto over "
+    "after before s t has have had will would shall should can could just also all any some more most "
+    "very"
+    " de la el y en que los las un una unos unas del al por para con sin se su sus lo le les es son "
+    "fue era como mas pero o u e ni si ya muy nos nuestro nuestra nuestros nuestras este esta esto "
+    "estos estas ese esa eso esos esas hay ha han he hemos sobre entre cuando donde quien cual me mi "
+    "mis tu te yo ella ellos ellas"
+)
+STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())
+
+_MASK64 = (1 << 64) - 1
+# The polynomial base and the length salt only need to be odd (so the base is invertible mod 2^64)
+# and to look random; these are the MurmurHash2 and wyhash multipliers.
+_BASE = 0x5BD1E9955BD1E995
+_BASE_INV = pow(_BASE, -1, 1 << 64)
+_LEN_SALT = 0xA0761D6478BD642F
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+_SEP = "\x00"
+_SLICE_CHARS = 1 << 17  # measured: slices that stay in cache beat bigger ones
+_FOLD_LIMIT = 0x2000  # every precomposed Latin letter and the combining diacritics lie below this
+_DROP = -1
+_UNSAFE = 0xFFFFFFFF
+_UNICODE = 0x110000
+_BMP = 0x10000
+_PLANES_0_1 = 0x20000
+
+_WORD, _CJK = 1, 2
+_CJK_RANGES = (
+    (0x1100, 0x11FF),  # Hangul Jamo
+    (0x3005, 0x3007),  # iteration mark, closing mark, ideographic zero
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x3130, 0x318F),  # Hangul compatibility Jamo
+    (0x31F0, 0x31FF),  # Katakana phonetic extensions
+    (0x3400, 0x4DBF),  # Han extension A
+    (0x4E00, 0x9FFF),  # Han
+    (0xA960, 0xA97F),  # Hangul Jamo extended A
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0xD7B0, 0xD7FF),  # Hangul Jamo extended B
+    (0xF900, 0xFAFF),  # Han compatibility
+    (0x20000, 0x3FFFF),  # Han extensions B and later
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """One slice of a batch after normalisation: its codepoints and where its tokens are.
+
+    Positions index `codepoints`, in which documents are separated by NUL (a NUL inside a text is
+    read as a space). `*_doc` are batch-wide document indexes, from `first_doc` to
+    `first_doc + n_docs - 1`. Words are the ones kept (stopwords removed), each with its term id;
+    every CJK character is listed, and every adjacent pair of them by the position of its first.
+    """
+
+    first_doc: int
+    n_docs: int
+    codepoints: npt.NDArray[np.uint32]
+    word_start: npt.NDArray[np.intp]
+    word_end: npt.NDArray[np.intp]
+    word_doc: npt.NDArray[np.int32]
+    word_id: npt.NDArray[np.uint64]
+    cjk_pos: npt.NDArray[np.intp]
+    cjk_doc: npt.NDArray[np.int32]
+    cjk_id: npt.NDArray[np.uint64]
+    pair_pos: npt.NDArray[np.intp]
+    pair_doc: npt.NDArray[np.int32]
+    pair_id: npt.NDArray[np.uint64]
+
+
+def normalize(text: str) -> str:
+    """Fold `text` to the form tokens are made from: NFKC, case-folded, Latin letters unaccented.
+
+    Combining diacritics (U+0300-U+036F) left after NFKC are dropped too: they only follow letters
+    NFKC could not compose with them, and matching ignores accents anyway.
+    """
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()).translate(_fold_map())
+
+
+def term_id(token: str) -> int:
+    """The id of one token that is already normalised (as `term_ids` would compute it)."""
+    value, power = 0, 1
+    for char in token:
+        value = (value + ord(char) * power) & _MASK64
+        power = (power * _BASE) & _MASK64
+    return int(_mix(np.array([(value + len(token) * _LEN_SALT) & _MASK64], dtype=np.uint64))[0])
+
+
+def term_ids(text: str) -> npt.NDArray[np.uint64]:
+    """The term ids of every token of `text`: its words, then its CJK characters, then CJK pairs."""
+    return term_ids_batch([text])[1]
+
+
+def term_ids_batch(texts: Sequence[str]) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint64]]:
+    """`(doc_index, term)` for every token of every text, in no particular order.
+
+    (In fact slice by slice, a slice being a run of texts, and within a slice words first, then
+    CJK characters, then CJK pairs; callers should not rely on it.)
+    """
+    docs: list[npt.NDArray[np.int32]] = []
+    terms: list[npt.NDArray[np.uint64]] = []
+    for part in analyse(texts):
+        docs += (part.word_doc, part.cjk_doc, part.pair_doc)
+        terms += (part.word_id, part.cjk_id, part.pair_id)
+    if not docs:
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint64)
+    return np.concatenate(docs), np.concatenate(terms)
+
+
+def analyse(texts: Sequence[str]) -> Iterator[Analysis]:
+    """Normalise and tokenise `texts` slice by slice (shared by term ids and the hash embedder)."""
+    if not texts:
+        return
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    slice_of = np.cumsum(lengths + 1) // _SLICE_CHARS
+    bounds = [0, *(np.flatnonzero(np.diff(slice_of)) + 1).tolist(), len(texts)]
+    for lo, hi in itertools.pairwise(bounds):
+        yield _analyse_slice(texts[lo:hi], lo)
+
+
+def _analyse_slice(texts: Sequence[str], first_doc: int) -> Analysis:
+    joined = _SEP.join(texts)
+    if joined.count(_SEP) != len(texts) - 1:
+        joined = _SEP.join(text.replace(_SEP, " ") for text in texts)
+    codepoints = _normalised_codepoints(joined)
+    kind = _tables()[1][codepoints]
+    # Each document owns its codepoints and the NUL after it.
+    separators = np.flatnonzero(codepoints == 0)
+    doc_at = np.repeat(
+        np.arange(first_doc, first_doc + len(texts), dtype=np.int32),
+        np.diff(separators, prepend=-1, append=len(codepoints) - 1),
+    )
+
+    # Word runs start and end where the padded "is a word character" flag flips.
+    in_word = np.zeros(len(kind) + 2, dtype=np.bool_)
+    in_word[1:-1] = kind == _WORD
+    edges = np.flatnonzero(in_word[1:] != in_word[:-1])
+    word_start, word_end = edges[0::2], edges[1::2]
+    word_id = _span_ids(prefix_hash(codepoints), word_start, word_end)
+    keep = ~_is_stopword(word_id)
+    word_start, word_end, word_id = word_start[keep], word_end[keep], word_id[keep]
+
+    cjk_pos = np.flatnonzero(kind == _CJK)
+    pair_pos = cjk_pos[:-1][np.diff(cjk_pos) == 1]
+    # A two-character span hashes to c0 + c1 * BASE: no prefix sums needed.
+    pair_hash = codepoints[pair_pos].astype(np.uint64) + codepoints[pair_pos + 1] * np.uint64(_BASE)
+    return Analysis(
+        first_doc=first_doc,
+        n_docs=len(texts),
+        codepoints=codepoints,
+        word_start=word_start,
+        word_end=word_end,
+        word_doc=doc_at[word_start],
+        word_id=word_id,
+        cjk_pos=cjk_pos,
+        cjk_doc=doc_at[cjk_pos],
+        cjk_id=_character_ids(codepoints[cjk_pos]),
+        pair_pos=pair_pos,
+        pair_doc=doc_at[pair_pos],
+        pair_id=_mix(pair_hash + np.uint64((2 * _LEN_SALT) & _MASK64)),
+    )
+
+
+def _normalised_codepoints(text: str) -> npt.NDArray[np.uint32]:
+    """`normalize(text)` as codepoints, through a lookup table when that gives the same answer.
+
+    Folding NFKC text one codepoint at a time equals `normalize` unless some codepoint case-folds
+    to several, or to one that is not NFKC, or is a combining mark (which may compose differently
+    after folding); the table marks those, and such text takes the string path instead.
+    """
+    nfkc = unicodedata.normalize("NFKC", text)
+    folded = _tables()[0][np.frombuffer(nfkc.encode("utf-32-le"), dtype=np.uint32)]
+    if not (folded == _UNSAFE).any():
+        return folded
+    slow = unicodedata.normalize("NFKC", nfkc.casefold())
+    return _fold_accents(np.frombuffer(slow.encode("utf-32-le"), dtype=np.uint32))
+
+
+def prefix_hash(codepoints: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
+    """Prefix sums of `codepoint[j] * BASE**j` mod 2**64 (wrapping uint64 arithmetic)."""
+    forward, _ = _powers(len(codepoints))
+    prefix = np.zeros(len(codepoints) + 1, dtype=np.uint64)
+    np.multiply(codepoints, forward[: len(codepoints)], out=prefix[1:])
+    # Two's-complement int64 sums wrap to the same bits as uint64 ones, and numpy's int64
+    # cumulative sum is about twice as fast.
+    np.cumsum(prefix[1:].view(np.int64), out=prefix[1:].view(np.int64))
+    return prefix
+
+
+def _span_hash(
+    prefix: npt.NDArray[np.uint64], start: npt.NDArray[np.intp], end: npt.NDArray[np.intp]
+) -> npt.NDArray[np.uint64]:
+    """Polynomial hash of each span `[start, end)`, the same wherever the span sits in the text."""
+    _, inverse = _powers(len(prefix))
+    return (prefix[end] - prefix[start]) * inverse[start]
+
+
+def span_hashes(prefix: npt.NDArray[np.uint64], n: int) -> npt.NDArray[np.uint64]:
+    """The polynomial hash of every span of `n` codepoints, by start position (no gathers needed).
+
+    `prefix` is `prefix_hash(codepoints)`; a span hashes the same wherever it sits in the text.
+    """
+    starts = max(len(prefix) - n, 0)
+    _, inverse = _powers(len(prefix))
+    return (prefix[n:] - prefix[:starts]) * inverse[:starts]
+
+
+def _span_ids(
+    prefix: npt.NDArray[np.uint64], start: npt.NDArray[np.intp], end: npt.NDArray[np.intp]
+) -> npt.NDArray[np.uint64]:
+    lengths = (end - start).astype(np.uint64)
+    return _mix(_span_hash(prefix, start, end) + lengths * np.uint64(_LEN_SALT))
+
+
+def _mix(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """SplitMix64's finaliser: a bijection that spreads every input bit over the whole word."""
+    values = values ^ (values >> np.uint64(30))
+    values = values * _MIX1
+    values = values ^ (values >> np.uint64(27))
+    values = values * _MIX2
+    return values ^ (values >> np.uint64(31))
+
+
+def _character_ids(codepoints: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
+    """The term id of each single character, from a table for the BMP (where nearly all CJK is)."""
+    table = _bmp_character_ids()
+    if not len(codepoints) or codepoints.max() < len(table):
+        return table[codepoints]
+    return _mix(codepoints.astype(np.uint64) + np.uint64(_LEN_SALT))
+
+
+@functools.cache
+def _bmp_character_ids() -> npt.NDArray[np.uint64]:
+    table = _mix(np.arange(_BMP, dtype=np.uint64) + np.uint64(_LEN_SALT))
+    table.flags.writeable = False
+    return table
+
+
+def _is_stopword(ids: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
+    mask, table = _stopword_table()
+    stop: npt.NDArray[np.bool_] = table[ids & mask] == ids
+    return stop
+
+
+@functools.cache
+def _stopword_table() -> tuple[np.uint64, npt.NDArray[np.uint64]]:
+    """A direct-mapped table of stopword ids, indexed by as few low bits as keep them apart."""
+    ids = np.array([term_id(word) for word in STOPWORDS], dtype=np.uint64)
+    bits = 8
+    while len(np.unique(ids & np.uint64((1 << bits) - 1))) < len(ids):
+        bits += 1
+    # An empty slot holds a value whose low bits are not its own index, so no id can equal it.
+    table = np.arange(1 << bits, dtype=np.uint64) ^ np.uint64(1)
+    table[ids & np.uint64((1 << bits) - 1)] = ids
+    table.flags.writeable = False
+    return np.uint64((1 << bits) - 1), table
+
+
+def _powers(count: int) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+    """`BASE**j` and `BASE**-j` mod 2**64 for j < count, at least.
+
+    Sizes up to a slice are cached by power of two; a longer single text gets its own arrays.
+    """
+    bits = max(12, (count - 1).bit_length())
+    return _cached_powers(bits) if bits <= _SLICE_CHARS.bit_length() else _compute_powers(bits)
+
+
+@functools.cache
+def _cached_powers(bits: int) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+    return _compute_powers(bits)
+
+
+def _compute_powers(bits: int) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+    def powers(base: int) -> npt.NDArray[np.uint64]:
+        values = np.full(1 << bits, base, dtype=np.uint64)
+        values[0] = 1
+        np.cumprod(values, out=values)
+        values.flags.writeable = False
+        return values
+
+    return powers(_BASE), powers(_BASE_INV)
+
+
+def _fold_accents(codepoints: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
+    """`normalize`'s last step on NFKC, case-folded codepoints: unaccent Latin, drop diacritics."""
+    at = np.flatnonzero((codepoints >= 0x80) & (codepoints < _FOLD_LIMIT))
+    if not len(at):
+        return codepoints
+    folded = _accent_table()[codepoints[at]]
+    codepoints = codepoints.copy()
+    codepoints[at] = folded
+    dropped = at[folded == _DROP]
+    return np.delete(codepoints, dropped) if len(dropped) else codepoints
+
+
+@functools.cache
+def _fold_pairs() -> tuple[tuple[int, int], ...]:
+    """`(codepoint, replacement)` for every codepoint below `_FOLD_LIMIT` that folding changes."""
+    pairs: list[tuple[int, int]] = [(cp, _DROP) for cp in range(0x300, 0x370)]
+    for cp in range(0x80, _FOLD_LIMIT):
+        char = chr(cp)
+        if not unicodedata.name(char, "").startswith("LATIN"):
+            continue
+        decomposed = unicodedata.normalize("NFD", char)
+        if len(decomposed) > 1 and all(0x300 <= ord(mark) < 0x370 for mark in decomposed[1:]):
+            pairs.append((cp, ord(decomposed[0])))
+    return tuple(pairs)
+
+
+@functools.cache
+def _accent_table() -> npt.NDArray[np.int64]:
+    table = np.arange(_FOLD_LIMIT, dtype=np.int64)
+    for cp, replacement in _fold_pairs():
+        table[cp] = replacement
+    table.flags.writeable = False
+    return table
+
+
+@functools.cache
+def _fold_map() -> dict[int, int | None]:
+    return {cp: None if replacement == _DROP else replacement for cp, replacement in _fold_pairs()}
+
+
+@functools.cache
+def _tables() -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint8]]:
+    """Lookup tables over all of Unicode: what NFKC text folds to, and each codepoint's token class.
+
+    The first maps a codepoint of NFKC text to its case- and accent-folded form, or `_UNSAFE`
+    where `_normalised_codepoints` must take the string path. Case folding, combining marks and
+    letters outside Han all lie in planes 0 and 1, so only those are looked at one by one; planes
+    2 and 3 are Han.
+    """
+    fold = np.arange(_UNICODE, dtype=np.uint32)
+    kind = np.zeros(_UNICODE, dtype=np.uint8)
+    accents = {cp: replacement for cp, replacement in _fold_pairs() if replacement != _DROP}
+    for cp in range(_PLANES_0_1):
+        char = chr(cp)
+        folded = char.casefold()
+        if unicodedata.combining(char) or (
+            folded != char and (len(folded) != 1 or unicodedata.normalize("NFKC", folded) != folded)
+        ):
+            fold[cp] = _UNSAFE
+        else:
+            fold[cp] = accents.get(ord(folded), ord(folded))
+        if char.isalnum() or unicodedata.category(char).startswith("M"):
+            kind[cp] = _WORD
+    for lo, hi in _CJK_RANGES:
+        kind[lo : hi + 1] = _CJK
+    fold.flags.writeable = False
+    kind.flags.writeable = False
+    return fold, kind

@@ -1,0 +1,149 @@
+"""The BM25 keyword index: exact BM25 scores, masks applied before ranking, incremental equals bulk."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from resident.errors import InvalidInput
+from resident.memory import keyword
+from resident.memory.keyword import KeywordIndex, _Segment
+from resident.memory.text import term_ids
+
+WORDS = ["deploy", "staging", "migración", "base", "datos", "发布", "版本", "测试", "risk", "orders", "equipo"]
+docs = st.lists(st.sampled_from(WORDS), max_size=8).map(" ".join)
+queries = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
+
+
+def reference_bm25(texts: list[str], query: str) -> dict[int, float]:
+    """BM25 (k1=1.2, b=0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5))) computed the slow way."""
+    counts = [Counter(term_ids(text).tolist()) for text in texts]
+    average = sum(sum(c.values()) for c in counts) / len(texts)
+    scores: dict[int, float] = {}
+    for term, times_asked in Counter(term_ids(query).tolist()).items():
+        df = sum(1 for c in counts if term in c)
+        idf = math.log(1 + (len(texts) - df + 0.5) / (df + 0.5))
+        for row, c in enumerate(counts):
+            if term in c:
+                tf = c[term]
+                norm = tf + 1.2 * (1 - 0.75 + 0.75 * sum(c.values()) / average)
+                scores[row] = scores.get(row, 0.0) + times_asked * idf * tf * 2.2 / norm
+    return scores
+
+
+@pytest.fixture
+def tiny_tail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seal the tail every few postings, so small tests go through segments and their merges."""
+    monkeypatch.setattr(keyword, "_TAIL_PAIRS", 3)
+
+
+def test_the_document_matching_more_query_terms_ranks_first() -> None:
+    index = KeywordIndex.build(["staging deploy failed", "deploy to production", "team lunch on friday"])
+    rows, scores = index.search("staging deploy", None, 10)
+    assert rows.tolist() == [0, 1]
+    assert scores[0] > scores[1] > 0
+
+
+def test_only_rows_sharing_a_term_with_the_query_are_returned() -> None:
+    index = KeywordIndex.build(["alpha beta", "gamma delta", "beta gamma"])
+    rows, _ = index.search("beta", None, 10)
+    assert sorted(rows.tolist()) == [0, 2]
+
+
+def test_accents_case_and_cjk_match_across_spellings() -> None:
+    index = KeywordIndex.build(["La migración de la BASE", "我们决定下周发布新版本", "nothing here"])
+    assert index.search("migracion base", None, 5)[0].tolist() == [0]
+    assert index.search("新版本什么时候发布", None, 5)[0].tolist() == [1]
+
+
+def test_masked_out_rows_are_excluded_before_the_limit_is_applied() -> None:
+    index = KeywordIndex.build(["deploy deploy deploy", "deploy deploy", "deploy", "other"])
+    mask = np.array([False, True, True, True])
+    rows, _ = index.search("deploy", mask, 2)
+    assert rows.tolist() == [1, 2]
+
+
+def test_a_mask_shorter_than_the_index_is_refused() -> None:
+    index = KeywordIndex.build(["a text", "another text"])
+    with pytest.raises(InvalidInput):
+        index.search("text", np.array([True]), 5)
+
+
+def test_empty_index_empty_query_and_zero_limit_return_nothing() -> None:
+    assert len(KeywordIndex().search("deploy", None, 5)[0]) == 0
+    index = KeywordIndex.build(["deploy"])
+    assert len(index.search("the of", None, 5)[0]) == 0
+    assert len(index.search("deploy", None, 0)[0]) == 0
+    assert len(index) == 1
+
+
+@pytest.mark.usefixtures("tiny_tail")
+@settings(deadline=None)
+@given(st.lists(docs, min_size=1, max_size=25), queries, st.data())
+def test_scores_equal_the_bm25_formula_however_rows_were_added(
+    texts: list[str], query: str, data: st.DataObject
+) -> None:
+    index = KeywordIndex()
+    start = 0
+    while start < len(texts):
+        size = data.draw(st.integers(1, len(texts) - start))
+        index.add(texts[start : start + size])
+        start += size
+    rows, scores = index.search(query, None, len(texts))
+    expected = reference_bm25(texts, query)
+    assert sorted(rows.tolist()) == sorted(expected)
+    for row, score in zip(rows.tolist(), scores.tolist(), strict=True):
+        assert score == pytest.approx(expected[row], rel=1e-5)
+    assert list(scores) == sorted(scores, reverse=True)
+
+
+@pytest.mark.usefixtures("tiny_tail")
+@settings(deadline=None)
+@given(st.lists(docs, min_size=1, max_size=25), queries, st.lists(st.booleans(), min_size=25, max_size=25))
+def test_search_never_returns_a_masked_out_row(texts: list[str], query: str, flags: list[bool]) -> None:
+    index = KeywordIndex()
+    for text in texts:
+        index.add([text])
+    mask = np.array(flags[: len(texts)])
+    rows, _ = index.search(query, mask, 10)
+    assert mask[rows].all()
+    allowed = [row for row in reference_bm25(texts, query) if mask[row]]
+    assert len(rows) == min(10, len(allowed))
+
+
+def test_a_segment_counts_term_frequencies_per_row() -> None:
+    rows = np.array([0, 0, 1, 2, 2, 2], dtype=np.int32)
+    terms = np.array([7, 7, 7, 9, 7, 9], dtype=np.uint64)
+    segment = _Segment.from_pairs(rows, terms)
+    assert segment.terms.tolist() == [7, 9]
+    assert segment.starts.tolist() == [0, 3, 4]
+    assert segment.rows.tolist() == [0, 1, 2, 2]
+    assert segment.tf.tolist() == [2.0, 1.0, 1.0, 2.0]
+
+
+def test_a_segment_keeps_terms_apart_whose_top_bits_are_equal() -> None:
+    # Terms that differ only in their lowest bits cannot be packed by their top bits alone.
+    rows = np.arange(8, dtype=np.int32)
+    terms = np.array([1 << 40, (1 << 40) + 1, (1 << 40) + 2, 5] * 2, dtype=np.uint64)
+    segment = _Segment.from_pairs(rows, terms)
+    assert segment.terms.tolist() == [5, 1 << 40, (1 << 40) + 1, (1 << 40) + 2]
+    assert [segment.rows[a:b].tolist() for a, b in zip(segment.starts, segment.starts[1:], strict=False)] == [
+        [3, 7],
+        [0, 4],
+        [1, 5],
+        [2, 6],
+    ]
+
+
+def test_merging_segments_keeps_rows_ascending_within_each_term() -> None:
+    older = _Segment.from_pairs(np.array([0, 1, 1], dtype=np.int32), np.array([3, 3, 8], dtype=np.uint64))
+    newer = _Segment.from_pairs(np.array([2, 3], dtype=np.int32), np.array([8, 5], dtype=np.uint64))
+    merged = _Segment.merge(older, newer)
+    assert merged.terms.tolist() == [3, 5, 8]
+    assert merged.starts.tolist() == [0, 2, 3, 5]
+    assert merged.rows.tolist() == [0, 1, 3, 1, 2]
