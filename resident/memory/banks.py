@@ -13,7 +13,7 @@ import re
 from resident.errors import InvalidInput, ScopeNotAllowed, UnknownScope
 from resident.messages.memory import SCOPES, Bank, Scope
 
-__all__ = ["APP_SCOPES", "RUNTIME_SCOPES", "app_bank", "bank_name", "parse_scope", "runtime_bank"]
+__all__ = ["APP_SCOPES", "RUNTIME_SCOPES", "app_bank", "bank_name", "check_part", "parse_scope", "runtime_bank"]
 
 RUNTIME_SCOPES: frozenset[Scope] = frozenset({"AGENT_CORE", "AGENT_DYADIC", "WORLD_SHARED"})
 APP_SCOPES: frozenset[Scope] = frozenset({"APP_PRIVATE", "WORKSPACE_PRIVATE"})
@@ -29,8 +29,9 @@ def parse_scope(value: str) -> Scope:
     raise UnknownScope(f"unknown scope {value!r}; use one of {', '.join(SCOPES)}")
 
 
-def _part(kind: str, value: str | None) -> str:
-    if value is None or not _PART.match(value):
+def check_part(kind: str, value: str | None) -> str:
+    """`value` if it may be part of a bank name (a member, counterpart, world, app or bank name)."""
+    if not isinstance(value, str) or not _PART.match(value):
         raise InvalidInput(
             f"{kind} {value!r} is not valid: use 1-32 lower-case letters, digits, '-' or '_', starting with a letter"
         )
@@ -41,19 +42,20 @@ def bank_name(scope: Scope, owner: str, *, counterpart: str | None = None, world
               name: str | None = None) -> str:
     """The readable name of the bank a scope and its parts designate."""
     if scope == "AGENT_CORE":
-        return f"agent_core/{_part('member', owner)}"
+        return f"agent_core/{check_part('member', owner)}"
     if scope == "AGENT_DYADIC":
         if counterpart is None:
             raise InvalidInput("AGENT_DYADIC memories need a counterpart (--counterpart NAME)")
         if counterpart == owner:
             raise InvalidInput("a dyadic memory is about someone else; use AGENT_CORE for the member itself")
-        return f"agent_dyadic/{_part('member', owner)}/{_part('counterpart', counterpart)}"
+        return f"agent_dyadic/{check_part('member', owner)}/{check_part('counterpart', counterpart)}"
     if scope == "WORLD_SHARED":
         if world is None:
             raise InvalidInput("WORLD_SHARED memories need a world (--world NAME)")
-        return f"world_shared/{_part('world', world)}"
+        return f"world_shared/{check_part('world', world)}"
     prefix = "app_private" if scope == "APP_PRIVATE" else "workspace_private"
-    return f"{prefix}/{_part('app' if scope == 'APP_PRIVATE' else 'workspace', owner)}/{_part('bank', name)}"
+    kind = "app" if scope == "APP_PRIVATE" else "workspace"
+    return f"{prefix}/{check_part(kind, owner)}/{check_part('bank', name)}"
 
 
 def runtime_bank(scope: Scope, member: str, *, counterpart: str | None, world: str | None, at: float) -> Bank:

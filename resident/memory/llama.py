@@ -12,7 +12,6 @@ without vectors and fills them in when the endpoint answers again.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import math
 import threading
@@ -27,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from resident.errors import EmbedderNotLoopback, EmbedderUnavailable, InvalidInput
+from resident.loopback import is_loopback_host
 
 __all__ = ["LlamaEmbedder", "validate_loopback_url"]
 
@@ -58,7 +58,7 @@ def validate_loopback_url(url: str) -> str:
     if scheme not in ("http", "https") or "@" in parts.netloc:
         raise refused
     host = parts.hostname
-    if not host or not _is_loopback_host(host):
+    if not host or not is_loopback_host(host):
         raise refused
     try:
         port = parts.port
@@ -84,21 +84,6 @@ def validate_loopback_url(url: str) -> str:
     if reparsed.host != host or reparsed.port != port:
         raise refused
     return base
-
-
-def _is_loopback_host(host: str) -> bool:
-    if host == "localhost":
-        return True
-    if "%" in host:  # an IPv6 zone id names an interface, not a loopback address
-        return False
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    if address.version == 4:
-        return address.is_loopback
-    # Only ::1 itself: newer Pythons also call ::ffff:127.0.0.1 loopback, and the rule must not drift.
-    return address == ipaddress.IPv6Address("::1")
 
 
 class LlamaEmbedder:

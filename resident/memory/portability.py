@@ -13,7 +13,8 @@ from collections.abc import Iterable
 
 import msgspec
 
-from resident.errors import ExportInvalid
+from resident.errors import ExportInvalid, InvalidInput
+from resident.memory.banks import bank_name, check_part
 from resident.memory.visibility import can_see, is_served
 from resident.messages.memory import Bank, MemoryRecord, Principal
 from resident.messages.portability import EXPORT_FORMAT, EXPORT_VERSION, MemberExport
@@ -67,11 +68,32 @@ def parse_export(data: bytes, source: str) -> MemberExport:
         )
     if checksum(document.member, document.banks, document.records) != document.checksum:
         raise ExportInvalid(f"{source} does not match its checksum; it was changed or damaged after export")
-    bank_names = {b.name for b in document.banks}
+    try:
+        check_part("member", document.member)
+    except InvalidInput:
+        raise ExportInvalid(f"{source} names member {document.member!r}, which is not a valid member name") from None
+    banks = {b.name: b for b in document.banks}
     for bank in document.banks:
-        if bank.scope not in PORTABLE_SCOPES or bank.owner != document.member:
+        if bank.scope not in PORTABLE_SCOPES or bank.owner != document.member or not _named_right(bank):
             raise ExportInvalid(f"{source} holds bank {bank.name}, which does not travel with {document.member}")
     for record in document.records:
-        if not portable(document.member, record) or record.bank not in bank_names:
+        home = banks.get(record.bank)
+        if (
+            not portable(document.member, record)
+            or home is None
+            or (record.scope, record.counterpart) != (home.scope, home.counterpart)
+        ):
             raise ExportInvalid(f"{source} holds record {record.id}, which does not travel with {document.member}")
     return document
+
+
+def _named_right(bank: Bank) -> bool:
+    """Whether a bank's name is the one its scope, owner and counterpart give (valid names only).
+
+    An import creates the banks it carries; one named for another member (`agent_core/alice` owned
+    by deven) would capture that member's later writes where its owner cannot see them.
+    """
+    try:
+        return bank.name == bank_name(bank.scope, bank.owner, counterpart=bank.counterpart)
+    except InvalidInput:
+        return False

@@ -22,6 +22,7 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_SUMMARY_CHARS",
     "check_kind",
+    "check_time",
     "check_unit",
     "clean_query",
     "clean_text",
@@ -88,6 +89,13 @@ def check_unit(field: str, value: float) -> float:
     return float(value)
 
 
+def check_time(field: str, value: float) -> float:
+    """A point in time as epoch seconds: a finite number (a NaN would unsettle time ranking)."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise InvalidInput(f"{field} must be a time in seconds since the epoch, not {value!r}")
+    return float(value)
+
+
 def check_kind(kind: str) -> Kind:
     for known in KINDS:
         if kind == known:
@@ -149,7 +157,7 @@ def make_record(
         bank=bank,
         scope=scope,
         owner=owner,
-        occurred_at=now if occurred_at is None else float(occurred_at),
+        occurred_at=now if occurred_at is None else check_time("occurred_at", occurred_at),
         recorded_at=now,
         digest=content_digest(
             record_id=record_id,

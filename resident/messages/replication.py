@@ -79,11 +79,22 @@ class GetReplicationStatus(Message, frozen=True, tag="replication.status.get"):
 
 
 class SyncNow(Message, frozen=True, tag="replication.sync"):
-    """Push now (parked records too) and poll invalidations; answered once settled or out of attempts."""
+    """Push now (parked records too) and poll invalidations.
+
+    Answered once nothing is pending and a polling round begun after the request has ended, or
+    when `timeout` seconds have passed; without a timeout, also as soon as a push runs out of
+    attempts.
+    """
+
+    timeout: float | None = None
 
 
 class ReplicationCounts(Message, frozen=True, tag="replication.counts"):
-    """Records per replication state, and how replication is doing."""
+    """Records per replication state, and how replication is doing.
+
+    `pushes` and `requests` count the pushes started and the replicate requests sent since the
+    replication actor last (re)started.
+    """
 
     counts: dict[str, int]
     realm: str | None
@@ -91,6 +102,8 @@ class ReplicationCounts(Message, frozen=True, tag="replication.counts"):
     retrying: bool = False
     last_error: str = ""
     note: str = ""
+    pushes: int = 0
+    requests: int = 0
 
     @property
     def pending(self) -> int:

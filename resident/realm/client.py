@@ -38,7 +38,7 @@ from resident.messages.realm import (
     ReplicateResult,
 )
 
-__all__ = ["RealmClient"]
+__all__ = ["RealmClient", "realm_base_url"]
 
 _T = TypeVar("_T")
 
@@ -47,7 +47,7 @@ _MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 _TRANSIENT_4XX = frozenset({408, 429})
 
 
-def _base_url(url: str) -> str:
+def realm_base_url(url: str) -> str:
     """`url` without a trailing slash, once it is known to be http://host:port[/prefix]."""
     try:
         parts = urllib.parse.urlsplit(url)
@@ -65,7 +65,7 @@ class RealmClient:
     """A synchronous, pooled connection to one Realm; one attempt per call, errors classified."""
 
     def __init__(self, url: str, timeout: float = 2.0) -> None:
-        self.url = _base_url(url)
+        self.url = realm_base_url(url)
         if not (math.isfinite(timeout) and timeout > 0):
             raise InvalidInput(f"Realm timeout must be a positive number of seconds, got {timeout!r}")
         self.timeout = timeout

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ipaddress
 import json
 import logging
 import os
@@ -36,6 +35,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from resident.errors import InvalidInput, RecordNotFound, ResidentError, StoreClosed, StoreFailed
+from resident.loopback import is_loopback_host
 from resident.messages.realm import (
     DEFAULT_PAGE_LIMIT,
     MAX_BODY_BYTES,
@@ -80,16 +80,6 @@ def _error(status: int, kind: str, message: str) -> Response:
     return _json(ErrorBody(error=ErrorDetail(type=kind, message=message)), status)
 
 
-def _is_loopback(host: str) -> bool:
-    """Whether `host` names this machine only: 127.0.0.0/8, ::1 or "localhost"."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def _host_header_name(value: str) -> str:
     if value.startswith("["):
         return value[1 : value.find("]")]
@@ -97,7 +87,7 @@ def _host_header_name(value: str) -> str:
 
 
 def _require_loopback_host(request: Request) -> None:
-    if not _is_loopback(_host_header_name(request.headers.get("host", ""))):
+    if not is_loopback_host(_host_header_name(request.headers.get("host", ""))):
         raise _Refusal(
             421,
             "HostNotAllowed",
@@ -317,7 +307,7 @@ def serve(
     Port 0 picks a free port; `ready_file`, if given, receives `{"host", "port", "pid"}` once the
     server accepts connections (and is removed on a clean exit).
     """
-    if not allow_remote and not _is_loopback(host):
+    if not allow_remote and not is_loopback_host(host):
         raise InvalidInput(
             f"Realm listens on loopback only and {host!r} is not loopback; "
             "pass --allow-remote to expose it beyond this machine"

@@ -200,6 +200,17 @@ def _member_imported(view: View, event: MemberImported) -> None:
 
 
 # -- replication to Realm ------------------------------------------------------------------------
+#
+# Realm's first verdict on a record stands: only a `pending` record becomes `synced` or `conflict`,
+# and an invalidation applies once, to a record Realm accepted (locally `pending` when the process
+# died before writing the acceptance down, else `synced`). An event that would change nothing is
+# not appended, so it is not published either (the substrate would otherwise mark its index copy of
+# an invalidated record `synced`).
+
+
+def _is(view: View, record_id: str, *states: str) -> bool:
+    record = view.get(RECORDS, record_id)
+    return record is not None and record.replication in states
 
 
 @projection(ReplicationAttempted)
@@ -217,29 +228,26 @@ def _attempted(view: View, event: ReplicationAttempted) -> None:
         )
 
 
-@projection(RecordsSynced)
+@projection(RecordsSynced, check=lambda view, event: any(_is(view, i, "pending") for i in event.ids))
 def _synced(view: View, event: RecordsSynced) -> None:
     for record_id in event.ids:
         record = view.get(RECORDS, record_id)
-        # Only a pending record becomes synced: a verdict that arrived first (conflict, invalidation) stands.
         if record is not None and record.replication == "pending":
             view.put(RECORDS, record_id, msgspec.structs.replace(record, replication="synced", replication_reason=""))
 
 
-@projection(RecordConflicted)
+@projection(RecordConflicted, check=lambda view, event: _is(view, event.id, "pending"))
 def _conflicted(view: View, event: RecordConflicted) -> None:
-    record = view.get(RECORDS, event.id)
-    if record is not None:
-        changed = msgspec.structs.replace(record, replication="conflict", replication_reason=event.reason)
-        view.put(RECORDS, event.id, changed)
+    record = _existing(view, event.id)
+    changed = msgspec.structs.replace(record, replication="conflict", replication_reason=event.reason)
+    view.put(RECORDS, event.id, changed)
 
 
-@projection(RecordInvalidated)
+@projection(RecordInvalidated, check=lambda view, event: _is(view, event.id, "pending", "synced"))
 def _invalidated(view: View, event: RecordInvalidated) -> None:
-    record = view.get(RECORDS, event.id)
-    if record is not None:
-        changed = msgspec.structs.replace(record, replication="invalidated", replication_reason=event.reason)
-        view.put(RECORDS, event.id, changed)
+    record = _existing(view, event.id)
+    changed = msgspec.structs.replace(record, replication="invalidated", replication_reason=event.reason)
+    view.put(RECORDS, event.id, changed)
 
 
 @projection(

@@ -18,8 +18,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import lmdb
+import msgspec
 
-from resident.errors import InvalidInput, ResidentError, SchemaMismatch, StoreClosed, StoreFailed, WriteFailed
+from resident.errors import (
+    InvalidInput,
+    ResidentError,
+    SchemaMismatch,
+    StoreClosed,
+    StoreFailed,
+    TextInvalid,
+    WriteFailed,
+)
 from resident.messages.events import AnyEvent, decode_event, encode_event
 from resident.messages.store import Commit, Committed
 from resident.store.home import CURRENT_FILE, current_store_dir, finish_restore, private_file
@@ -321,9 +330,17 @@ def _apply_write(
     applied: list[AnyEvent] = []
     start = seq
     try:
-        for event in write.events:
+        # Encode first: every value of the write is in its events, so a value that cannot be
+        # stored (a lone surrogate in a string) refuses this write alone, before any state changes,
+        # instead of failing the whole batch it shares a transaction with.
+        encoded = [encode_event(event) for event in write.events]
+    except (msgspec.EncodeError, UnicodeEncodeError) as error:
+        refusal = TextInvalid(f"the write holds text that is not valid UTF-8 ({error}); nothing was written")
+        return (None, refusal, ()), start
+    try:
+        for event, data in zip(write.events, encoded, strict=True):
             if project(view, event):
-                if not txn.put(event_key(seq), encode_event(event), db=events_db, append=True):
+                if not txn.put(event_key(seq), data, db=events_db, append=True):
                     # LMDB refuses a key that is not past the end of the log without raising; the
                     # state change must not commit without its event, so the transaction fails.
                     raise lmdb.KeyExistsError(

@@ -1,0 +1,629 @@
+"""The Hindsight substrate: embeds, durably writes and indexes memories, and answers recall.
+
+Retain is a pipeline that never blocks on another actor. `Retain` messages queue up; one flush
+embeds every queued text as a single numpy batch and tells the writer one `Commit` per record,
+each carrying a `ForwardReply` back here with the caller's reply inside. When the writer's commit
+is durable, its outcomes come back as one `Completed` message: the substrate indexes the new
+records and settles all the callers together. A record is therefore recallable by the time its
+`remember` returns.
+
+LMDB is the truth and the in-memory `RecallIndex` a cache: `setup()` rebuilds it from the store
+before the first request is handled (the address buffers requests meanwhile), and every recall
+result is re-read from LMDB before it is served, so a record withheld or retracted a moment ago
+is never returned even if the index has not heard of the change yet.
+
+When the embedder fails (down, slow, garbage), writes go on without vectors and keyword/temporal
+recall keeps working. The substrate then stops calling it on the write and recall paths, so a
+slow endpoint costs one timeout rather than one per request; a backfill probes it on a growing
+schedule and, once it answers, fills in the missing vectors and lets the paths use it again.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from resident.errors import EmbedderUnavailable, InvalidInput, MemoryDisabled
+from resident.memory.embedding import Embedder
+from resident.memory.index import IndexEntry, RecallIndex
+from resident.memory.records import MAX_QUERY_CHARS, clean_query
+from resident.memory.visibility import can_see, can_see_bank, is_served
+from resident.messages.memory import (
+    Bank,
+    BankCreated,
+    GetSubstrateStatus,
+    MemoryRecord,
+    MemorySwitchedOff,
+    MemorySwitchedOn,
+    Principal,
+    Recall,
+    RecallHit,
+    Receipt,
+    RecordAdmitted,
+    RecordRetracted,
+    RecordsRecalled,
+    RecordSuperseded,
+    Retain,
+    SubstrateStatus,
+    VectorsFilled,
+)
+from resident.messages.replication import RecordConflicted, RecordInvalidated, RecordsSynced
+from resident.messages.store import Commit, Published
+from resident.store.projections import MEMORY_OFF_MESSAGE
+from resident.store.store import Reader, Store
+from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS, VECTORS
+from resident.supervisor import Address, ChildContext, Completed, ForwardReply, Reply, SupervisedActor, settle_all
+
+__all__ = ["MAX_QUERY_CHARS", "MAX_RECALL_K", "Substrate", "decode_vector", "encode_vector"]
+
+logger = logging.getLogger(__name__)
+
+MAX_RECALL_K = 100
+BACKFILL_BATCH = 256
+BACKFILL_MAX_DELAY = 30.0
+# Recall counts go to the writer in small, frequent commits: each rewrites the records it counts,
+# and a short commit never holds the GIL long enough to delay a recall running beside it.
+USAGE_FLUSH_SECONDS = 0.25
+USAGE_BATCH = 64
+EmbedderFactory = Callable[[str], Embedder]
+
+
+def encode_vector(embedder: str, vector: npt.NDArray[np.float32]) -> bytes:
+    """A stored vector: the embedder's name, a NUL, then float32 bytes (so a switch can tell them apart)."""
+    return embedder.encode("utf-8") + b"\0" + np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def decode_vector(raw: bytes) -> tuple[str, npt.NDArray[np.float32]]:
+    name, _, data = raw.partition(b"\0")
+    return name.decode("utf-8"), np.frombuffer(data, dtype=np.float32)
+
+
+def _text(record: MemoryRecord) -> str:
+    """What gets embedded and keyword-indexed: the summary, a newline, the body."""
+    return f"{record.summary}\n{record.body}"
+
+
+def _stored_vector(raw: bytes | None, embedder: str) -> npt.NDArray[np.float32] | None:
+    """A stored vector if `embedder` made it; vectors of another embedder count as missing."""
+    if raw is None:
+        return None
+    stored_by, values = decode_vector(raw)
+    return values if stored_by == embedder else None
+
+
+def _entry(record: MemoryRecord) -> IndexEntry:
+    return IndexEntry(
+        id=record.id,
+        bank=record.bank,
+        lifecycle=record.lifecycle,
+        replication=record.replication,
+        domain=record.activation.domain,
+        project=record.activation.project,
+        occurred_at=record.occurred_at,
+        recorded_at=record.recorded_at,
+        text=_text(record),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _EmbedFlush:
+    """Embed and write whatever `Retain`s are queued (told by the substrate to itself)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Backfill:
+    """Try to embed records that were written without a vector."""
+
+
+@dataclass(frozen=True, slots=True)
+class _FlushUsage:
+    """Write the recall counts gathered since the last flush."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Retained:
+    record: MemoryRecord
+    vector: npt.NDArray[np.float32] | None
+    reply: Reply | None
+    # Which embedder made `vector`: a switch of embedder while the write was in flight voids it.
+    embedder: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Filled:
+    ids: tuple[str, ...]
+    vectors: npt.NDArray[np.float32]
+    embedder: str
+
+
+class Substrate(SupervisedActor):
+    """Hindsight's retain and recall over the home's memory records."""
+
+    def __init__(
+        self,
+        context: ChildContext,
+        store: Store,
+        writer: Address,
+        embedder_factory: EmbedderFactory,
+    ) -> None:
+        super().__init__(context)
+        self.store = store
+        self.writer = writer
+        self._make_embedder = embedder_factory
+        self._embedder_spec = "hash"
+        # Memory on or off, as of the last switch event this substrate heard of. The writer checks
+        # again inside the write transaction; this spares every request a read of its own.
+        self._enabled = False
+        self._embedder: Embedder | None = None
+        self._embedder_error = ""
+        # Set when the embedder failed: the write and recall paths skip it until a probe succeeds.
+        self._embedder_down = False
+        self._index = RecallIndex()
+        self._banks: dict[str, Bank] = {}
+        self._queue: list[tuple[Retain, Reply | None]] = []
+        self._flush_queued = False
+        self._backfill_queued = False
+        self._backfill_delay = 1.0
+        # Records whose backfilled vectors are being written; not embedded again meanwhile.
+        self._filling: set[str] = set()
+        # Ids served since the last usage commit, once per time served (each counts one recall).
+        self._recalled: list[str] = []
+        self._usage_timer_armed = False
+        self._rebuild_seconds = 0.0
+
+    # -- life cycle -------------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        with self.store.reader() as reader:
+            config = reader.get(MEMORY_CONFIG, "memory")
+        self._enabled = config is not None and config.enabled
+        self._use_embedder(config.embedder if config is not None else "hash")
+        self._rebuild()
+
+    def teardown(self) -> None:
+        self._flush_usage()
+        self._close_embedder()
+
+    def on_crash(self, error: BaseException) -> None:  # noqa: ARG002 - the cause is already logged
+        # Queued retains were never sent to the writer: the next incarnation takes them, in order.
+        queued, self._queue = self._queue, []
+        self.context.address.rescue(queued)
+        self._close_embedder()
+
+    def _use_embedder(self, spec: str) -> None:
+        self._close_embedder()
+        self._embedder_spec = spec
+        self._embedder = self._make_embedder(spec)
+        self._embedder_error = ""
+        self._embedder_down = False
+        self._backfill_delay = 1.0
+
+    def _close_embedder(self) -> None:
+        close = getattr(self._embedder, "close", None)
+        if callable(close):
+            close()
+
+    def _rebuild(self) -> None:
+        """Build the in-memory index from LMDB; vectors of another embedder count as missing."""
+        started = time.perf_counter()
+        index = RecallIndex()
+        with _bulk_load(), self.store.reader() as reader:
+            self._banks = dict(reader.items(BANKS))
+            entries = [_entry(record) for _, record in reader.items(RECORDS)]
+            matrix, present = _stored_matrix(reader, [entry.id for entry in entries], self._embedder_name())
+            index.add(entries, matrix, present)
+        self._index = index
+        self._filling.clear()
+        self._rebuild_seconds = time.perf_counter() - started
+        logger.info("substrate indexed %d records in %.2f s", len(entries), self._rebuild_seconds)
+        if index.missing_vector_ids():
+            self._queue_backfill(0.0)
+
+    def _embedder_name(self) -> str:
+        return self._embedder.name if self._embedder is not None else self._embedder_spec
+
+    # -- messages ---------------------------------------------------------------------------------
+
+    def handle(self, message: Any) -> Any:
+        if isinstance(message, Retain):
+            self._require_memory()
+            self._queue.append((message, self.defer()))
+            if not self._flush_queued:
+                self._flush_queued = True
+                self.tell_self(_EmbedFlush())
+            return None
+        if isinstance(message, Recall):
+            return self._recall(message)
+        if isinstance(message, Completed):
+            self._completed(message)
+            return None
+        if isinstance(message, Published):
+            self._published(message.events)
+            return None
+        if isinstance(message, _EmbedFlush):
+            self._embed_flush()
+            return None
+        if isinstance(message, _Backfill):
+            self._backfill()
+            return None
+        if isinstance(message, _FlushUsage):
+            self._usage_timer_armed = False
+            self._flush_usage()
+            return None
+        if isinstance(message, GetSubstrateStatus):
+            return self._status()
+        return super().handle(message)
+
+    def _require_memory(self) -> None:
+        if not self._enabled:
+            raise MemoryDisabled(MEMORY_OFF_MESSAGE)
+
+    # -- retain -----------------------------------------------------------------------------------
+
+    def _embed(self, texts: Sequence[str], *, probe: bool = False) -> npt.NDArray[np.float32] | None:
+        """Vectors for `texts`, or None when the embedder fails or is known to be failing.
+
+        Only a probe (the backfill) calls an embedder known to be failing; any failure, whatever
+        its kind, leaves the write to go on without vectors and schedules the next probe.
+        """
+        if self._embedder is None or not texts or (self._embedder_down and not probe):
+            return None
+        try:
+            vectors = self._embedder.embed(texts)
+        except Exception as error:  # noqa: BLE001 - no embedder failure may cost a write
+            self._embedder_failed(error, probe=probe)
+            return None
+        self._embedder_error = ""
+        self._embedder_down = False
+        return vectors
+
+    def _embedder_failed(self, error: Exception, *, probe: bool) -> None:
+        if not isinstance(error, EmbedderUnavailable):
+            logger.error("embedder %s failed; writing without vectors", self._embedder_name(), exc_info=error)
+        elif not self._embedder_down:
+            logger.warning("embedder unavailable, writing without vectors: %s", error)
+        self._embedder_error = str(error) or type(error).__name__
+        self._embedder_down = True
+        if probe:
+            self._backfill_delay = min(self._backfill_delay * 2, BACKFILL_MAX_DELAY)
+        self._queue_backfill(self._backfill_delay)
+
+    def _embed_flush(self) -> None:
+        queue, self._queue = self._queue, []
+        self._flush_queued = False
+        if not queue:
+            return
+        vectors = self._embed([_text(m.record) for m, _ in queue])
+        name = self._embedder_name()
+        for position, (message, reply) in enumerate(queue):
+            vector = vectors[position] if vectors is not None else None
+            admitted = RecordAdmitted(at=message.record.recorded_at, record=message.record)
+            events: tuple[Any, ...] = (*message.before, admitted)
+            if message.supersedes is not None:
+                events = (*events, message.supersedes)
+            stored = ((message.record.id, encode_vector(name, vector)),) if vector is not None else ()
+            self.writer.tell(
+                Commit(events=events, vectors=stored),
+                ForwardReply(self.context.address, _Retained(message.record, vector, reply, name)),
+            )
+        if vectors is None:
+            self._queue_backfill(self._backfill_delay)
+
+    def _completed(self, message: Completed) -> None:
+        admitted: list[_Retained] = []
+        settlements: list[tuple[Reply | None, Any, BaseException | None]] = []
+        for context, _value, error in message.outcomes:
+            if isinstance(context, _Retained):
+                if error is not None:
+                    settlements.append((context.reply, None, error))
+                    continue
+                admitted.append(context)
+                record = context.record
+                settlements.append(
+                    (
+                        context.reply,
+                        Receipt(id=record.id, bank=record.bank, replication=record.replication,
+                                recorded_at=record.recorded_at),
+                        None,
+                    )
+                )
+            elif isinstance(context, _Filled) and context.embedder == self._embedder_name():
+                self._filling.difference_update(context.ids)
+                if error is not None:
+                    self._queue_backfill(self._backfill_delay)
+                    continue
+                rows = [i for i, record_id in enumerate(context.ids) if record_id in self._index]
+                self._index.set_vectors([context.ids[i] for i in rows], context.vectors[rows])
+        try:
+            self._index_records(admitted)
+        finally:
+            # The writes are durable whatever happens to the cache; callers learn so either way.
+            settle_all((reply, value, error) for reply, value, error in settlements if reply is not None)
+
+    def _index_records(self, admitted: Sequence[_Retained]) -> None:
+        fresh = [item for item in admitted if item.record.id not in self._index]
+        if not fresh:
+            return
+        for item in fresh:
+            if item.record.bank not in self._banks:
+                self._learn_bank(item.record)
+        name = self._embedder_name()
+        matrix, present = _stack([item.vector if item.embedder == name else None for item in fresh])
+        self._index.add([_entry(item.record) for item in fresh], matrix, present)
+        if present is None or not present.all():
+            self._queue_backfill(self._backfill_delay)
+
+    def _learn_bank(self, record: MemoryRecord) -> None:
+        with self.store.reader() as reader:
+            bank = reader.get(BANKS, record.bank)
+        if bank is not None:
+            self._banks[bank.name] = bank
+
+    # -- changes committed elsewhere ----------------------------------------------------------------
+
+    def _published(self, events: Sequence[Any]) -> None:
+        added: list[MemoryRecord] = []
+        for event in events:
+            if isinstance(event, BankCreated):
+                self._banks[event.bank.name] = event.bank
+            elif isinstance(event, RecordAdmitted):
+                if event.record.id not in self._index:
+                    added.append(event.record)
+            elif isinstance(event, RecordSuperseded):
+                self._index.set_lifecycle(event.id, "superseded")
+            elif isinstance(event, RecordRetracted):
+                self._index.set_lifecycle(event.id, "retracted")
+            elif isinstance(event, MemorySwitchedOn):
+                self._enabled = True
+                if event.embedder != self._embedder_spec:
+                    self._use_embedder(event.embedder)
+                    self._rebuild()
+            elif isinstance(event, MemorySwitchedOff):
+                self._enabled = False
+            elif isinstance(event, RecordsSynced):
+                for record_id in event.ids:
+                    self._index.set_replication(record_id, "synced")
+            elif isinstance(event, RecordConflicted):
+                self._index.set_replication(event.id, "conflict")
+            elif isinstance(event, RecordInvalidated):
+                self._index.set_replication(event.id, "invalidated")
+        if added:
+            self._index_committed(added)
+
+    def _index_committed(self, records: Sequence[MemoryRecord]) -> None:
+        """Index records another writer committed (an import, a direct commit), with their stored vectors.
+
+        Records that came without a vector are embedded now, and the vectors stored, so that a
+        restart does not have to embed them again.
+        """
+        name = self._embedder_name()
+        with self.store.reader() as reader:
+            vectors = [_stored_vector(reader.raw(VECTORS, record.id), name) for record in records]
+        missing = [row for row, vector in enumerate(vectors) if vector is None]
+        embedded = self._embed([_text(records[row]) for row in missing]) if missing else None
+        if embedded is not None:
+            for position, row in enumerate(missing):
+                vectors[row] = embedded[position]
+            ids = tuple(records[row].id for row in missing)
+            self.writer.tell(
+                Commit(
+                    events=(VectorsFilled(at=self.clock.time(), ids=ids, embedder=name),),
+                    vectors=tuple((record_id, encode_vector(name, embedded[i])) for i, record_id in enumerate(ids)),
+                )
+            )
+        self._index_records([_Retained(r, v, None, name) for r, v in zip(records, vectors, strict=True)])
+
+    # -- backfill of missing vectors ----------------------------------------------------------------
+
+    def _queue_backfill(self, delay: float) -> None:
+        if self._backfill_queued:
+            return
+        self._backfill_queued = True
+        if delay <= 0:
+            self.tell_self(_Backfill())
+        else:
+            self.schedule(delay, _Backfill())
+
+    def _backfill(self) -> None:
+        self._backfill_queued = False
+        missing = [i for i in self._index.missing_vector_ids() if i not in self._filling][:BACKFILL_BATCH]
+        if not missing:
+            # Nothing to fill, but a failed query embedding may have marked the embedder down.
+            if self._embedder_down and self._embed(["probe"], probe=True) is None:
+                return
+            self._backfill_delay = 1.0
+            return
+        with self.store.reader() as reader:
+            records = [r for r in (reader.get(RECORDS, i) for i in missing) if r is not None]
+        vectors = self._embed([_text(r) for r in records], probe=True)
+        if vectors is None:
+            return  # `_embed` scheduled the next probe
+        self._backfill_delay = 1.0
+        name = self._embedder_name()
+        ids = tuple(r.id for r in records)
+        self._filling.update(ids)
+        self.writer.tell(
+            Commit(
+                events=(VectorsFilled(at=self.clock.time(), ids=ids, embedder=name),),
+                vectors=tuple((r.id, encode_vector(name, vectors[i])) for i, r in enumerate(records)),
+            ),
+            ForwardReply(self.context.address, _Filled(ids, vectors, name)),
+        )
+        # Indexing waits for the durable write; the next chunk (if any) follows right behind it.
+        self._queue_backfill(0.0)
+
+    # -- recall -----------------------------------------------------------------------------------
+
+    def _recall(self, message: Recall) -> list[RecallHit]:
+        self._require_memory()
+        principal = message.principal
+        if principal is None:
+            raise InvalidInput("recall needs a principal (the member or app asking)")
+        query = clean_query(message.query)
+        k = max(1, min(int(message.k), MAX_RECALL_K))
+        banks = [name for name, bank in self._banks.items() if can_see_bank(principal, bank)]
+        if not banks:
+            return []
+        query_vectors = self._embed([query])
+        hits = self._index.search(
+            query,
+            query_vectors[0] if query_vectors is not None else None,
+            banks,
+            message.activation.domain,
+            message.activation.project,
+            self.clock.time(),
+            k=min(MAX_RECALL_K, k * 2),
+            include_inactive=message.include_inactive,
+        )
+        return self._serve(principal, hits, k, message)
+
+    def _serve(self, principal: Principal, hits: Sequence[Any], k: int, message: Recall) -> list[RecallHit]:
+        served: list[RecallHit] = []
+        budget = message.char_budget
+        with self.store.reader() as reader:
+            for hit in hits:
+                if len(served) >= k:
+                    break
+                record = reader.get(RECORDS, hit.id)
+                if record is None or not can_see(principal, record):
+                    continue
+                if not is_served(record):
+                    # The index had not heard yet: learn now, serve nothing (fail-closed).
+                    self._index.set_replication(record.id, record.replication)
+                    continue
+                if record.lifecycle != "active" and not message.include_inactive:
+                    self._index.set_lifecycle(record.id, record.lifecycle)
+                    continue
+                summary, body = record.summary, record.body
+                if len(summary) + len(body) > budget:
+                    if served:
+                        break
+                    # The best hit alone is over budget: serve as much of it as fits, summary first.
+                    summary = summary[:budget]
+                    body = body[: budget - len(summary)]
+                budget -= len(summary) + len(body)
+                served.append(
+                    RecallHit(
+                        id=record.id,
+                        summary=summary,
+                        body=body,
+                        scope=record.scope,
+                        bank=record.bank,
+                        kind=record.kind,
+                        score=float(hit.score),
+                        semantic=float(hit.semantic),
+                        keyword=float(hit.keyword),
+                        temporal=float(hit.temporal),
+                        replication=record.replication,
+                        occurred_at=record.occurred_at,
+                        recorded_at=record.recorded_at,
+                    )
+                )
+        self._note_usage(hit.id for hit in served)
+        return served
+
+    def _note_usage(self, ids: Any) -> None:
+        self._recalled.extend(ids)
+        if len(self._recalled) >= USAGE_BATCH:
+            self._flush_usage()
+        elif self._recalled and not self._usage_timer_armed:
+            self._usage_timer_armed = True
+            self.schedule(USAGE_FLUSH_SECONDS, _FlushUsage())
+
+    def _flush_usage(self) -> None:
+        if not self._recalled:
+            return
+        ids, self._recalled = tuple(sorted(self._recalled)), []
+        # Usage counts are best effort: no caller waits, and a lost batch only undercounts.
+        self.writer.tell(Commit(events=(RecordsRecalled(at=self.clock.time(), ids=ids),)))
+
+    # -- status -----------------------------------------------------------------------------------
+
+    def _status(self) -> SubstrateStatus:
+        lifecycle, replication = self._index.counts()
+        return SubstrateStatus(
+            records=len(self._index),
+            missing_vectors=len(self._index.missing_vector_ids()),
+            embedder=self._embedder_name(),
+            embedder_error=self._embedder_error,
+            rebuild_seconds=round(self._rebuild_seconds, 3),
+            by_lifecycle=lifecycle,
+            by_replication=replication,
+        )
+
+
+@contextmanager
+def _bulk_load() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a rebuild allocates its few hundred thousand objects.
+
+    None of them form cycles, yet every few thousand allocations the collector would walk all of
+    them again; at 100k records that is a fifth of the rebuild. Collection resumes afterwards.
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _stored_matrix(
+    reader: Reader, ids: Sequence[str], embedder: str
+) -> tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.bool_] | None]:
+    """Rows for `RecallIndex.add` from the stored vectors of `ids` that `embedder` made.
+
+    One pass over the vectors table and whole-array work after it, instead of a lookup and a
+    decode per record: at 100k records this is a sizeable part of a rebuild. Vectors of another
+    embedder or of another width count as missing (the backfill embeds those again).
+    """
+    prefix = embedder.encode("utf-8") + b"\0"
+    row_of = {record_id.encode("utf-8"): row for row, record_id in enumerate(ids)}
+    rows: list[int] = []
+    values: list[bytes] = []
+    for key, value in reader.raw_items(VECTORS):
+        row = row_of.get(key)
+        if row is not None:
+            rows.append(row)
+            values.append(value)
+    width = next((len(value) for value in values if value.startswith(prefix)), 0)
+    if not width or (width - len(prefix)) % 4:
+        return None, None
+    keep = [i for i, value in enumerate(values) if len(value) == width]
+    kept = values if len(keep) == len(values) else [values[i] for i in keep]
+    raw = np.frombuffer(b"".join(kept), dtype=np.uint8).reshape(len(kept), width)
+    ours = (raw[:, : len(prefix)] == np.frombuffer(prefix, dtype=np.uint8)).all(axis=1)
+    chosen = np.asarray(rows, dtype=np.intp)[keep][ours]
+    vectors = np.ascontiguousarray(raw[ours, len(prefix) :]).view(np.float32)
+    present = np.zeros(len(ids), dtype=bool)
+    present[chosen] = True
+    if len(chosen) == len(ids) and bool((chosen == np.arange(len(ids))).all()):
+        return vectors, present
+    matrix = np.zeros((len(ids), vectors.shape[1]), dtype=np.float32)
+    matrix[chosen] = vectors
+    return matrix, present
+
+
+def _stack(
+    vectors: Sequence[npt.NDArray[np.float32] | None],
+) -> tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.bool_] | None]:
+    """Rows for `RecallIndex.add`: a matrix with zero rows where a vector is missing, and a mask."""
+    present = np.fromiter((v is not None for v in vectors), dtype=bool, count=len(vectors))
+    if not present.any():
+        return None, None
+    dim = next(v for v in vectors if v is not None).shape[0]
+    matrix = np.zeros((len(vectors), dim), dtype=np.float32)
+    for row, vector in enumerate(vectors):
+        if vector is not None and vector.shape[0] == dim:
+            matrix[row] = vector
+        elif vector is not None:
+            present[row] = False
+    return matrix, present

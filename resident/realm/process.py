@@ -1,0 +1,152 @@
+"""A Realm server as a child process: start, stop, kill and restart on the same port.
+
+`resident run --realm auto` uses it to run a loopback Realm for the length of a run (and to take
+it down for a moment to show an outage); the tests use it to put a real Realm beside a runtime.
+The child runs `python -m resident.realm.server --ready-file F` and is ready once F names its pid;
+every wait has a deadline. The port is kept across `restart()`, so clients pointed at it before
+keep working. Its output goes to `<data_dir>.log`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+from resident.errors import RealmUnavailable
+
+__all__ = ["START_TIMEOUT", "STOP_TIMEOUT", "RealmProcess", "start_realm"]
+
+START_TIMEOUT = 20.0
+STOP_TIMEOUT = 10.0
+_POLL = 0.02
+
+
+class RealmProcess:
+    """One Realm server process over `data_dir`; `url` is valid while it runs."""
+
+    def __init__(self, data_dir: Path, port: int = 0) -> None:
+        self.data_dir = data_dir
+        self.port = port
+        self.host = "127.0.0.1"
+        self.ready_file = data_dir.with_name(f"{data_dir.name}.ready.json")
+        self.log_file = data_dir.with_name(f"{data_dir.name}.log")
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        if self._proc is None:
+            raise RealmUnavailable("Realm was never started")
+        return self._proc.pid
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> None:
+        """Start the process and wait (bounded) until it accepts connections."""
+        if self.running:
+            return
+        self.ready_file.unlink(missing_ok=True)
+        env = dict(os.environ)
+        command = [
+            sys.executable,
+            "-m",
+            "resident.realm.server",
+            "--data",
+            str(self.data_dir),
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--ready-file",
+            str(self.ready_file),
+        ]
+        with self.log_file.open("ab") as log:
+            # The command is this interpreter running our own module; nothing in it comes from input.
+            self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)  # noqa: S603
+        self._wait_ready(self._proc)
+
+    def _wait_ready(self, proc: subprocess.Popen[bytes]) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RealmUnavailable(
+                    f"Realm exited with status {proc.returncode} before it was ready; see {self.log_file}"
+                )
+            ready = self._read_ready_file()
+            if ready is not None and ready[2] == proc.pid:
+                self.host, self.port = ready[0], ready[1]
+                return
+            # The server writes the ready file atomically once it listens; nothing to wait on but it.
+            time.sleep(_POLL)
+        self.kill()
+        raise RealmUnavailable(f"Realm was not ready within {START_TIMEOUT:g} s; see {self.log_file}")
+
+    def _read_ready_file(self) -> tuple[str, int, int] | None:
+        """(host, port, pid) from the ready file, which the server writes atomically."""
+        try:
+            data = json.loads(self.ready_file.read_text())
+        except FileNotFoundError:
+            return None
+        return str(data["host"]), int(data["port"]), int(data["pid"])
+
+    def stop(self) -> int:
+        """Send SIGTERM and wait (bounded) for a clean exit; returns the exit code."""
+        proc = self._proc
+        if proc is None:
+            return 0
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise RealmUnavailable(f"Realm did not stop within {STOP_TIMEOUT:g} s of SIGTERM; killed it") from None
+        return proc.returncode
+
+    def kill(self) -> int:
+        """SIGKILL the process (no chance to clean up) and reap it; returns the exit code."""
+        proc = self._proc
+        if proc is None:
+            return 0
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=STOP_TIMEOUT)
+        return proc.returncode
+
+    def restart(self) -> None:
+        """Stop the process if it still runs, then start a new one on the same data and port."""
+        self.stop()
+        self.start()
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return "(no log)"
+
+    def __enter__(self) -> RealmProcess:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.running:
+            self.kill()
+
+
+def start_realm(data_dir: Path, *, port: int = 0) -> RealmProcess:
+    """A started Realm over `data_dir` (port 0: a free one); stop or kill it when done."""
+    realm = RealmProcess(data_dir, port)
+    realm.start()
+    return realm

@@ -1,0 +1,285 @@
+"""`rt.member(name)`: one member's memory calls, blocking and awaitable."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from resident.actors.substrate import MAX_RECALL_K
+from resident.errors import InvalidInput, TextInvalid
+from resident.memory.banks import parse_scope
+from resident.memory.records import clean_query
+from resident.messages.memory import (
+    Activation,
+    Forget,
+    GetRecord,
+    MemoryRecord,
+    Principal,
+    Recall,
+    RecallHit,
+    Receipt,
+    Reconcile,
+    Reconciled,
+    Remember,
+)
+
+if TYPE_CHECKING:
+    from resident.runtime.runtime import Runtime
+
+__all__ = ["Member", "as_activation", "recall_message"]
+
+ActivationLike = Activation | Mapping[str, str | None] | None
+
+
+def as_activation(value: ActivationLike) -> Activation:
+    """An `Activation` from `None`, an `Activation`, or a mapping with `domain` and/or `project`."""
+    domain: str | None
+    if value is None:
+        return Activation()
+    if isinstance(value, Activation):
+        domain, project = value.domain, value.project
+    elif isinstance(value, Mapping):
+        unknown = sorted(set(value) - {"domain", "project"})
+        if unknown:
+            raise InvalidInput(f"unknown activation key {unknown[0]!r}; use domain and project")
+        domain, project = value.get("domain"), value.get("project")
+    else:
+        raise InvalidInput("activation must be a mapping like {'domain': 'work', 'project': 'x'}")
+    if domain not in (None, "work", "personal"):
+        raise InvalidInput(f"activation domain must be 'work' or 'personal', not {domain!r}")
+    if project is not None and (not isinstance(project, str) or not project.strip()):
+        raise InvalidInput("activation project must be a non-empty name")
+    return Activation(domain=domain, project=project)  # type: ignore[arg-type]
+
+
+def recall_message(
+    query: str | bytes,
+    k: int,
+    *,
+    activation: ActivationLike,
+    char_budget: int,
+    include_inactive: bool = False,
+    principal: Principal | None = None,
+) -> Recall:
+    """A checked `Recall`: a valid query, `k` from 1 to 100, a positive character budget."""
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_RECALL_K:
+        raise InvalidInput(f"k must be a whole number from 1 to {MAX_RECALL_K}, not {k!r}")
+    if not isinstance(char_budget, int) or isinstance(char_budget, bool) or char_budget < 1:
+        raise InvalidInput(f"char_budget must be a positive number of characters, not {char_budget!r}")
+    return Recall(
+        query=clean_query(query),
+        k=k,
+        char_budget=char_budget,
+        activation=as_activation(activation),
+        include_inactive=include_inactive,
+        principal=principal,
+    )
+
+
+def _text(value: str | bytes) -> str:
+    if isinstance(value, bytes | bytearray):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise TextInvalid(f"text is not valid UTF-8 (byte {error.start}); send UTF-8 text") from None
+    if not isinstance(value, str):
+        raise TextInvalid(f"text must be a string, not {type(value).__name__}")
+    return value
+
+
+class Member:
+    """A member's memory surface. Every call has an awaitable twin (`aremember`, `arecall`, ...)."""
+
+    def __init__(self, runtime: Runtime, name: str) -> None:
+        self._runtime = runtime
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<Member {self.name}>"
+
+    @staticmethod
+    def _remember_message(
+        text: str | bytes,
+        *,
+        scope: str,
+        summary: str | bytes | None,
+        kind: str,
+        counterpart: str | None,
+        world: str | None,
+        importance: float,
+        confidence: float,
+        activation: ActivationLike,
+        supersedes: str | None,
+        canonical: bool,
+        delegated: bool,
+        source: str,
+        occurred_at: float | None,
+        cites: tuple[str, ...],
+    ) -> Remember:
+        return Remember(
+            text=_text(text),
+            scope=parse_scope(scope),
+            summary=None if summary is None else _text(summary),
+            kind=kind,  # type: ignore[arg-type]  # checked by the member actor
+            counterpart=counterpart,
+            world=world,
+            importance=importance,
+            confidence=confidence,
+            activation=as_activation(activation),
+            supersedes=supersedes,
+            canonical=canonical,
+            delegated=delegated,
+            source=source,
+            occurred_at=occurred_at,
+            cites=tuple(cites),
+        )
+
+    def remember(
+        self,
+        text: str | bytes,
+        *,
+        scope: str = "AGENT_CORE",
+        summary: str | bytes | None = None,
+        kind: str = "experience",
+        counterpart: str | None = None,
+        world: str | None = None,
+        importance: float = 0.5,
+        confidence: float = 1.0,
+        activation: ActivationLike = None,
+        supersedes: str | None = None,
+        canonical: bool = False,
+        delegated: bool = False,
+        source: str = "manual",
+        occurred_at: float | None = None,
+        cites: tuple[str, ...] = (),
+        timeout: float | None = None,
+    ) -> Receipt:
+        """Admit a memory durably; the receipt's `replication` is `pending` until Realm accepts it."""
+        message = self._remember_message(
+            text, scope=scope, summary=summary, kind=kind, counterpart=counterpart, world=world,
+            importance=importance, confidence=confidence, activation=activation, supersedes=supersedes,
+            canonical=canonical, delegated=delegated, source=source, occurred_at=occurred_at, cites=cites,
+        )
+        receipt: Receipt = self._runtime.ask_member(self.name, message, timeout)
+        return receipt
+
+    async def aremember(
+        self,
+        text: str | bytes,
+        *,
+        scope: str = "AGENT_CORE",
+        summary: str | bytes | None = None,
+        kind: str = "experience",
+        counterpart: str | None = None,
+        world: str | None = None,
+        importance: float = 0.5,
+        confidence: float = 1.0,
+        activation: ActivationLike = None,
+        supersedes: str | None = None,
+        canonical: bool = False,
+        delegated: bool = False,
+        source: str = "manual",
+        occurred_at: float | None = None,
+        cites: tuple[str, ...] = (),
+        timeout: float | None = None,
+    ) -> Receipt:
+        """`remember` for asyncio hosts: awaits the durable write without blocking the loop."""
+        message = self._remember_message(
+            text, scope=scope, summary=summary, kind=kind, counterpart=counterpart, world=world,
+            importance=importance, confidence=confidence, activation=activation, supersedes=supersedes,
+            canonical=canonical, delegated=delegated, source=source, occurred_at=occurred_at, cites=cites,
+        )
+        receipt: Receipt = await self._runtime.ask_member_async(self.name, message, timeout)
+        return receipt
+
+    def recall(
+        self,
+        query: str | bytes,
+        k: int = 10,
+        *,
+        activation: ActivationLike = None,
+        char_budget: int = 8_000,
+        include_inactive: bool = False,
+        timeout: float | None = None,
+    ) -> list[RecallHit]:
+        """The member's best-matching served memories (at most `k`, within `char_budget` characters)."""
+        message = recall_message(
+            query, k, activation=activation, char_budget=char_budget, include_inactive=include_inactive
+        )
+        hits: list[RecallHit] = self._runtime.ask_member(self.name, message, timeout)
+        return hits
+
+    async def arecall(
+        self,
+        query: str | bytes,
+        k: int = 10,
+        *,
+        activation: ActivationLike = None,
+        char_budget: int = 8_000,
+        include_inactive: bool = False,
+        timeout: float | None = None,
+    ) -> list[RecallHit]:
+        message = recall_message(
+            query, k, activation=activation, char_budget=char_budget, include_inactive=include_inactive
+        )
+        hits: list[RecallHit] = await self._runtime.ask_member_async(self.name, message, timeout)
+        return hits
+
+    def get(self, record_id: str, *, timeout: float | None = None) -> MemoryRecord:
+        """One record by id; `RecordWithheld` (with state and reason) if Realm withheld it."""
+        record: MemoryRecord = self._runtime.ask_member(self.name, GetRecord(id=record_id), timeout)
+        return record
+
+    async def aget(self, record_id: str, *, timeout: float | None = None) -> MemoryRecord:
+        record: MemoryRecord = await self._runtime.ask_member_async(self.name, GetRecord(id=record_id), timeout)
+        return record
+
+    def forget(self, record_id: str, *, reason: str = "", timeout: float | None = None) -> None:
+        """Retract a record: it stays stored, marked retracted, and is no longer recalled."""
+        self._runtime.ask_member(self.name, Forget(id=record_id, reason=reason), timeout)
+
+    async def aforget(self, record_id: str, *, reason: str = "", timeout: float | None = None) -> None:
+        await self._runtime.ask_member_async(self.name, Forget(id=record_id, reason=reason), timeout)
+
+    @staticmethod
+    def _reconciled(message: Reconcile, answer: object) -> Reconciled:
+        if isinstance(answer, Receipt):
+            return Reconciled(id=message.id, action="readmit", new_id=answer.id, replication=answer.replication)
+        return Reconciled(id=message.id, action="rollback")
+
+    def reconcile(
+        self,
+        record_id: str,
+        *,
+        rollback: bool = False,
+        readmit: bool = False,
+        text: str | bytes | None = None,
+        canonical: bool | None = None,
+        timeout: float | None = None,
+    ) -> Reconciled:
+        """Settle a withheld (conflict/invalidated) record: roll it back, or re-admit it corrected.
+
+        `readmit=True` writes a new version (with `text` and `canonical` if given) that supersedes
+        the withheld one and starts again as `pending`; `rollback=True` retracts the local write.
+        """
+        message = Reconcile(
+            id=record_id, rollback=rollback, readmit=readmit,
+            text=None if text is None else _text(text), canonical=canonical,
+        )
+        return self._reconciled(message, self._runtime.ask_member(self.name, message, timeout))
+
+    async def areconcile(
+        self,
+        record_id: str,
+        *,
+        rollback: bool = False,
+        readmit: bool = False,
+        text: str | bytes | None = None,
+        canonical: bool | None = None,
+        timeout: float | None = None,
+    ) -> Reconciled:
+        message = Reconcile(
+            id=record_id, rollback=rollback, readmit=readmit,
+            text=None if text is None else _text(text), canonical=canonical,
+        )
+        return self._reconciled(message, await self._runtime.ask_member_async(self.name, message, timeout))

@@ -1,0 +1,115 @@
+"""Export a member's portable memory to a file, and import such a file into this home."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from resident.config import DEFAULT_WORLD, validate_name
+from resident.errors import ActorUnavailable, ConfigError, ExportInvalid, InvalidInput, MemoryDisabled
+from resident.memory.portability import build_export, parse_export
+from resident.messages.memory import BankCreated, MemberImported, RecordAdmitted
+from resident.messages.store import Commit
+from resident.store.home import private_file
+from resident.store.projections import MEMORY_OFF_MESSAGE
+from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from resident.runtime.runtime import Runtime
+
+__all__ = ["ImportResult", "export_member", "import_member"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    member: str
+    imported: int
+    skipped: int
+    joined: bool
+
+
+def export_member(runtime: Runtime, name: str, path: Path) -> int:
+    """Write `name`'s AGENT_CORE and AGENT_DYADIC records to `path` (atomically, 0600); the count."""
+    runtime.check_open()
+    member = runtime.config.member(name)
+    with runtime.store.reader() as reader:
+        banks = [bank for _, bank in reader.items(BANKS)]
+        records = [record for _, record in reader.items(RECORDS)]
+    document = build_export(
+        member.name, member.role, banks, records, now=runtime.clock.time(), schema_version=SCHEMA_VERSION
+    )
+    if path.is_dir():
+        raise InvalidInput(f"{path} is a directory; give a file name for the export")
+    temporary = path.with_name(f".{path.name}.tmp")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except FileNotFoundError:
+        raise InvalidInput(f"cannot write {path}: its directory does not exist") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(msgspec.json.encode(document))
+            handle.flush()
+            os.fsync(handle.fileno())
+        private_file(temporary)
+        temporary.replace(path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)  # a failed export leaves neither a partial file nor litter
+        raise
+    return len(document.records)
+
+
+def import_member(runtime: Runtime, path: Path, world: str | None = None) -> ImportResult:
+    """Load an export into this home in one transaction; records already here are skipped."""
+    runtime.check_open()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ExportInvalid(f"{path} does not exist") from None
+    except IsADirectoryError:
+        raise ExportInvalid(f"{path} is a directory, not an export file") from None
+    document = parse_export(data, str(path))
+    if world is not None:
+        validate_name("world", world)
+    # Known: on the roster of resident.toml, or joined by an earlier import (its records are merged).
+    known = document.member in runtime.config.member_names()
+    if known and world is not None:
+        worlds = runtime.config.member(document.member).worlds
+        if world not in worlds:
+            on_roster = document.member in {m.name for m in runtime.config.members}
+            raise ConfigError(
+                f"{document.member} is on this home's roster; add world {world!r} to its entry in resident.toml instead"
+                if on_roster
+                else f"{document.member} already joined this home in worlds {', '.join(worlds)}; "
+                "import it again without --world"
+            )
+    now = runtime.clock.time()
+    with runtime.store.reader() as reader:
+        config = reader.get(MEMORY_CONFIG, "memory")
+        if config is None or not config.enabled:
+            raise MemoryDisabled(MEMORY_OFF_MESSAGE)
+        fresh = [r for r in document.records if reader.get(RECORDS, r.id) is None]
+    events: list[object] = [BankCreated(at=now, bank=bank) for bank in document.banks]
+    # Replication starts over: this home's Realm has not accepted these records yet.
+    events += [
+        RecordAdmitted(at=now, record=msgspec.structs.replace(r, replication="pending", replication_reason=""))
+        for r in fresh
+    ]
+    joined = not known
+    if joined:
+        events.append(MemberImported(at=now, member=document.member, world=world or DEFAULT_WORLD, records=len(fresh)))
+    runtime.write(Commit(events=tuple(events)))  # type: ignore[arg-type]
+    try:
+        # Recall right after an import should find the records: wait until the substrate has them.
+        runtime.memory.wait_indexed()
+    except ActorUnavailable as error:  # the import is durable; a restarting substrate reads it
+        logger.warning("imported %s, but the substrate did not confirm indexing in time: %s", document.member, error)
+    if joined:
+        runtime.add_member(document.member, document.role, (world or DEFAULT_WORLD,))
+    return ImportResult(document.member, len(fresh), len(document.records) - len(fresh), joined)

@@ -1,0 +1,54 @@
+"""`rt.replication`: where records stand with Realm, and pushing now."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from resident.errors import ActorUnavailable, InvalidInput
+from resident.messages.replication import GetReplicationStatus, RecordReplication, ReplicationCounts, SyncNow
+
+if TYPE_CHECKING:
+    from resident.runtime.runtime import Runtime
+
+__all__ = ["ReplicationControl"]
+
+# The actor answers a sync at its deadline, but it may be inside one Realm request (bounded by the
+# request timeout) or restarting when the deadline falls; the caller waits this much longer.
+ANSWER_MARGIN = 10.0
+STATUS_TIMEOUT = 10.0
+
+
+class ReplicationControl:
+    """Replication state per record and overall; `sync()` pushes and polls now and waits."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+
+    def status(
+        self, id: str | None = None, timeout: float | None = None  # noqa: A002 - the spec names it `id`
+    ) -> ReplicationCounts | RecordReplication:
+        """Counts per state; with `id`, that record's state, reason, attempts and last error."""
+        self._runtime.check_open()
+        result: ReplicationCounts | RecordReplication = self._runtime.wiring.replication.ask(
+            GetReplicationStatus(id=id), STATUS_TIMEOUT if timeout is None else timeout
+        )
+        return result
+
+    def sync(self, timeout: float = 30.0) -> ReplicationCounts:
+        """Push pending records and poll invalidations now; wait until nothing is pending or `timeout`.
+
+        Returns the counts either way: `pending == 0` means everything settled (records Realm
+        refused stay pending, parked, and are counted).
+        """
+        self._runtime.check_open()
+        number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
+        if not number or not math.isfinite(timeout) or timeout <= 0:
+            raise InvalidInput(f"timeout must be a positive number of seconds, not {timeout!r}")
+        address = self._runtime.wiring.replication
+        try:
+            counts: ReplicationCounts = address.ask(SyncNow(timeout=float(timeout)), timeout + ANSWER_MARGIN)
+        except ActorUnavailable:
+            # The actor restarted (or stalled) before answering: report where things stand now.
+            counts = address.ask(GetReplicationStatus(), STATUS_TIMEOUT)
+        return counts

@@ -1,0 +1,248 @@
+"""The runtime facade: open a home, run its actor tree in background threads, close it cleanly.
+
+    with Runtime.open(home) as rt:
+        rt.memory.enable()
+        receipt = rt.member("deven").remember("the deploy needs a migration first")
+        hits = rt.member("deven").recall("deploy")
+
+`Runtime.open` claims the home (one process at a time), opens its store, starts the supervised
+actors and returns; every method is thread-safe and the `a…` twins are safe to await from any
+event loop. If the root supervisor gives up, the runtime stops: later calls raise
+`RuntimeStopped` with the reason, and `close()` still releases the home.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from resident.actors.replication import NO_REALM_NOTE, ReplicationSettings
+from resident.clock import Clock, SystemClock
+from resident.config import Config, MemberConfig, load_config
+from resident.errors import AskTimeout, InvalidInput, RuntimeStopped, SubstrateUnavailable
+from resident.memory.embedders import make_embedder
+from resident.memory.embedding import Embedder
+from resident.messages.backup import BackupManifest
+from resident.messages.store import Commit
+from resident.messages.supervision import SupervisorStatistics
+from resident.realm.client import realm_base_url
+from resident.runtime.apps import Apps
+from resident.runtime.chaos import Chaos
+from resident.runtime.coordination import CoordinatorControl
+from resident.runtime.member import Member
+from resident.runtime.memory import MemoryControl
+from resident.runtime.portability import ImportResult, export_member, import_member
+from resident.runtime.replication import ReplicationControl
+from resident.runtime.wiring import DEFAULT_TIMEOUT, Wiring, build_wiring
+from resident.store.backup import backup as backup_home
+from resident.store.backup import restore as restore_home
+from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, resolve_home
+from resident.store.store import DEFAULT_MAP_SIZE, Store
+from resident.store.tables import MEMBERS
+from resident.supervisor import StartChild, SupervisionTree
+
+__all__ = ["Runtime"]
+
+logger = logging.getLogger(__name__)
+
+
+class Runtime:
+    """One open home and its running actor tree."""
+
+    def __init__(
+        self,
+        *,
+        home: Path,
+        lock: HomeLock,
+        store: Store,
+        config: Config,
+        clock: Clock,
+        owns_clock: bool,
+        wiring: Wiring,
+    ) -> None:
+        self.home = home
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.wiring = wiring
+        self._lock = lock
+        self._owns_clock = owns_clock
+        self._tree = SupervisionTree(wiring.spec, clock, self._escalated)
+        self._stopped = ""
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self.memory = MemoryControl(self)
+        self.replication = ReplicationControl(self)
+        self.apps = Apps(self)
+        self.coordinator = CoordinatorControl(self)
+        self.chaos = Chaos(self)
+
+    # -- opening and closing ----------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        home: str | os.PathLike[str] | None = None,
+        *,
+        clock: Clock | None = None,
+        embedder_factory: Callable[[str], Embedder] | None = None,
+        map_size: int = DEFAULT_MAP_SIZE,
+        realm: str | None = None,
+        replication: ReplicationSettings | None = None,
+    ) -> Runtime:
+        """Open `home` (else `$RESIDENT_HOME`, else the user data dir) and start the actors.
+
+        `realm` overrides the Realm URL of `resident.toml` (`"none"` turns replication off for
+        this run); `replication` tunes batch sizes, attempts and backoff.
+        """
+        path = ensure_home(resolve_home(home))
+        lock = HomeLock(path)
+        lock.acquire()
+        store: Store | None = None
+        owns_clock = clock is None
+        active_clock: Clock = clock if clock is not None else SystemClock()
+        try:
+            store = Store.open(path, map_size=map_size)
+            config = load_config(path / CONFIG_FILE)
+            with store.reader() as reader:
+                imported = [MemberConfig(e.name, e.role, e.worlds) for _, e in reader.items(MEMBERS)]
+            config = config.with_imported(imported)
+            realm_url = config.realm_url if realm is None else (None if realm == "none" else realm_base_url(realm))
+            config = config.with_realm(realm_url)
+            wiring = build_wiring(store, config, embedder_factory or make_embedder, realm_url, replication)
+            runtime = cls(
+                home=path, lock=lock, store=store, config=config, clock=active_clock,
+                owns_clock=owns_clock, wiring=wiring,
+            )
+            runtime._tree.start()
+        except BaseException:
+            if store is not None:
+                store.close()
+            lock.release()
+            if owns_clock and isinstance(active_clock, SystemClock):
+                active_clock.close()
+            raise
+        return runtime
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop every actor (reverse start order), close the store and release the home."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self._tree.stop(timeout=timeout)
+        finally:
+            for address in self.wiring.addresses.values():
+                address.close("the runtime is closed", RuntimeStopped)
+            self.store.close()
+            self._lock.release()
+            if self._owns_clock and isinstance(self.clock, SystemClock):
+                self.clock.close()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _escalated(self, reason: str) -> None:
+        self._stopped = reason
+        logger.error("the runtime stopped because its root supervisor gave up: %s", reason)
+        for address in self.wiring.addresses.values():
+            address.close(f"the runtime stopped: {reason}", RuntimeStopped)
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise RuntimeStopped("the runtime is closed; open it again with Runtime.open()")
+        if self._stopped:
+            raise RuntimeStopped(f"the runtime stopped ({self._stopped}); close it and open it again")
+
+    # -- surfaces ---------------------------------------------------------------------------------
+
+    def member(self, name: str) -> Member:
+        """The memory surface of one member of the roster (`UnknownMember` otherwise)."""
+        self.config.member(name)
+        return Member(self, name)
+
+    def export_member(self, name: str, path: str | os.PathLike[str]) -> int:
+        """Write `name`'s portable records (AGENT_CORE, AGENT_DYADIC; none withheld) to `path`."""
+        return export_member(self, name, Path(path))
+
+    def import_member(self, path: str | os.PathLike[str], world: str | None = None) -> ImportResult:
+        """Load a member export into this home; a member new to it joins (in `world`) and starts."""
+        return import_member(self, Path(path), world)
+
+    def add_member(self, name: str, role: str, worlds: tuple[str, ...]) -> None:
+        """Start the actor of a member that just joined this home (by import)."""
+        self.check_open()
+        if name in self.wiring.members:
+            raise InvalidInput(f"member {name} is already running in this home")
+        member = MemberConfig(name, role, worlds)
+        spec = self.wiring.member_spec(member)
+        try:
+            self.wiring.addresses["members"].ask(StartChild(spec), timeout=30.0)
+        except BaseException:
+            self.wiring.forget_member(name)
+            raise
+        self.config = self.config.with_imported([*self.config.extra_members, member])
+
+    def statistics(self) -> SupervisorStatistics:
+        """An immutable snapshot of every supervised actor: state, restarts, buffered, dead letters."""
+        return self._tree.statistics()
+
+    def replication_note(self) -> str:
+        """Why records stay pending, when they do."""
+        return NO_REALM_NOTE if self.config.realm_url is None else ""
+
+    # -- backup and restore -----------------------------------------------------------------------
+
+    def backup(self, dest: str | os.PathLike[str]) -> BackupManifest:
+        """A consistent, compacted copy of this home in `dest`, with a checksummed manifest."""
+        self.check_open()
+        return backup_home(self.store, self.home, Path(dest))
+
+    @staticmethod
+    def restore(src: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> BackupManifest:
+        """Verify the backup at `src`, then switch `home` to it atomically (the home must be closed)."""
+        return restore_home(Path(src), ensure_home(resolve_home(home)))
+
+    # -- plumbing shared by the surfaces ----------------------------------------------------------
+
+    def write(self, commit: Commit, timeout: float | None = None) -> Any:
+        """Commit events through the writer and wait for durability."""
+        self.check_open()
+        return self.wiring.writer.ask(commit, timeout)
+
+    def ask_member(self, name: str, message: Any, timeout: float | None) -> Any:
+        self.check_open()
+        address = self.wiring.members[self.config.member(name).name]
+        try:
+            return address.ask(message, timeout if timeout is not None else DEFAULT_TIMEOUT)
+        except AskTimeout as error:
+            raise self._explain_timeout(error) from None
+
+    async def ask_member_async(self, name: str, message: Any, timeout: float | None) -> Any:
+        self.check_open()
+        address = self.wiring.members[self.config.member(name).name]
+        try:
+            return await address.ask_async(message, timeout if timeout is not None else DEFAULT_TIMEOUT)
+        except AskTimeout as error:
+            raise self._explain_timeout(error) from None
+
+    def _explain_timeout(self, error: AskTimeout) -> Exception:
+        # A member hands memory work to the substrate; a timeout while the substrate is down
+        # or rebuilding is the substrate's unavailability, and the caller should hear so.
+        if self.wiring.substrate.state != "running":
+            return SubstrateUnavailable(
+                f"the memory substrate is {self.wiring.substrate.state} (restarting or rebuilding its index) "
+                f"and did not answer in time; retry shortly ({error})"
+            )
+        return error

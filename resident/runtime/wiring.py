@@ -1,0 +1,145 @@
+"""The actor tree of a runtime: which actors exist, in what order, under which supervisor.
+
+    root (one_for_one)
+    ├── writer          the single LMDB write path (group commit)
+    ├── substrate       Hindsight: embed, index, recall (restarts with backoff)
+    ├── replication     pushes pending records to Realm, polls invalidations
+    ├── coordinator     Samuel: dispatch under grants, progress from execution records
+    └── members (one_for_one)
+        └── one actor per member of the roster
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from resident.actors.coordinator import Coordinator
+from resident.actors.member import MemberActor
+from resident.actors.replication import Replication, ReplicationSettings
+from resident.actors.substrate import Substrate
+from resident.actors.writer import StoreWriter
+from resident.config import Config, MemberConfig
+from resident.errors import SubstrateUnavailable
+from resident.memory.embedding import Embedder
+from resident.messages.memory import (
+    BankCreated,
+    MemorySwitchedOff,
+    MemorySwitchedOn,
+    RecordAdmitted,
+    RecordRetracted,
+    RecordSuperseded,
+)
+from resident.messages.replication import RecordConflicted, RecordInvalidated, RecordsSynced
+from resident.store.store import Store
+from resident.supervisor import Address, Backoff, ChildSpec, StatisticsBoard, Supervisor, SupervisorSpec
+
+__all__ = ["Wiring", "build_wiring"]
+
+# Writes wait on an fsync that a busy disk can stretch to tens of milliseconds per commit.
+DEFAULT_TIMEOUT = 30.0
+
+
+@dataclass
+class Wiring:
+    """The root spec and every address, by the path `statistics()` shows."""
+
+    spec: SupervisorSpec
+    store: Store
+    writer: Address
+    substrate: Address
+    replication: Address
+    coordinator: Address
+    members: dict[str, Address]
+    addresses: dict[str, Address] = field(default_factory=dict)
+
+    def member_spec(self, member: MemberConfig) -> ChildSpec:
+        """The child spec of one member actor (also used to add a member to a running tree)."""
+        address = Address(member.name, default_timeout=DEFAULT_TIMEOUT)
+        self.members[member.name] = address
+        self.addresses[f"members/{member.name}"] = address
+        return ChildSpec(
+            address,
+            MemberActor,
+            kwargs={"member": member, "store": self.store, "substrate": self.substrate, "writer": self.writer},
+        )
+
+    def forget_member(self, name: str) -> None:
+        """Drop the address of a member whose start failed, so a later attempt starts clean."""
+        address = self.members.pop(name, None)
+        self.addresses.pop(f"members/{name}", None)
+        if address is not None:
+            address.close(f"member {name} did not start")
+
+
+def build_wiring(
+    store: Store,
+    config: Config,
+    embedder_factory: Callable[[str], Embedder],
+    realm_url: str | None,
+    replication_settings: ReplicationSettings | None = None,
+) -> Wiring:
+    writer = Address("writer", default_timeout=DEFAULT_TIMEOUT)
+    substrate = Address("substrate", default_timeout=DEFAULT_TIMEOUT, timeout_error=SubstrateUnavailable)
+    replication = Address("replication", default_timeout=DEFAULT_TIMEOUT)
+    coordinator = Address("coordinator", default_timeout=DEFAULT_TIMEOUT)
+    subscribers: dict[type, list[Address]] = {
+        event: [substrate]
+        for event in (
+            BankCreated, RecordAdmitted, RecordSuperseded, RecordRetracted, MemorySwitchedOn, MemorySwitchedOff,
+            RecordsSynced, RecordConflicted, RecordInvalidated,
+        )
+    }
+    subscribers[RecordAdmitted].append(replication)
+    wiring = Wiring(
+        spec=SupervisorSpec("root", []), store=store, writer=writer, substrate=substrate,
+        replication=replication, coordinator=coordinator, members={},
+    )
+    member_specs = [wiring.member_spec(member) for member in (*config.members, *config.extra_members)]
+    members_spec = SupervisorSpec("members", member_specs, strategy="one_for_one", intensity=10, period=10.0)
+    members_address = Address("members")
+    root = SupervisorSpec(
+        "root",
+        [
+            ChildSpec(writer, StoreWriter, kwargs={"store": store, "subscribers": subscribers}),
+            ChildSpec(
+                substrate,
+                Substrate,
+                kwargs={"store": store, "writer": writer, "embedder_factory": embedder_factory},
+                backoff=Backoff(min=0.01, max=2.0, jitter=0.2, reset_after=30.0),
+                # Rebuilding the index from LMDB happens before the start ping is answered.
+                start_timeout=120.0,
+            ),
+            ChildSpec(
+                replication,
+                Replication,
+                kwargs={
+                    "store": store, "writer": writer, "realm_url": realm_url, "settings": replication_settings,
+                },
+                backoff=Backoff(min=0.05, max=5.0, jitter=0.2, reset_after=30.0),
+            ),
+            ChildSpec(
+                coordinator,
+                Coordinator,
+                kwargs={"config": config, "store": store, "writer": writer},
+            ),
+            ChildSpec(
+                members_address,
+                Supervisor,
+                kwargs={"spec": members_spec, "board": StatisticsBoard(members_spec)},
+                start_timeout=30.0,
+                shutdown_timeout=30.0,
+            ),
+        ],
+        strategy="one_for_one",
+        intensity=10,
+        period=10.0,
+    )
+    wiring.spec = root
+    wiring.addresses.update(
+        {
+            "writer": writer, "substrate": substrate, "replication": replication, "coordinator": coordinator,
+            "members": members_address,
+        }
+    )
+    return wiring
