@@ -1,0 +1,143 @@
+"""What every `resident` subcommand shares: the CLI state, opening the runtime, reading and printing."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import click
+import msgspec
+from rich.console import Console
+from rich.table import Table
+
+from resident.errors import TextInvalid
+from resident.runtime import Runtime
+
+__all__ = [
+    "UTF8",
+    "CliState",
+    "emit_json",
+    "json_option",
+    "open_runtime",
+    "pass_state",
+    "print_table",
+    "read_text_argument",
+    "stdout",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class CliState:
+    """Options of the root group, and whether the running command prints JSON."""
+
+    home: str | None
+    json: bool = False
+
+
+pass_state = click.make_pass_decorator(CliState)
+# Memories, ids and paths are user data: rich must print them as they are, so no markup
+# (`[/x]` in a memory is text, not a closing tag) and no emoji codes (`:thumbs_up:` stays text).
+stdout = Console(soft_wrap=True, highlight=False, markup=False, emoji=False)
+
+
+class Utf8Text(click.ParamType[str]):
+    """A text argument or option that must be valid UTF-8.
+
+    Python hands undecodable bytes of argv over as lone surrogates; they cannot be stored or sent
+    anywhere, so they are refused here, before the runtime is opened, as `TextInvalid`.
+    """
+
+    name = "text"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None  # noqa: ARG002 - click's signature
+    ) -> str:
+        text = str(value)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            what = param.human_readable_name if param is not None else "an argument"
+            raise TextInvalid(f"{what} is not valid UTF-8 (character {error.start}); pass UTF-8 text") from None
+        return text
+
+
+UTF8 = Utf8Text()
+
+
+def json_option(func: F) -> F:
+    """Add `--json`; when given, errors are printed as a JSON object too."""
+
+    def remember_choice(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+        state = ctx.find_object(CliState)
+        if state is not None and value:
+            state.json = True
+        return value
+
+    return click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        expose_value=True,
+        is_eager=True,
+        callback=remember_choice,
+        help='Print one JSON object instead of text; errors too, as {"error": {"type", "message"}}.',
+    )(func)
+
+
+@contextmanager
+def open_runtime(state: CliState) -> Iterator[Runtime]:
+    """The runtime of the selected home, closed when the command ends."""
+    with Runtime.open(state.home) as runtime:
+        yield runtime
+
+
+def emit_json(value: Any) -> None:
+    """Print `value` (structs, lists, dicts) as one JSON document on one line."""
+    builtins = msgspec.to_builtins(value)
+    text = json.dumps(builtins, ensure_ascii=False)
+    if not _is_utf8(text):
+        # A path made of undecodable bytes: escaped, the document is still valid JSON and printable.
+        text = json.dumps(builtins, ensure_ascii=True)
+    click.echo(text)
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def print_table(
+    columns: Sequence[str], rows: Iterable[Sequence[str]], *, ids: Collection[str] = (), title: str | None = None
+) -> None:
+    """Print rows as a table whose `ids` columns are never cut or wrapped: the other columns wrap first."""
+    rows = [list(row) for row in rows]
+    table = Table(title=title, title_justify="left")
+    for index, column in enumerate(columns):
+        if column in ids:
+            widest = max((len(row[index]) for row in rows), default=len(column))
+            table.add_column(column, no_wrap=True, min_width=max(widest, len(column)))
+        else:
+            table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    stdout.print(table)
+
+
+def read_text_argument(text: str) -> str:
+    """The argument itself, or standard input (strict UTF-8) when it is `-`."""
+    if text != "-":
+        return text
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise TextInvalid(f"standard input is not valid UTF-8 (byte {error.start}); send UTF-8 text") from None

@@ -1,0 +1,168 @@
+"""`resident init | status | backup | restore`: the home itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, print_table, stdout
+from resident.config import default_config, load_config, render_config
+from resident.errors import InvalidInput
+from resident.realm.client import realm_base_url
+from resident.runtime import Runtime
+from resident.store.home import CONFIG_FILE, ensure_home, private_file, resolve_home
+from resident.store.tables import SCHEMA_VERSION
+
+__all__ = ["COMMANDS"]
+
+
+def _replace_config(path: Path, content: bytes | None) -> None:
+    """Write (or, with None, remove) `resident.toml` atomically and privately."""
+    if content is None:
+        path.unlink(missing_ok=True)
+        return
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_bytes(content)
+    private_file(temporary)
+    temporary.replace(path)
+
+
+@click.command()
+@click.option(
+    "--realm",
+    "realm_url",
+    type=UTF8,
+    metavar="URL",
+    help="Realm server to replicate to, e.g. http://127.0.0.1:8765 (see `resident realm serve`).",
+)
+@click.option(
+    "--force", is_flag=True, help="Rewrite resident.toml with the default team (and --realm) even if it exists."
+)
+@json_option
+@pass_state
+def init(state: CliState, realm_url: str | None, force: bool, as_json: bool) -> None:
+    """Create the home and its resident.toml, or set its Realm URL.
+
+    The home is created private (0700) with the default team of five and memory off (turn it on
+    with `resident memory enable`). On an existing home, resident.toml is left as it is unless
+    --realm (which changes only the [realm] url) or --force (which starts over from the defaults)
+    is given. If the home cannot be opened (in use, another schema), resident.toml is not changed.
+    """
+    url = None
+    if realm_url is not None:
+        try:
+            url = realm_base_url(realm_url)
+        except InvalidInput as error:
+            raise InvalidInput(f"--realm: {error}") from None
+    home = ensure_home(resolve_home(state.home))
+    path = home / CONFIG_FILE
+    previous = path.read_bytes() if path.exists() else None
+    config = default_config(path) if previous is None or force else load_config(path)
+    if url is not None:
+        config = config.with_realm(url)
+    content = render_config(config).encode("utf-8")
+    changed = previous is None or ((force or url is not None) and content != previous)
+    if changed:
+        _replace_config(path, content)
+    try:
+        with Runtime.open(home):
+            pass  # opening checks the schema and the lock, and stamps a new store with its version
+    except BaseException:
+        if changed:
+            _replace_config(path, previous)
+        raise
+    if as_json:
+        emit_json({"home": str(home), "config": str(path), "realm": config.realm_url,
+                   "created": previous is None, "changed": changed})
+        return
+    stdout.print(f"{'created' if previous is None else 'updated' if changed else 'kept'} {path}")
+    stdout.print(f"realm: {config.realm_url or 'none (records stay pending until you set one with --realm)'}")
+
+
+@click.command()
+@json_option
+@pass_state
+def status(state: CliState, as_json: bool) -> None:
+    """The home, its members, memory and every supervised actor.
+
+    For each actor: its state, restarts in the intensity window and in total, messages buffered
+    while it restarts, and dead letters. With --json: an object with home, members, realm, memory
+    and supervisor.
+    """
+    with open_runtime(state) as runtime:
+        memory = runtime.memory.status()
+        stats = runtime.statistics()
+        if as_json:
+            emit_json(
+                {
+                    "home": str(runtime.home),
+                    "schema_version": SCHEMA_VERSION,
+                    "members": runtime.config.member_names(),
+                    "realm": runtime.config.realm_url,
+                    "memory": memory,
+                    "supervisor": stats,
+                }
+            )
+            return
+        stdout.print(f"home     {runtime.home} (schema {SCHEMA_VERSION})")
+        stdout.print(f"members  {', '.join(runtime.config.member_names())} (coordinator {runtime.config.coordinator})")
+        if memory.enabled:
+            stdout.print(
+                f"memory   on — {memory.provider}, embedder {memory.embedder}, {memory.records} records, "
+                f"substrate {memory.substrate}"
+            )
+        else:
+            stdout.print("memory   off — turn it on with `resident memory enable`")
+        stdout.print(f"realm    {runtime.config.realm_url or 'none'}")
+        print_table(
+            ("actor", "state", "restarts", "in window", "buffered", "dead letters"),
+            (
+                (child.name, child.state, str(child.total_restarts), str(child.restarts_in_window),
+                 str(child.buffered), str(child.dead_letters))
+                for child in stats.children
+            ),
+            ids=("actor", "state"),
+            title="actors",
+        )
+
+
+@click.command()
+@click.argument("dest", type=click.Path(path_type=Path))
+@json_option
+@pass_state
+def backup(state: CliState, dest: Path, as_json: bool) -> None:
+    """Copy the home to DEST, verifiably.
+
+    DEST must not exist or be an empty directory. It receives a consistent, compacted copy of the
+    store, the home's resident.toml, and a manifest with the schema version and the SHA-256 of
+    every file. The home must not be open elsewhere while it runs. Bring it back with
+    `resident restore DEST`.
+    """
+    with open_runtime(state) as runtime:
+        manifest = runtime.backup(dest)
+    if as_json:
+        emit_json({"backup": str(dest), "manifest": manifest})
+    else:
+        stdout.print(f"backup written to {dest} (schema {manifest.schema_version}, {len(manifest.files)} files)")
+
+
+@click.command()
+@click.argument("src", type=click.Path(path_type=Path))
+@json_option
+@pass_state
+def restore(state: CliState, src: Path, as_json: bool) -> None:
+    """Replace the home's store with the backup at SRC.
+
+    The manifest, every file's size and checksum and the schema version are verified before the
+    home is touched; a damaged backup is refused and the home is left as it was. The switch to
+    the restored store is atomic. The home must not be open elsewhere.
+    """
+    manifest = Runtime.restore(src, state.home)
+    if as_json:
+        emit_json({"restored": str(src), "manifest": manifest})
+    else:
+        stdout.print(f"restored {src} into {resolve_home(state.home)}")
+
+
+COMMANDS = (init, status, backup, restore)

@@ -1,0 +1,188 @@
+"""The `resident` command: the root group, the home option, and how errors are printed.
+
+Every failure is one line on stderr and a non-zero exit status, never a traceback:
+
+* a `ResidentError` (what the runtime refuses on purpose) exits 1: `error: Type: message`;
+* a usage mistake (unknown option, missing argument, a value outside its choices) exits 2, with
+  a pointer to the command's `--help`;
+* an operating-system error (permission denied, no space left) exits 1 naming the OS error;
+* anything unexpected exits 70; `RESIDENT_DEBUG=1` shows the traceback instead.
+
+A command run with `--json` prints the error as `{"error": {"type", "message"}}` on stdout instead
+of the line on stderr, so a script always reads one valid JSON document.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import click
+
+from resident.cli.common import CliState
+from resident.errors import RecordWithheld, ResidentError
+
+__all__ = ["EXIT_ERROR", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_USAGE", "cli", "main"]
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+DEBUG_ENV = "RESIDENT_DEBUG"
+_ARGV = "resident.argv"
+# Errors whose text already says what they are; the others are printed as `error: Type: message`.
+_UNNAMED = frozenset({"UsageError", "InternalError", "Interrupted"})
+
+
+class ResidentGroup(click.Group):
+    """A click group that turns every error into one line (or a JSON error object)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # The raw arguments tell whether `--json` was asked for even when parsing them fails.
+        ctx.meta.setdefault(_ARGV, tuple(args))
+        try:
+            return super().parse_args(ctx, args)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.ClickException as error:
+            _click_failure(ctx, error)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ResidentError as error:
+            _fail(ctx, type(error).__name__, error.message, EXIT_ERROR, _details(error))
+        except (click.exceptions.Exit, click.exceptions.Abort, click.exceptions.NoArgsIsHelpError):
+            raise
+        except click.ClickException as error:
+            _click_failure(ctx, error)
+        except KeyboardInterrupt:
+            _fail(ctx, "Interrupted", "interrupted", EXIT_INTERRUPTED)
+        except OSError as error:
+            # Permission denied, no space left, a path that vanished: the environment, not a bug.
+            # A reader that went away (`resident recall … | head`) is click's to end quietly.
+            if error.errno == errno.EPIPE or os.environ.get(DEBUG_ENV):
+                raise
+            _fail(ctx, type(error).__name__, _os_message(error), EXIT_ERROR)
+        except Exception as error:
+            if os.environ.get(DEBUG_ENV):
+                raise
+            message = f"internal error: {type(error).__name__}: {error} (set {DEBUG_ENV}=1 for a traceback)"
+            _fail(ctx, "InternalError", message, EXIT_INTERNAL)
+
+
+def _details(error: ResidentError) -> dict[str, str]:
+    if isinstance(error, RecordWithheld):
+        return {"id": error.record_id, "state": error.state, "reason": error.reason}
+    return {}
+
+
+def _os_message(error: OSError) -> str:
+    if error.strerror and error.filename is not None:
+        return f"{error.strerror}: {error.filename}"
+    return str(error)
+
+
+def _click_failure(ctx: click.Context, error: click.ClickException) -> NoReturn:
+    if isinstance(error, click.UsageError):
+        where = error.ctx.command_path if error.ctx is not None else ctx.command_path
+        message = f"{error.format_message()} (see `{where} --help`)"
+        _fail(ctx, "UsageError", message, EXIT_USAGE)
+    _fail(ctx, type(error).__name__, error.format_message(), error.exit_code)
+
+
+def _wants_json(ctx: click.Context) -> bool:
+    state = ctx.find_object(CliState)
+    if state is not None and state.json:
+        return True
+    args = ctx.meta.get(_ARGV, ())
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+def _fail(ctx: click.Context, kind: str, message: str, code: int, details: dict[str, str] | None = None) -> NoReturn:
+    one_line = " ".join(message.split())
+    if _wants_json(ctx):
+        click.echo(json.dumps({"error": {"type": kind, "message": one_line, **(details or {})}}))
+    elif kind in _UNNAMED:
+        click.echo(f"error: {one_line}", err=True)
+    else:
+        # The type names the condition for scripts that grep and for people who search for it.
+        click.echo(f"error: {kind}: {one_line}", err=True)
+    ctx.exit(code)
+
+
+@click.group(cls=ResidentGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=str),
+    default=None,
+    help="Home directory of the runtime (default: $RESIDENT_HOME, else the user data dir).",
+)
+@click.version_option(package_name="resident-runtime", prog_name="resident")
+@click.pass_context
+def cli(ctx: click.Context, home: str | None) -> None:
+    """resident: a local, supervised runtime that keeps AI team members alive across sessions.
+
+    \b
+    Start here:
+      resident run                  a multi-member demo run with live progress
+      resident init                 create the home (memory starts off)
+      resident memory enable        turn memory on
+      resident remember deven "..." store a memory for a member
+      resident recall deven "..."   recall it
+      resident status               what is running and how it is doing
+
+    Every command takes --help; most take --json. Errors are one line on stderr (with --json,
+    a JSON object on stdout) and a non-zero exit status: 1 when the runtime refused, 2 for a
+    usage mistake.
+    """
+    ctx.obj = CliState(home=home)
+
+
+def _register() -> None:
+    # Subcommand modules import the runtime; registering them here keeps each module small.
+    from resident.cli import bench, home, members, memory, realm, replication, run  # noqa: PLC0415
+
+    for module in (run, home, memory, members, realm, replication, bench):
+        for command in module.COMMANDS:
+            cli.add_command(command)
+
+
+_register()
+
+
+class _OneLine(logging.Formatter):
+    """Runtime log records as one line each: no tracebacks outside debug mode."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"resident: {record.levelname.lower()}: {' '.join(record.getMessage().split())}"
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Where the runtime's log records go while a command runs."""
+
+
+def _configure_logging() -> None:
+    logger = logging.getLogger("resident")
+    if any(isinstance(handler, _StderrHandler) for handler in logger.handlers):
+        return
+    handler = _StderrHandler(sys.stderr)
+    if os.environ.get(DEBUG_ENV):
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        logger.setLevel(logging.DEBUG)
+    else:
+        handler.setFormatter(_OneLine())
+        logger.setLevel(logging.WARNING)
+    logger.addHandler(handler)
+    logger.propagate = False
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the `resident` console script."""
+    _configure_logging()
+    cli.main(args=list(argv) if argv is not None else sys.argv[1:], prog_name="resident")

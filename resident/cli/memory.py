@@ -1,0 +1,317 @@
+"""`resident memory …`, `resident remember`, `resident recall`: a member's memory from the shell."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from resident.cli.common import (
+    UTF8,
+    CliState,
+    emit_json,
+    json_option,
+    open_runtime,
+    pass_state,
+    read_text_argument,
+    stdout,
+)
+from resident.messages.memory import MemoryRecord, MemoryStatus
+from resident.runtime.memory import PROVIDERS
+
+__all__ = ["COMMANDS"]
+
+
+class _ScopeChoice(click.Choice[str]):
+    """A scope name in any case (`agent_core` is `AGENT_CORE`), listed in upper case in help and errors."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        result: str = super().convert(value.upper() if isinstance(value, str) else value, param, ctx)
+        return result
+
+
+KIND_CHOICES = click.Choice(["world", "experience", "observation"])
+# APP_PRIVATE and WORKSPACE_PRIVATE banks belong to apps (`rt.apps`); members never write them.
+MEMBER_SCOPES = _ScopeChoice(["AGENT_CORE", "AGENT_DYADIC", "WORLD_SHARED"])
+
+
+def _when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "-"
+    return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _print_status(status: MemoryStatus) -> None:
+    if not status.enabled:
+        stdout.print("memory is off — turn it on with `resident memory enable`")
+        return
+    stdout.print(f"memory is on: provider {status.provider}, embedder {status.embedder}")
+    stdout.print(f"substrate {status.substrate}: {status.records} records, {status.missing_vectors} without vectors")
+    if status.embedder_error:
+        stdout.print(f"embedder: {status.embedder_error}")
+    if status.by_lifecycle:
+        stdout.print("lifecycle: " + ", ".join(f"{k} {v}" for k, v in sorted(status.by_lifecycle.items())))
+    if status.by_replication:
+        stdout.print("replication: " + ", ".join(f"{k} {v}" for k, v in sorted(status.by_replication.items())))
+    if status.replication_note:
+        stdout.print(status.replication_note)
+
+
+@click.group(short_help="Turn memory on or off; show or forget one record.")
+def memory() -> None:
+    """Turn memory on or off, see its status, show or forget one record.
+
+    Memory is off on a fresh home: `remember` and `recall` refuse until `resident memory enable`.
+    """
+
+
+@memory.command()
+@click.option(
+    "--provider",
+    type=click.Choice(PROVIDERS),
+    default="hindsight",
+    show_default=True,
+    help="Memory provider (Hindsight, run as a supervised actor).",
+)
+@click.option(
+    "--embedder",
+    type=UTF8,
+    default="hash",
+    show_default=True,
+    metavar="hash|URL",
+    help="`hash` (no model, no network) or a loopback llama.cpp server, e.g. http://127.0.0.1:8080.",
+)
+@json_option
+@pass_state
+def enable(state: CliState, provider: str, embedder: str, as_json: bool) -> None:
+    """Turn memory on.
+
+    Recorded as an event; enabling it again the same way is a no-op. The embedder must be `hash`
+    or a loopback URL (127.0.0.0/8, [::1], localhost); any other host is refused.
+    """
+    with open_runtime(state) as runtime:
+        changed = runtime.memory.enable(provider=provider, embedder=embedder)
+        status = runtime.memory.status()
+    if as_json:
+        emit_json({"changed": changed, "status": status})
+    else:
+        stdout.print("memory enabled" if changed else "memory was already enabled like this")
+        _print_status(status)
+
+
+@memory.command()
+@json_option
+@pass_state
+def disable(state: CliState, as_json: bool) -> None:
+    """Turn memory off.
+
+    New writes and recalls are refused until it is enabled again; nothing is deleted.
+    """
+    with open_runtime(state) as runtime:
+        changed = runtime.memory.disable()
+    if as_json:
+        emit_json({"changed": changed, "enabled": False})
+    else:
+        stdout.print("memory disabled (nothing was deleted)" if changed else "memory was already off")
+
+
+@memory.command(name="status")
+@json_option
+@pass_state
+def memory_status(state: CliState, as_json: bool) -> None:
+    """Whether memory is on, and how it is doing.
+
+    The provider and embedder, the substrate's health, and record counts by lifecycle (active,
+    superseded, retracted) and by replication state (pending, synced, conflict, invalidated).
+    """
+    with open_runtime(state) as runtime:
+        status = runtime.memory.status()
+    if as_json:
+        emit_json(status)
+    else:
+        _print_status(status)
+
+
+def _print_record(record: MemoryRecord) -> None:
+    stdout.print(f"{record.id}  {record.kind}  {record.bank}", style="bold")
+    stdout.print(f"summary     {record.summary}")
+    by = f" (by {record.superseded_by})" if record.superseded_by else ""
+    why = f" ({record.replication_reason})" if record.replication_reason else ""
+    stdout.print(f"lifecycle   {record.lifecycle}{by}")
+    stdout.print(f"replication {record.replication}{why}")
+    stdout.print(f"occurred    {_when(record.occurred_at)}   recorded {_when(record.recorded_at)}")
+    stdout.print(f"importance  {record.importance:g}   confidence {record.confidence:g}")
+    stdout.print(f"recalled    {record.recall_count} times")
+    stdout.print("")
+    stdout.print(record.body)
+
+
+@memory.command()
+@click.argument("record_id", metavar="ID", type=UTF8)
+@click.option(
+    "--as", "member", type=UTF8, required=True, metavar="MEMBER", help="The member reading (visibility is per member)."
+)
+@json_option
+@pass_state
+def show(state: CliState, record_id: str, member: str, as_json: bool) -> None:
+    """Show record ID as MEMBER sees it.
+
+    A record MEMBER may not see is reported as not found. A record Realm withheld (conflict or
+    invalidated) is refused with RecordWithheld, its state and the reason; settle it with
+    `resident reconcile ID`.
+    """
+    with open_runtime(state) as runtime:
+        record = runtime.member(member).get(record_id)
+    if as_json:
+        emit_json(record)
+    else:
+        _print_record(record)
+
+
+@memory.command()
+@click.argument("record_id", metavar="ID", type=UTF8)
+@click.option("--as", "member", type=UTF8, required=True, metavar="MEMBER", help="The member whose record it is.")
+@click.option("--reason", type=UTF8, default="", help="Why it is retracted (kept with the event).")
+@json_option
+@pass_state
+def forget(state: CliState, record_id: str, member: str, reason: str, as_json: bool) -> None:
+    """Retract record ID.
+
+    The record stays stored, marked retracted (an event), and is no longer recalled.
+    """
+    with open_runtime(state) as runtime:
+        runtime.member(member).forget(record_id, reason=reason)
+    if as_json:
+        emit_json({"id": record_id, "lifecycle": "retracted"})
+    else:
+        stdout.print(f"{record_id} retracted")
+
+
+@click.command(short_help="Store a memory for MEMBER (id and replication state).")
+@click.argument("member", type=UTF8)
+@click.argument("text", type=UTF8)
+@click.option(
+    "--scope",
+    type=MEMBER_SCOPES,
+    default="AGENT_CORE",
+    show_default=True,
+    help="AGENT_CORE: the member's own; AGENT_DYADIC: about one --counterpart; WORLD_SHARED: for its --world.",
+)
+@click.option("--counterpart", type=UTF8, metavar="NAME", help="Whom an AGENT_DYADIC memory is about.")
+@click.option("--world", type=UTF8, metavar="NAME", help="The world of a WORLD_SHARED memory (one of MEMBER's).")
+@click.option(
+    "--kind",
+    type=KIND_CHOICES,
+    default="experience",
+    show_default=True,
+    help="world: a fact; experience: what MEMBER did or lived; observation: a belief drawn from records.",
+)
+@click.option("--summary", type=UTF8, help="A short summary (default: the first line of TEXT).")
+@click.option(
+    "--supersedes", type=UTF8, metavar="ID", help="The record this one replaces (it is kept, marked superseded)."
+)
+@click.option("--canonical", is_flag=True, help="Ask Realm to treat this memory as canonical.")
+@click.option("--delegated", is_flag=True, help="The memory arrives through a delegated path.")
+@click.option(
+    "--importance", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Weight in recall, 0 to 1."
+)
+@click.option("--domain", type=click.Choice(["work", "personal"]), help="Recall it only in this domain.")
+@click.option("--project", type=UTF8, help="Recall it only in this project.")
+@json_option
+@pass_state
+def remember(
+    state: CliState,
+    member: str,
+    text: str,
+    scope: str,
+    counterpart: str | None,
+    world: str | None,
+    kind: str,
+    summary: str | None,
+    supersedes: str | None,
+    canonical: bool,
+    delegated: bool,
+    importance: float,
+    domain: str | None,
+    project: str | None,
+    as_json: bool,
+) -> None:
+    """Store TEXT durably in MEMBER's memory (`-` reads it from stdin).
+
+    Prints the new record's id and its replication state, `pending` until Realm accepts it (with
+    --json: an object with id, bank, replication and recorded_at). TEXT must be valid UTF-8,
+    not blank, and at most 16,000 characters. Memory must be on (`resident memory enable`).
+    """
+    body = read_text_argument(text)
+    with open_runtime(state) as runtime:
+        receipt = runtime.member(member).remember(
+            body,
+            scope=scope,
+            summary=summary,
+            kind=kind,
+            counterpart=counterpart,
+            world=world,
+            importance=importance,
+            activation={"domain": domain, "project": project},
+            supersedes=supersedes,
+            canonical=canonical,
+            delegated=delegated,
+        )
+    if as_json:
+        emit_json(receipt)
+    else:
+        stdout.print(f"{receipt.id} {receipt.replication}")
+
+
+@click.command(short_help="Recall MEMBER's memories that best match QUERY.")
+@click.argument("member", type=UTF8)
+@click.argument("query", type=UTF8)
+@click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True, help="At most this many results.")
+@click.option(
+    "--budget",
+    type=click.IntRange(1),
+    default=8_000,
+    show_default=True,
+    help="At most this many characters of memory text in all results together.",
+)
+@click.option("--domain", type=click.Choice(["work", "personal"]), help="Engagement domain (narrows recall).")
+@click.option("--project", type=UTF8, help="Engagement project (narrows recall).")
+@json_option
+@pass_state
+def recall(
+    state: CliState,
+    member: str,
+    query: str,
+    k: int,
+    budget: int,
+    domain: str | None,
+    project: str | None,
+    as_json: bool,
+) -> None:
+    """Recall MEMBER's memories that best match QUERY (`-` reads it from stdin).
+
+    Results are ranked by semantic, keyword and temporal match together, only from what MEMBER
+    may see; superseded, retracted and withheld records are never returned. With --json: an
+    object with member, query and hits (each with id, summary, body, scope, kind, score, the
+    three partial scores and replication).
+    """
+    text = read_text_argument(query)
+    with open_runtime(state) as runtime:
+        hits = runtime.member(member).recall(
+            text, k=k, char_budget=budget, activation={"domain": domain, "project": project}
+        )
+    if as_json:
+        emit_json({"member": member, "query": text, "hits": hits})
+        return
+    if not hits:
+        stdout.print("nothing recalled")
+        return
+    # One block per hit rather than a table: ids stay whole and copyable at any terminal width,
+    # and summaries wrap as the terminal does.
+    for rank, hit in enumerate(hits, 1):
+        stdout.print(f"{rank:>2}. {hit.id}  {hit.score:.4f}  {hit.scope}  {hit.kind}  {hit.replication}")
+        stdout.print(f"    {hit.summary}")
+
+
+COMMANDS = (memory, remember, recall)

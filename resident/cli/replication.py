@@ -1,0 +1,133 @@
+"""`resident replication status | sync` and `resident reconcile`."""
+
+from __future__ import annotations
+
+import click
+
+from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, stdout
+from resident.errors import InvalidInput, RecordNotFound
+from resident.messages.replication import RecordReplication, ReplicationCounts
+from resident.store.tables import RECORDS
+
+__all__ = ["COMMANDS"]
+
+
+@click.group(short_help="Where records stand with Realm; push now.")
+def replication() -> None:
+    """Where memory records stand with Realm: pending, synced, conflict, invalidated.
+
+    Records are `pending` until Realm accepts them (`synced`). Realm may reject one (`conflict`)
+    or invalidate it later (`invalidated`); both are withheld from every read until settled with
+    `resident reconcile ID`.
+    """
+
+
+def _print_counts(counts: ReplicationCounts) -> None:
+    stdout.print("  ".join(f"{state} {n}" for state, n in counts.counts.items()))
+    stdout.print(f"realm {counts.realm or 'none'}" + (f"  ({counts.parked} parked)" if counts.parked else ""))
+    if counts.last_error:
+        stdout.print(f"last error: {counts.last_error}")
+    if counts.note:
+        stdout.print(counts.note)
+
+
+@replication.command(name="status")
+@click.argument("record_id", metavar="[ID]", required=False, type=UTF8)
+@json_option
+@pass_state
+def status_command(state: CliState, record_id: str | None, as_json: bool) -> None:
+    """Counts per replication state, or one record's state.
+
+    Without ID: records per state, the Realm in use, and the last error. With ID: that record's
+    state, the reason it is withheld (if it is), push attempts and the last error.
+    """
+    with open_runtime(state) as runtime:
+        result = runtime.replication.status(record_id)
+    if as_json:
+        emit_json(result if isinstance(result, RecordReplication) else {**_counts_json(result)})
+        return
+    if isinstance(result, RecordReplication):
+        stdout.print(f"{result.id} {result.state}" + (f" ({result.reason})" if result.reason else ""))
+        last = f", last error: {result.last_error}" if result.last_error else ""
+        stdout.print(f"attempts {result.attempts}{last}")
+    else:
+        _print_counts(result)
+
+
+def _counts_json(counts: ReplicationCounts) -> dict[str, object]:
+    return {
+        "counts": counts.counts,
+        "pending": counts.pending,
+        "realm": counts.realm,
+        "parked": counts.parked,
+        "retrying": counts.retrying,
+        "last_error": counts.last_error,
+        "note": counts.note,
+    }
+
+
+@replication.command()
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Seconds to wait.")
+@json_option
+@pass_state
+def sync(state: CliState, timeout: float, as_json: bool) -> None:
+    """Push pending records and poll invalidations now, and wait.
+
+    Exits 0 once nothing is pending. Exits 1, naming the count, when records are still pending
+    after --timeout (Realm down or unset; `resident replication status` says why); with --json
+    the counts then carry an "error" object too.
+    """
+    with open_runtime(state) as runtime:
+        counts = runtime.replication.sync(timeout=timeout)
+    pending = counts.pending
+    error = f"{pending} record{'s are' if pending != 1 else ' is'} still pending after {timeout:g} s"
+    if as_json:
+        failure = {"error": {"type": "ReplicationPending", "message": error}} if pending else {}
+        emit_json({**_counts_json(counts), "settled": pending == 0, **failure})
+    else:
+        _print_counts(counts)
+        if pending:
+            click.echo(f"error: {error}", err=True)
+    if pending:
+        click.get_current_context().exit(1)
+
+
+@click.command(short_help="Settle a withheld record: --rollback or --readmit.")
+@click.argument("record_id", metavar="ID", type=UTF8)
+@click.option("--rollback", is_flag=True, help="Retract the local write.")
+@click.option("--readmit", is_flag=True, help="Write a corrected version that supersedes it, back to pending.")
+@click.option("--text", type=UTF8, help="Corrected text for --readmit (default: the withheld text).")
+@click.option("--no-canonical", is_flag=True, help="With --readmit: do not ask to be canonical.")
+@json_option
+@pass_state
+def reconcile(
+    state: CliState, record_id: str, rollback: bool, readmit: bool, text: str | None, no_canonical: bool, as_json: bool
+) -> None:
+    """Settle record ID, withheld as conflict or invalidated: --rollback or --readmit.
+
+    --rollback retracts the local write; the record stays withheld. --readmit writes a corrected
+    version (--text, --no-canonical) that supersedes the withheld one and starts again as
+    `pending`. Nothing is settled without one of them.
+    """
+    if rollback == readmit:
+        raise InvalidInput("choose one: --rollback (retract the local write) or --readmit (write a corrected version)")
+    if rollback and (text is not None or no_canonical):
+        raise InvalidInput("--text and --no-canonical go with --readmit, not --rollback")
+    with open_runtime(state) as runtime:
+        with runtime.store.reader() as reader:
+            record = reader.get(RECORDS, record_id)
+        if record is None:
+            raise RecordNotFound(f"no memory record {record_id}")
+        author = record.author or record.owner
+        result = runtime.member(author).reconcile(
+            record_id, rollback=rollback, readmit=readmit, text=text, canonical=False if no_canonical else None
+        )
+    if as_json:
+        emit_json(result)
+    elif result.action == "rollback":
+        stdout.print(f"{record_id} rolled back (retracted; still withheld)")
+    else:
+        stdout.print(f"{record_id} superseded by {result.new_id} ({result.replication})")
+
+
+COMMANDS = (replication, reconcile)
