@@ -1,0 +1,137 @@
+"""What the replication tests share: fast retry settings, bounded waits, and reading both sides' truth.
+
+The runtime's truth is its own LMDB (read through an open runtime's store, or a closed home's
+store); Realm's truth is Realm's LMDB, read here through a read-only LMDB environment so it can
+be checked while the Realm process still runs (LMDB allows readers beside another process's
+writer). "Synced only what Realm accepted" is then a comparison of the two.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import lmdb
+import msgspec
+
+from resident.actors.replication import ReplicationSettings
+from resident.messages.memory import MemoryRecord
+from resident.messages.realm import AcceptedRecord, Verdict
+from resident.messages.replication import RecordReplication, ReplicationCounts
+from resident.runtime import Runtime
+from resident.store.store import Store
+from resident.store.tables import RECORDS
+
+__all__ = [
+    "FAST",
+    "accepted_by_realm",
+    "assert_synced_only_if_accepted",
+    "counts",
+    "local_records",
+    "open_runtime",
+    "record_status",
+    "stored_records",
+    "verdicts_of_realm",
+    "wait_until",
+]
+
+T = TypeVar("T")
+
+# Small waits so that a whole push cycle (4 attempts) fits in well under a second.
+FAST = ReplicationSettings(
+    wait_initial=0.05, wait_max=0.2, jitter=0.05, retry_later=0.5, poll_interval=0.2, request_timeout=0.5
+)
+
+
+def wait_until(predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.01) -> T:
+    """Poll `predicate` until it returns something truthy (returned); AssertionError after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+@contextmanager
+def open_runtime(
+    home: Path, realm: str, settings: ReplicationSettings | None = FAST, *, enable: bool = True
+) -> Iterator[Runtime]:
+    """A runtime on `home` replicating to `realm` ("none": no Realm), memory on, closed afterwards."""
+    runtime = Runtime.open(home, realm=realm, replication=settings)
+    try:
+        if enable:
+            runtime.memory.enable()
+        yield runtime
+    finally:
+        runtime.close()
+
+
+def counts(runtime: Runtime) -> ReplicationCounts:
+    result = runtime.replication.status()
+    assert isinstance(result, ReplicationCounts)
+    return result
+
+
+def record_status(runtime: Runtime, record_id: str) -> RecordReplication:
+    result = runtime.replication.status(record_id)
+    assert isinstance(result, RecordReplication)
+    return result
+
+
+def local_records(runtime: Runtime) -> dict[str, MemoryRecord]:
+    """Every record of an open runtime's home, as stored (withheld ones too)."""
+    with runtime.store.reader() as reader:
+        return dict(reader.items(RECORDS))
+
+
+def stored_records(home: Path) -> dict[str, MemoryRecord]:
+    """Every record of a home that no runtime has open (e.g. after its process was killed)."""
+    store = Store.open(home)
+    try:
+        with store.reader() as reader:
+            return dict(reader.items(RECORDS))
+    finally:
+        store.close()
+
+
+def _read_realm(data_dir: Path, table: bytes) -> list[tuple[bytes, bytes]]:
+    env = lmdb.open(str(data_dir), readonly=True, max_dbs=8, lock=True)
+    try:
+        db = env.open_db(table, create=False)
+        with env.begin() as txn:
+            return [(bytes(key), bytes(value)) for key, value in txn.cursor(db=db)]
+    finally:
+        env.close()
+
+
+def accepted_by_realm(data_dir: Path) -> dict[str, str]:
+    """Realm's accepted records in `data_dir`: id → digest (the version Realm accepted)."""
+    decode = msgspec.msgpack.Decoder(AcceptedRecord).decode
+    return {key.decode(): decode(value).record.digest for key, value in _read_realm(data_dir, b"records")}
+
+
+def verdicts_of_realm(data_dir: Path) -> dict[tuple[str, str], Verdict]:
+    """Every verdict Realm gave: (id, digest) → verdict."""
+    decode = msgspec.msgpack.Decoder(Verdict).decode
+    verdicts: dict[tuple[str, str], Verdict] = {}
+    for key, value in _read_realm(data_dir, b"verdicts"):
+        record_id, digest = key.decode().split("\x00", 1)
+        verdicts[record_id, digest] = decode(value)
+    return verdicts
+
+
+def assert_synced_only_if_accepted(records: dict[str, MemoryRecord], realm_dir: Path) -> None:
+    """Every locally `synced` record is one Realm accepted, with the same content digest."""
+    accepted = accepted_by_realm(realm_dir)
+    wrong = [
+        record.id
+        for record in records.values()
+        if record.replication == "synced" and accepted.get(record.id) != record.digest
+    ]
+    assert not wrong, f"synced locally but not accepted by Realm: {wrong}"
