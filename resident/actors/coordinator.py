@@ -1,0 +1,154 @@
+"""The coordinator (Samuel): dispatches work under grants and answers progress from executions.
+
+Every dispatch is recorded as an `Execution` (task, member, grant, role, start, finish, outcome,
+result digest) written with its events, and the member's grant is derived from a parent grant
+the owner issued — never wider. Progress is read from those execution records at the moment of
+asking, never from memory. Owner corrections of an execution are recorded as events too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from resident.config import Config
+from resident.coordination.grants import derive
+from resident.errors import GrantExceeded, UnknownExecution
+from resident.ids import new_id
+from resident.messages.coordination import (
+    CorrectExecution,
+    Correction,
+    CorrectionRecorded,
+    Dispatch,
+    Execution,
+    ExecutionFinished,
+    ExecutionStarted,
+    FinishExecution,
+    GetProgress,
+    Grant,
+    GrantIssued,
+    MemberProgress,
+    Progress,
+)
+from resident.messages.store import Commit
+from resident.store.store import Store
+from resident.store.tables import EXECUTIONS, GRANTS
+from resident.supervisor import Address, ChildContext, Completed, ForwardReply, Reply, SupervisedActor, settle_all
+
+__all__ = ["Coordinator", "Dispatched"]
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatched:
+    """What a dispatch answers: the recorded execution and the grant it runs under."""
+
+    execution: Execution
+    grant: Grant
+
+
+@dataclass(frozen=True, slots=True)
+class _Recorded:
+    reply: Reply | None
+    answer: Any
+
+
+class Coordinator(SupervisedActor):
+    """Samuel: the roster, dispatch under grants, progress, corrections."""
+
+    def __init__(self, context: ChildContext, *, config: Config, store: Store, writer: Address) -> None:
+        super().__init__(context)
+        self.config = config
+        self.store = store
+        self.writer = writer
+
+    def handle(self, message: Any) -> Any:
+        if isinstance(message, Dispatch):
+            self._dispatch(message)
+            return None
+        if isinstance(message, FinishExecution):
+            self._finish(message)
+            return None
+        if isinstance(message, CorrectExecution):
+            self._correct(message)
+            return None
+        if isinstance(message, GetProgress):
+            return self._progress()
+        if isinstance(message, Completed):
+            settle_all(
+                (context.reply, context.answer if error is None else None, error)
+                for context, _value, error in message.outcomes
+                if isinstance(context, _Recorded)
+            )
+            return None
+        return super().handle(message)
+
+    def _record(self, events: tuple[Any, ...], answer: Any) -> None:
+        """Write `events`; the caller is answered with `answer` once they are durable."""
+        self.writer.tell(Commit(events=events), ForwardReply(self.context.address, _Recorded(self.defer(), answer)))
+
+    def _dispatch(self, message: Dispatch) -> None:
+        member = self.config.member(message.member)
+        now = self.clock.time()
+        if message.parent_grant is None:
+            raise GrantExceeded("a dispatch needs the parent grant the owner issued for this work")
+        with self.store.reader() as reader:
+            parent = reader.get(GRANTS, message.parent_grant)
+        if parent is None:
+            raise GrantExceeded(f"no grant {message.parent_grant}; the owner issues grants first")
+        grant = derive(
+            parent, new_id("grant"), holder=member.name, actions=message.actions, scopes=message.scopes,
+            expires_at=message.expires_at, now=now,
+        )
+        execution = Execution(
+            id=new_id("exec"), task=message.task, member=member.name, role=message.role, grant=grant.id,
+            started_at=now,
+        )
+        self._record(
+            (GrantIssued(at=now, grant=grant), ExecutionStarted(at=now, execution=execution)),
+            Dispatched(execution, grant),
+        )
+
+    def _finish(self, message: FinishExecution) -> None:
+        event = ExecutionFinished(
+            at=self.clock.time(), id=message.id, outcome=message.outcome, result_digest=message.result_digest,
+            error=message.error, steps=message.steps,
+        )
+        self._record((event,), None)
+
+    def _correct(self, message: CorrectExecution) -> None:
+        with self.store.reader() as reader:
+            if reader.get(EXECUTIONS, message.id) is None:
+                raise UnknownExecution(f"no execution {message.id}; see `resident progress` for the recorded ones")
+        correction = Correction(
+            id=new_id("corr"), execution=message.id, note=message.note, by=message.by, at=self.clock.time()
+        )
+        self._record((CorrectionRecorded(at=correction.at, correction=correction),), correction)
+
+    def _progress(self) -> Progress:
+        per_member: dict[str, dict[str, Any]] = {name: {} for name in self.config.member_names()}
+        executions = running = 0
+        with self.store.reader() as reader:
+            for _, execution in reader.items(EXECUTIONS):
+                executions += 1
+                running += execution.outcome == "running"
+                row = per_member.setdefault(execution.member, {})
+                row[execution.outcome] = row.get(execution.outcome, 0) + 1
+                row["steps"] = row.get("steps", 0) + execution.steps
+                row["corrections"] = row.get("corrections", 0) + execution.corrections
+                if execution.started_at >= row.get("_last", 0.0):
+                    row["_last"] = execution.started_at
+                    row["last_task"] = execution.task
+        members = tuple(
+            MemberProgress(
+                member=name,
+                running=row.get("running", 0),
+                succeeded=row.get("succeeded", 0),
+                failed=row.get("failed", 0),
+                cancelled=row.get("cancelled", 0),
+                steps=row.get("steps", 0),
+                corrections=row.get("corrections", 0),
+                last_task=row.get("last_task", ""),
+            )
+            for name, row in per_member.items()
+        )
+        return Progress(members=members, executions=executions, running=running, at=self.clock.time())

@@ -1,0 +1,87 @@
+"""`resident bench writes`: the concurrent durable-write benchmark users run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from resident.benchmarks.writes import WriteBench, run_write_bench
+from resident.cli.common import CliState, emit_json, json_option, pass_state, stdout
+from resident.store.home import resolve_home
+
+__all__ = ["COMMANDS"]
+
+
+@click.group()
+def bench() -> None:
+    """Measure the runtime on this machine."""
+
+
+@bench.command()
+@click.option("--members", type=click.IntRange(1, 1000), default=5, show_default=True, help="Members writing.")
+@click.option("--writers", type=click.IntRange(1, 4096), default=8, show_default=True, help="Writers per member.")
+@click.option("--mode", type=click.Choice(["threads", "async"]), default="async", show_default=True,
+              help="Writers as threads or as asyncio tasks on one event loop.")
+@click.option("--duration", type=click.FloatRange(min=0.1, max=3600), help="Seconds to run (default 5).")
+@click.option("--count", type=click.IntRange(1, 10_000_000), help="Stop after this many writes instead.")
+@click.option("--size", type=click.IntRange(1, 16_000), default=200, show_default=True, help="Bytes of text each.")
+@click.option("--scope", default="AGENT_CORE", show_default=True, help="Memory scope written.")
+@click.option("--realm", default="none", show_default=True, metavar="auto|URL|none",
+              help="auto: start a loopback Realm and measure replication lag; URL: use one; none: no Realm.")
+@click.option("--home", "bench_home", type=click.Path(file_okay=False, path_type=Path),
+              help="Benchmark this home (memory must be on) instead of a fresh one.")
+@json_option
+@pass_state
+def writes(
+    state: CliState, members: int, writers: int, mode: str, duration: float | None, count: int | None, size: int,
+    scope: str, realm: str, bench_home: Path | None, as_json: bool,
+) -> None:
+    """Durable `remember` throughput and latency from MEMBERS x WRITERS concurrent writers.
+
+    Runs against a fresh home unless --home (or the global --home) names one; a home that another
+    process has open is refused.
+    """
+    home = bench_home if bench_home is not None else (resolve_home(state.home) if state.home else None)
+    config = WriteBench(
+        members=members, writers=writers, mode=mode, duration=duration if count is None else None,
+        count=count, size=size, scope=scope, realm=realm, home=home,
+    )
+    if config.duration is None and config.count is None:
+        config = WriteBench(**{**config.__dict__, "duration": 5.0})
+    if as_json:
+        report = run_write_bench(config)
+        emit_json(report.to_json())
+        return
+    with Progress(
+        TextColumn("[bold]writing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=stdout,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("writes", total=config.count)
+
+        def advance(done: int, total: int | None) -> None:
+            bar.update(task, completed=done, total=total)
+
+        report = run_write_bench(config, advance)
+    table = Table(title=f"{members} members x {writers} writers ({mode}), {size} B, {scope}", title_justify="left")
+    table.add_column("figure", no_wrap=True)
+    table.add_column("value", no_wrap=True)
+    table.add_row("writes", f"{report.writes} in {report.seconds:.2f} s")
+    table.add_row("throughput", f"{report.throughput:,.0f} writes/s")
+    latency = report.latencies_ms
+    table.add_row("ack latency", f"p50 {latency['p50']} ms  p95 {latency['p95']} ms  p99 {latency['p99']} ms  "
+                                 f"max {latency['max']} ms")
+    table.add_row("writes per commit", f"{report.writes_per_commit:.1f} ({report.commits} commits)")
+    lag = report.replication_lag_ms
+    lag_text = "-" if lag is None else f"p50 {lag['p50']} ms  p99 {lag['p99']} ms  max {lag['max']} ms"
+    table.add_row("replication lag", lag_text)
+    table.add_row("errors", ", ".join(f"{k} {v}" for k, v in report.errors.items()) or "none")
+    table.add_row("peak memory", f"{report.peak_memory_mb:.0f} MB")
+    stdout.print(table)
+    for note in report.notes:
+        stdout.print(f"note: {note}")
+
+
+COMMANDS = (bench,)

@@ -1,0 +1,124 @@
+"""`resident run`, `resident progress`, `resident correct`: coordination from the shell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, stdout
+from resident.config import load_config
+from resident.coordination.default_plan import default_plan
+from resident.coordination.plan import render_plan
+from resident.runner.run import RunOptions, RunReport, run
+from resident.store.home import CONFIG_FILE, resolve_home
+
+__all__ = ["COMMANDS"]
+
+
+def _report_json(report: RunReport) -> dict[str, object]:
+    metrics = report.metrics
+    latencies = sorted(metrics.latencies)
+
+    def quantile(q: float) -> float:
+        return latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000 if latencies else 0.0
+
+    return {
+        "ok": report.ok,
+        "home": str(report.home),
+        "scratch_home": report.scratch,
+        "plan": report.plan,
+        "realm": report.realm,
+        "seconds": round(report.seconds, 3),
+        "writes": metrics.writes,
+        "writes_per_second": round(metrics.writes / report.seconds, 1) if report.seconds else 0.0,
+        "ack_ms": {"p50": round(quantile(0.5), 3), "p99": round(quantile(0.99), 3)},
+        "recalls": metrics.recalls,
+        "tasks": {t.task: {"member": t.member, "state": t.state, "steps": t.steps_done, "writes": t.writes,
+                           "error": t.error} for t in metrics.tasks.values()},
+        "crashes": dict(metrics.crashes),
+        "replication": report.replication.counts if report.replication else None,
+        "restarts": {c.name: c.total_restarts for c in report.statistics.children if c.total_restarts},
+        "invariants": [{"name": i.name, "ok": i.ok, "detail": i.detail} for i in report.invariants],
+        "notes": metrics.notes,
+    }
+
+
+@click.command(name="run")
+@click.argument("plan", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--members", type=click.IntRange(2, 500), help="How many members take part (default: the whole roster).")
+@click.option("--writes", type=click.IntRange(1, 100_000), default=30, show_default=True,
+              help="Notes each member writes in the built-in plan (about).")
+@click.option("--realm", default="auto", show_default=True, metavar="auto|URL|none",
+              help="auto: start a loopback Realm for the run; URL: use a running one; none: no replication.")
+@click.option("--show-plan", is_flag=True, help="Print the plan as TOML (a starting point for your own) and exit.")
+@json_option
+@pass_state
+def run_command(
+    state: CliState, plan: Path | None, members: int | None, writes: int, realm: str, show_plan: bool, as_json: bool
+) -> None:
+    """Run a multi-member coordination plan with live progress, then check its invariants.
+
+    Without PLAN the built-in plan runs: every member writes and recalls memories concurrently,
+    the substrate and a member crash and restart, Realm goes down and comes back, a delegated
+    promotion conflicts and is reconciled, and the governance side invalidates a record.
+    Without --home (or $RESIDENT_HOME) the run uses a fresh scratch home and prints where it is.
+    Exits 1 naming the invariant that failed, if one does.
+    """
+    if show_plan:
+        config = load_config(resolve_home(state.home) / CONFIG_FILE)
+        chosen = [(m.name, m.role) for m in config.members][: members or None]
+        click.echo(render_plan(default_plan(chosen, config.coordinator, writes=writes)))
+        return
+    options = RunOptions(plan=plan, members=members, writes=writes, realm=realm, home=state.home, live=not as_json)
+    report = run(options, stdout)
+    if as_json:
+        emit_json(_report_json(report))
+    else:
+        stdout.print(
+            f"run {report.plan!r}: {report.metrics.writes} writes in {report.seconds:.1f} s "
+            f"({report.metrics.writes / report.seconds:.0f}/s); home {report.home}"
+        )
+    if not report.ok:
+        if not as_json:
+            for failure in report.failures():
+                click.echo(f"error: invariant failed: {failure.name}: {failure.detail}", err=True)
+        raise SystemExit(1)
+
+
+@click.command()
+@json_option
+@pass_state
+def progress(state: CliState, as_json: bool) -> None:
+    """Progress per member, answered by the coordinator from execution records (live, not memory)."""
+    with open_runtime(state) as runtime:
+        report = runtime.coordinator.progress()
+    if as_json:
+        emit_json(report)
+        return
+    table = Table(title=f"{report.executions} executions, {report.running} running", title_justify="left")
+    for column in ("member", "running", "succeeded", "failed", "steps", "corrections", "last task"):
+        table.add_column(column, no_wrap=True)
+    for row in report.members:
+        table.add_row(row.member, str(row.running), str(row.succeeded), str(row.failed), str(row.steps),
+                      str(row.corrections), row.last_task)
+    stdout.print(table)
+
+
+@click.command()
+@click.argument("execution_id", metavar="EXECUTION_ID", type=UTF8)
+@click.option("--note", type=UTF8, required=True, help="What was wrong with the execution.")
+@json_option
+@pass_state
+def correct(state: CliState, execution_id: str, note: str, as_json: bool) -> None:
+    """Record an owner correction on execution EXECUTION_ID (an event; its skill use will score 0)."""
+    with open_runtime(state) as runtime:
+        correction = runtime.coordinator.correct(execution_id, note)
+    if as_json:
+        emit_json(correction)
+    else:
+        stdout.print(f"correction {correction.id} recorded on {execution_id}")
+
+
+COMMANDS = (run_command, progress, correct)

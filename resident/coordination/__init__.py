@@ -1,0 +1,1 @@
+"""Pure rules of coordination: grants (non-amplification) and run plans."""

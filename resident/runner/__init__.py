@@ -1,0 +1,1 @@
+"""`resident run`: playing a coordination plan on a runtime, with live progress and invariants."""

@@ -1,0 +1,329 @@
+"""Runs a plan against an open runtime: one session per task, all tasks concurrently.
+
+Each task is dispatched by the coordinator under a child of the run's grant and its steps are
+played as the member's harness would: callbacks into the runtime, each checked against the grant.
+The harness keeps live counters for the progress display and everything the final invariants
+need: every acknowledged record id, every recall result served, every crash it caused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from resident.coordination.plan import Plan, Step, TaskPlan
+from resident.errors import ResidentError
+from resident.memory.visibility import WITHHELD
+from resident.messages.coordination import Grant, Outcome
+from resident.messages.memory import Receipt
+from resident.realm.client import RealmClient
+from resident.realm.process import RealmProcess
+from resident.runtime import Runtime
+from resident.runtime.coordination import Session
+from resident.store.tables import RECORDS
+
+__all__ = ["RunHarness", "RunMetrics", "StepFailed", "TaskProgress"]
+
+logger = logging.getLogger(__name__)
+
+# How many writes of one `repeat` step are in flight at once: several per member, so group
+# commit has something to group, without letting one member flood the others.
+WRITE_WINDOW = 8
+WAIT_TIMEOUT = 60.0
+
+
+class StepFailed(Exception):
+    """A step's expectation did not hold; the message says which and why."""
+
+
+@dataclass
+class TaskProgress:
+    task: str
+    member: str
+    steps_total: int
+    steps_done: int = 0
+    writes: int = 0
+    state: str = "waiting"
+    error: str = ""
+    execution: str = ""
+
+
+@dataclass
+class RunMetrics:
+    """What the run did so far (read by the live display) and what the invariants check."""
+
+    started: float = field(default_factory=time.monotonic)
+    tasks: dict[str, TaskProgress] = field(default_factory=dict)
+    acknowledged: set[str] = field(default_factory=set)
+    recalls: int = 0
+    served_withheld: list[str] = field(default_factory=list)
+    crashes: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+
+    @property
+    def writes(self) -> int:
+        return len(self.acknowledged)
+
+    def writes_per_second(self) -> float:
+        elapsed = time.monotonic() - self.started
+        return self.writes / elapsed if elapsed > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _At:
+    """Where a step is played: its session, task, the step itself and the task's progress."""
+
+    session: Session
+    task: TaskPlan
+    step: Step
+    progress: TaskProgress
+
+
+class RunHarness:
+    """Plays `plan` on `runtime`; `realm` is the child Realm process when the run owns one."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        plan: Plan,
+        *,
+        realm_url: str | None,
+        realm_process: RealmProcess | None,
+        metrics: RunMetrics | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.plan = plan
+        self.realm_url = realm_url
+        self.realm_process = realm_process
+        self.metrics = metrics or RunMetrics()
+        if realm_url is None:
+            self.metrics.notes.append("no Realm: records stay pending; nothing is replicated, withheld or invalidated")
+        self._refs: dict[str, str] = {}
+        self._ref_events: dict[str, asyncio.Event] = {}
+        self._done: dict[str, asyncio.Event] = {}
+        self._noted: set[str] = set()
+        # Which task writes each named record: waiting for a record gives up when its task ended without it.
+        self._writer_of = {step.as_: task.id for task in plan.tasks for step in task.steps if step.as_}
+
+    # -- the run ----------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Dispatch every task and play them concurrently until all have finished."""
+        self._done = {task.id: asyncio.Event() for task in self.plan.tasks}
+        for task in self.plan.tasks:
+            self.metrics.tasks[task.id] = TaskProgress(task.id, task.member, len(task.steps))
+        grant = await asyncio.to_thread(
+            self.runtime.coordinator.issue_grant,
+            actions={"remember", "recall", "forget", "supersede", "reconcile", "read_engagement", "write_back",
+                     "push", "deploy", "review"},
+        )
+        await asyncio.gather(*(self._play(task, grant) for task in self.plan.tasks))
+
+    async def _play(self, task: TaskPlan, grant: Grant) -> None:
+        progress = self.metrics.tasks[task.id]
+        try:
+            session = await asyncio.to_thread(
+                self.runtime.coordinator.dispatch, task.id, task.member, role=task.role, parent_grant=grant
+            )
+        except ResidentError as error:
+            progress.state, progress.error = "failed", f"dispatch: {error}"
+            self._done[task.id].set()
+            return
+        progress.execution = session.execution.id
+        progress.state = "running"
+        outcome: Outcome = "succeeded"
+        error_text = ""
+        try:
+            for index, step in enumerate(task.steps):
+                try:
+                    await self._step(session, task, step, progress)
+                except (StepFailed, ResidentError) as error:
+                    raise StepFailed(f"{task.id} step {index + 1} ({step.do}): {error}") from None
+                progress.steps_done += 1
+        except StepFailed as error:
+            outcome, error_text = "failed", str(error)
+            progress.error = error_text
+        progress.state = outcome
+        self._done[task.id].set()
+        await asyncio.to_thread(session.finish, outcome, error_text)
+
+    # -- steps ------------------------------------------------------------------------------------
+
+    def _define(self, name: str | None, record_id: str) -> None:
+        if name is None:
+            return
+        self._refs[name] = record_id
+        self._ref_event(name).set()
+
+    def _ref_event(self, name: str) -> asyncio.Event:
+        event = self._ref_events.get(name)
+        if event is None:
+            event = self._ref_events[name] = asyncio.Event()
+        return event
+
+    def _ref(self, name: str) -> str:
+        if name not in self._refs:
+            raise StepFailed(f"{name!r} has not been written yet (add a wait-for step before this one)")
+        return self._refs[name]
+
+    def _skip(self, step: Step, why: str) -> None:
+        note = f"{step.do} steps skipped: {why}"
+        if note not in self._noted:
+            self._noted.add(note)
+            self.metrics.notes.append(note)
+
+    async def _step(self, session: Session, task: TaskPlan, step: Step, progress: TaskProgress) -> None:
+        handler: Callable[[_At], Awaitable[None]] = getattr(self, f"_do_{step.do.replace('-', '_')}")
+        await handler(_At(session, task, step, progress))
+
+    async def _write(self, pending: Awaitable[Receipt], progress: TaskProgress) -> str:
+        started = time.perf_counter()
+        receipt = await pending
+        self.metrics.latencies.append(time.perf_counter() - started)
+        self.metrics.acknowledged.add(receipt.id)
+        progress.writes += 1
+        return str(receipt.id)
+
+    async def _do_remember(self, at: _At) -> None:
+        def text_for(i: int) -> str:
+            return at.step.text.replace("{i}", str(i)).replace("{member}", at.task.member)
+
+        last = ""
+        for start in range(0, at.step.repeat, WRITE_WINDOW):
+            window = range(start, min(at.step.repeat, start + WRITE_WINDOW))
+            ids = await asyncio.gather(
+                *(
+                    self._write(
+                        at.session.remember(
+                            text_for(i), scope=at.step.scope, summary=at.step.summary, counterpart=at.step.counterpart,
+                            world=at.step.world, kind=at.step.kind, canonical=bool(at.step.canonical),
+                            delegated=at.step.delegated,
+                        ),
+                        at.progress,
+                    )
+                    for i in window
+                )
+            )
+            last = ids[-1]
+        self._define(at.step.as_, last)
+
+    async def _do_supersede(self, at: _At) -> None:
+        old = self._ref(at.step.ref or "")
+        new = await self._write(at.session.remember(at.step.text, supersedes=old), at.progress)
+        self._define(at.step.as_, new)
+
+    async def _do_forget(self, at: _At) -> None:
+        await at.session.forget(self._ref(at.step.ref or ""), reason=f"forgotten by {at.task.id}")
+
+    async def _do_recall(self, at: _At) -> None:
+        hits = await at.session.recall(at.step.query, at.step.k)
+        self.metrics.recalls += 1
+        ids = [hit.id for hit in hits]
+        self.metrics.served_withheld.extend(hit.id for hit in hits if hit.replication in WITHHELD)
+        if at.step.expect is not None and self._ref(at.step.expect) not in ids:
+            raise StepFailed(f"recall {at.step.query!r} did not return {at.step.expect} ({len(ids)} results)")
+        absent = self._refs.get(at.step.expect_absent or "")
+        if absent is not None and absent in ids:
+            raise StepFailed(f"recall {at.step.query!r} returned {at.step.expect_absent}, which must not be served")
+
+    async def _do_reconcile(self, at: _At) -> None:
+        if self.realm_url is None:
+            self._skip(at.step, "no Realm, so nothing is ever withheld")
+            return
+        result = await at.session.reconcile(
+            self._ref(at.step.ref or ""), readmit=at.step.readmit, rollback=at.step.rollback,
+            text=at.step.text or None, canonical=at.step.canonical,
+        )
+        if result.new_id:
+            self.metrics.acknowledged.add(result.new_id)
+            at.progress.writes += 1
+            self._define(at.step.as_, result.new_id)
+
+    def _state(self, record_id: str) -> str:
+        with self.runtime.store.reader() as reader:
+            record = reader.get(RECORDS, record_id)
+        return "missing" if record is None else record.replication
+
+    async def _do_expect_state(self, at: _At) -> None:
+        if self.realm_url is None:
+            self._skip(at.step, "no Realm, so records stay pending")
+            return
+        state = self._state(self._ref(at.step.ref or ""))
+        if state != at.step.state:
+            raise StepFailed(f"{at.step.ref} is {state}, expected {at.step.state}")
+
+    async def _do_sync(self, at: _At) -> None:
+        if self.realm_url is None:
+            self._skip(at.step, "no Realm to sync with")
+            return
+        await asyncio.to_thread(self.runtime.replication.sync, 15.0)
+
+    async def _do_wait_for(self, at: _At) -> None:
+        at.progress.state = "waiting"
+        try:
+            if at.step.task is not None:
+                await asyncio.wait_for(self._done[at.step.task].wait(), WAIT_TIMEOUT)
+            else:
+                await self._wait_ref(at.step.ref or "")
+                if at.step.state is not None:
+                    await asyncio.wait_for(self._wait_state(at.step), WAIT_TIMEOUT)
+        except TimeoutError:
+            raise StepFailed(f"waited {WAIT_TIMEOUT:g} s for {at.step.task or at.step.ref}") from None
+        finally:
+            at.progress.state = "running"
+
+    async def _wait_ref(self, name: str) -> None:
+        written = asyncio.ensure_future(self._ref_event(name).wait())
+        writer_done = asyncio.ensure_future(self._done[self._writer_of[name]].wait())
+        try:
+            await asyncio.wait({written, writer_done}, timeout=WAIT_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            written.cancel()
+            writer_done.cancel()
+        if name not in self._refs:
+            if self._done[self._writer_of[name]].is_set():
+                raise StepFailed(f"{name} will never be written: task {self._writer_of[name]} ended without it")
+            raise TimeoutError
+
+    async def _wait_state(self, step: Step) -> None:
+        if self.realm_url is None:
+            self._skip(step, "no Realm, so records stay pending")
+            return
+        record_id = self._ref(step.ref or "")
+        # Each round pushes and polls Realm and waits for it: the loop waits on the runtime, not a timer.
+        while self._state(record_id) != step.state:
+            await asyncio.to_thread(self.runtime.replication.sync, 5.0)
+
+    async def _do_crash(self, at: _At) -> None:
+        self.runtime.chaos.crash(at.step.actor, reason=f"planned crash by {at.task.id}")
+        self.metrics.crashes[at.step.actor] += 1
+
+    async def _do_realm_outage(self, at: _At) -> None:
+        if self.realm_process is None:
+            self._skip(at.step, "the run does not own its Realm (use --realm auto)")
+            return
+        await asyncio.to_thread(self.realm_process.stop)
+        at.progress.state = "realm down"
+        # The outage itself is the scenario: Realm stays down this long while members keep writing.
+        await asyncio.sleep(at.step.seconds)
+        await asyncio.to_thread(self.realm_process.start)
+        at.progress.state = "running"
+
+    async def _do_invalidate(self, at: _At) -> None:
+        if self.realm_url is None:
+            self._skip(at.step, "no Realm to invalidate in")
+            return
+        record_id = self._ref(at.step.ref or "")
+        url = self.realm_url
+
+        def invalidate() -> None:
+            with RealmClient(url) as client:
+                client.invalidate(record_id, at.step.reason)
+
+        await asyncio.to_thread(invalidate)

@@ -1,0 +1,189 @@
+"""`resident run`: prepare a home and a Realm, play a plan with live progress, check invariants.
+
+Without an explicit home (`--home` or `$RESIDENT_HOME`) a run gets a fresh scratch home, so a
+demo never writes into the user's own memories; memory is enabled there by the run. In an
+explicit home, memory must already be on. `--realm auto` starts a loopback Realm as a child
+process for the run (and takes it down for the plan's outage), `URL` uses a running Realm,
+`none` runs without replication.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+
+from resident.actors.replication import ReplicationSettings
+from resident.config import DEFAULT_TEAM, Config, MemberConfig, load_config, render_config
+from resident.coordination.default_plan import default_plan
+from resident.coordination.plan import Plan, load_plan
+from resident.errors import ActorUnavailable, InvalidInput, MemoryDisabled
+from resident.messages.replication import ReplicationCounts
+from resident.messages.supervision import SupervisorStatistics
+from resident.realm.client import realm_base_url
+from resident.realm.process import RealmProcess
+from resident.runner.display import live_view, summary_view
+from resident.runner.harness import RunHarness, RunMetrics
+from resident.runner.invariants import Invariant, check_invariants
+from resident.runtime import Runtime
+from resident.store.home import CONFIG_FILE, HOME_ENV, ensure_home, private_file, resolve_home
+from resident.store.projections import MEMORY_OFF_MESSAGE
+from resident.store.tables import MEMORY_CONFIG
+
+__all__ = ["RUN_REPLICATION", "RunOptions", "RunReport", "run"]
+
+# A run shows an outage and its recovery in seconds, so replication retries and polls briskly.
+RUN_REPLICATION = ReplicationSettings(
+    wait_initial=0.1, wait_max=0.5, jitter=0.1, retry_later=1.0, poll_interval=0.3, request_timeout=1.0
+)
+FINAL_SYNC_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    plan: Path | None = None
+    members: int | None = None
+    writes: int = 30
+    realm: str = "auto"
+    home: str | None = None
+    live: bool = True
+
+
+@dataclass
+class RunReport:
+    home: Path
+    scratch: bool
+    plan: str
+    realm: str | None
+    seconds: float
+    metrics: RunMetrics
+    replication: ReplicationCounts | None
+    statistics: SupervisorStatistics
+    invariants: list[Invariant] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(invariant.ok for invariant in self.invariants)
+
+    def failures(self) -> list[Invariant]:
+        return [invariant for invariant in self.invariants if not invariant.ok]
+
+
+def _scratch_roster(size: int) -> Config:
+    if size < 2:
+        raise InvalidInput("a run needs at least 2 members: the coordinator and one member")
+    extra = [(f"member{n:02d}", "development") for n in range(len(DEFAULT_TEAM) + 1, size + 1)]
+    team = list(DEFAULT_TEAM[:size]) + extra
+    return Config(members=tuple(MemberConfig(name, role) for name, role in team), coordinator="samuel")
+
+
+def _prepare_home(options: RunOptions) -> tuple[Path, bool]:
+    if options.home is not None or os.environ.get(HOME_ENV):
+        return ensure_home(resolve_home(options.home)), False
+    home = ensure_home(Path(tempfile.mkdtemp(prefix="resident-run-")) / "home")
+    roster = _scratch_roster(options.members or len(DEFAULT_TEAM))
+    path = home / CONFIG_FILE
+    path.write_text(render_config(roster), encoding="utf-8")
+    private_file(path)
+    return home, True
+
+
+def _select_members(config: Config, count: int | None) -> list[MemberConfig]:
+    roster = list(config.members)
+    if count is None:
+        return roster
+    if not 2 <= count <= len(roster):
+        raise InvalidInput(
+            f"--members must be 2..{len(roster)} for this home's roster; add members to resident.toml for more"
+        )
+    coordinator = config.member(config.coordinator)
+    others = [m for m in roster if m.name != coordinator.name]
+    return [coordinator, *others[: count - 1]]
+
+
+def _plan(options: RunOptions, config: Config) -> Plan:
+    chosen = _select_members(config, options.members)
+    names = [m.name for m in chosen]
+    if options.plan is not None:
+        return load_plan(options.plan, members=config.member_names(), coordinator=config.coordinator)
+    if not 1 <= options.writes <= 100_000:
+        raise InvalidInput("--writes must be 1..100000")
+    plan = default_plan(
+        [(m.name, m.role) for m in chosen], config.coordinator, writes=options.writes,
+        with_realm=options.realm != "none",
+    )
+    if not plan.tasks:
+        raise InvalidInput(f"the default plan needs a member besides the coordinator; the members are {names}")
+    return plan
+
+
+def _realm(options: RunOptions, home: Path) -> tuple[str | None, RealmProcess | None]:
+    if options.realm == "none":
+        return None, None
+    if options.realm == "auto":
+        process = RealmProcess(home / "run-realm")
+        process.start()
+        return process.url, process
+    return realm_base_url(options.realm), None
+
+
+def run(options: RunOptions, console: Console) -> RunReport:
+    """Play the plan; everything is checked (plan, roster, memory) before anything runs."""
+    home, scratch = _prepare_home(options)
+    config = load_config(home / CONFIG_FILE)
+    plan = _plan(options, config)
+    started = time.monotonic()
+    url, process = _realm(options, home)
+    try:
+        with Runtime.open(home, realm=url or "none", replication=RUN_REPLICATION) as runtime:
+            if scratch:
+                runtime.memory.enable()
+            else:
+                with runtime.store.reader() as reader:
+                    memory = reader.get(MEMORY_CONFIG, "memory")
+                if memory is None or not memory.enabled:
+                    raise MemoryDisabled(MEMORY_OFF_MESSAGE)
+            harness = RunHarness(runtime, plan, realm_url=url, realm_process=process)
+            asyncio.run(_play(runtime, harness, console if options.live else None))
+            counts = runtime.replication.sync(timeout=FINAL_SYNC_TIMEOUT) if url else None
+            report = RunReport(
+                home=home, scratch=scratch, plan=plan.name, realm=url, seconds=time.monotonic() - started,
+                metrics=harness.metrics, replication=counts, statistics=runtime.statistics(),
+            )
+            report.invariants = check_invariants(runtime, harness.metrics, counts)
+            report.statistics = runtime.statistics()
+    finally:
+        if process is not None:
+            process.stop()
+    if options.live:
+        console.print(summary_view(report.metrics, report.replication, report.statistics, report.invariants))
+    return report
+
+
+async def _play(runtime: Runtime, harness: RunHarness, console: Console | None) -> None:
+    playing = asyncio.create_task(harness.run())
+    if console is None:
+        await playing
+        return
+    counts: ReplicationCounts | None = None
+    last_fetch = 0.0
+    with Live(live_view(harness.metrics, None, None), console=console, refresh_per_second=4, transient=True) as live:
+        while not playing.done():
+            await asyncio.wait({playing}, timeout=0.25)
+            if time.monotonic() - last_fetch >= 1.0:
+                last_fetch = time.monotonic()
+                try:
+                    status = await asyncio.to_thread(runtime.replication.status)
+                except ActorUnavailable:
+                    status = None
+                if isinstance(status, ReplicationCounts):
+                    counts = status
+            live.update(live_view(harness.metrics, counts, runtime.statistics()))
+    await playing
+

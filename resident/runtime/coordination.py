@@ -1,0 +1,165 @@
+"""`rt.coordinator` and sessions: dispatching work under grants, member callbacks, progress.
+
+A `Session` is what a member's harness holds while it works on a dispatched task: every callback
+into the runtime (remember, recall, forget, supersede, reconcile) is checked against the session's
+grant first, and `finish()` records the outcome on the execution.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from resident.actors.coordinator import Dispatched
+from resident.coordination.grants import ROLE_ACTIONS, check, issue_root
+from resident.errors import InvalidInput
+from resident.ids import new_id
+from resident.memory.banks import parse_scope
+from resident.messages.coordination import (
+    CorrectExecution,
+    Correction,
+    Dispatch,
+    Execution,
+    FinishExecution,
+    GetProgress,
+    Grant,
+    GrantIssued,
+    Outcome,
+    Progress,
+)
+from resident.messages.memory import SCOPES, RecallHit, Receipt, Reconciled
+from resident.messages.store import Commit
+from resident.store.tables import EXECUTIONS
+
+if TYPE_CHECKING:
+    from resident.runtime.runtime import Runtime
+
+__all__ = ["CoordinatorControl", "Session", "result_digest"]
+
+
+def result_digest(parts: Iterable[str]) -> str:
+    """A digest of what an execution produced (record ids, in order)."""
+    hasher = hashlib.sha256()
+    for part in parts:
+        hasher.update(part.encode("utf-8"))
+        hasher.update(b"\0")
+    return hasher.hexdigest()
+
+
+class Session:
+    """A member at work on one execution; its callbacks are checked against its grant."""
+
+    def __init__(self, runtime: Runtime, dispatched: Dispatched) -> None:
+        self._runtime = runtime
+        self.execution = dispatched.execution
+        self.grant = dispatched.grant
+        self.member = runtime.member(dispatched.execution.member)
+        self.steps = 0
+        self.produced: list[str] = []
+
+    def _check(self, action: str, scope: str | None) -> None:
+        check(self.grant, action, None if scope is None else parse_scope(scope), self._runtime.clock.time())
+        self.steps += 1
+
+    async def remember(self, text: str, *, scope: str = "AGENT_CORE", **options: Any) -> Receipt:
+        self._check("supersede" if options.get("supersedes") else "remember", scope)
+        receipt = await self.member.aremember(text, scope=scope, source=f"execution:{self.execution.id}", **options)
+        self.produced.append(receipt.id)
+        return receipt
+
+    async def recall(self, query: str, k: int = 10, **options: Any) -> list[RecallHit]:
+        self._check("recall", None)
+        return await self.member.arecall(query, k, **options)
+
+    async def forget(self, record_id: str, reason: str = "") -> None:
+        self._check("forget", None)
+        await self.member.aforget(record_id, reason=reason)
+
+    async def reconcile(self, record_id: str, **options: Any) -> Reconciled:
+        self._check("reconcile", None)
+        result = await self.member.areconcile(record_id, **options)
+        if result.new_id:
+            self.produced.append(result.new_id)
+        return result
+
+    def finish(self, outcome: Outcome, error: str = "") -> None:
+        """Record how the execution ended (durably), with a digest of what it produced."""
+        self._runtime.coordinator.finish(
+            self.execution.id, outcome, result_digest=result_digest(self.produced), error=error, steps=self.steps
+        )
+
+
+class CoordinatorControl:
+    """Dispatch, progress and corrections, answered by the coordinator actor (Samuel)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+
+    def issue_grant(
+        self, *, holder: str = "owner", actions: Iterable[str], scopes: Iterable[str] = SCOPES, ttl: float = 3600.0
+    ) -> Grant:
+        """The owner's own grant for a piece of work; dispatched members get children of it."""
+        runtime = self._runtime
+        now = runtime.clock.time()
+        grant = issue_root(
+            new_id("grant"), holder=holder, actions=actions, scopes=scopes, expires_at=now + ttl, now=now
+        )
+        runtime.write(Commit(events=(GrantIssued(at=now, grant=grant),)))
+        return grant
+
+    def dispatch(
+        self,
+        task: str,
+        member: str,
+        *,
+        role: str,
+        parent_grant: Grant,
+        actions: Iterable[str] | None = None,
+        scopes: Iterable[str] | None = None,
+        ttl: float | None = None,
+    ) -> Session:
+        """Record an execution of `task` by `member` and return the session it runs in."""
+        runtime = self._runtime
+        runtime.check_open()
+        if actions is None:
+            if role not in ROLE_ACTIONS:
+                raise InvalidInput(f"unknown role {role!r}; roles: {', '.join(sorted(ROLE_ACTIONS))}")
+            actions = ROLE_ACTIONS[role]
+        now = runtime.clock.time()
+        expires_at = parent_grant.expires_at if ttl is None else now + ttl
+        message = Dispatch(
+            task=task, member=member, role=role, actions=tuple(actions),
+            scopes=tuple(parse_scope(s) for s in (scopes if scopes is not None else parent_grant.scopes)),
+            expires_at=expires_at, parent_grant=parent_grant.id,
+        )
+        dispatched: Dispatched = runtime.wiring.coordinator.ask(message)
+        return Session(runtime, dispatched)
+
+    def finish(self, execution_id: str, outcome: Outcome, *, result_digest: str = "", error: str = "",
+               steps: int = 0) -> None:
+        self._runtime.check_open()
+        self._runtime.wiring.coordinator.ask(
+            FinishExecution(id=execution_id, outcome=outcome, result_digest=result_digest, error=error, steps=steps)
+        )
+
+    def progress(self) -> Progress:
+        """Per-member progress from the execution records, as of now."""
+        self._runtime.check_open()
+        progress: Progress = self._runtime.wiring.coordinator.ask(GetProgress())
+        return progress
+
+    def correct(self, execution_id: str, note: str, *, by: str = "owner") -> Correction:
+        """Record an owner correction of an execution (an event; skills will score that use 0)."""
+        self._runtime.check_open()
+        if not note.strip():
+            raise InvalidInput("a correction needs a note saying what was wrong")
+        correction: Correction = self._runtime.wiring.coordinator.ask(
+            CorrectExecution(id=execution_id, note=note.strip(), by=by)
+        )
+        return correction
+
+    def executions(self) -> list[Execution]:
+        """Every recorded execution, oldest first."""
+        with self._runtime.store.reader() as reader:
+            return sorted((e for _, e in reader.items(EXECUTIONS)), key=lambda e: e.started_at)

@@ -1,0 +1,109 @@
+"""The coordinator: executions under grants, progress from execution records, corrections."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from resident import Runtime
+from resident.errors import GrantExceeded, OwnerOnlyAction, UnknownExecution
+from resident.messages.coordination import CorrectionRecorded, ExecutionFinished, ExecutionStarted, GrantIssued
+from resident.store.tables import EXECUTIONS
+
+
+@pytest.fixture
+def rt(tmp_path):
+    with Runtime.open(tmp_path / "home", realm="none") as runtime:
+        runtime.memory.enable()
+        yield runtime
+
+
+def events_of(rt, kind):
+    with rt.store.reader() as reader:
+        return [event for _, event in reader.events() if isinstance(event, kind)]
+
+
+def test_a_dispatch_records_an_execution_with_its_grant_and_role(rt):
+    grant = rt.coordinator.issue_grant(actions={"remember", "recall"})
+    session = rt.coordinator.dispatch("write-notes", "deven", role="implement", parent_grant=grant,
+                                      actions={"remember"})
+    execution = session.execution
+    assert (execution.task, execution.member, execution.role, execution.outcome) == (
+        "write-notes", "deven", "implement", "running"
+    )
+    assert session.grant.parent == grant.id
+    assert set(session.grant.actions) == {"remember"}
+    assert [e.execution.id for e in events_of(rt, ExecutionStarted)] == [execution.id]
+    assert {e.grant.id for e in events_of(rt, GrantIssued)} == {grant.id, session.grant.id}
+
+
+def test_progress_comes_from_execution_records_even_with_memory_off(rt):
+    grant = rt.coordinator.issue_grant(actions={"remember", "recall"})
+    first = rt.coordinator.dispatch("a", "deven", role="implement", parent_grant=grant, actions={"remember"})
+    rt.coordinator.dispatch("b", "alice", role="test", parent_grant=grant, actions={"recall"})
+    asyncio.run(first.remember("the build is green"))
+    first.finish("succeeded")
+    rt.memory.disable()
+    progress = rt.coordinator.progress()
+    rows = {row.member: row for row in progress.members}
+    assert (progress.executions, progress.running) == (2, 1)
+    assert (rows["deven"].succeeded, rows["deven"].steps, rows["deven"].last_task) == (1, 1, "a")
+    assert rows["alice"].running == 1
+    assert [e.outcome for e in events_of(rt, ExecutionFinished)] == ["succeeded"]
+
+
+def test_a_child_grant_wider_than_its_parent_is_refused_and_nothing_is_recorded(rt):
+    grant = rt.coordinator.issue_grant(actions={"recall"}, scopes={"AGENT_CORE"})
+    with pytest.raises(GrantExceeded, match="cannot widen"):
+        rt.coordinator.dispatch("x", "deven", role="implement", parent_grant=grant, actions={"recall", "forget"})
+    with pytest.raises(GrantExceeded, match="cannot widen"):
+        rt.coordinator.dispatch("x", "deven", role="implement", parent_grant=grant, actions={"recall"},
+                                scopes={"WORLD_SHARED"})
+    with rt.store.reader() as reader:
+        assert reader.count(EXECUTIONS) == 0
+
+
+def test_a_role_whose_actions_exceed_the_parent_grant_is_refused(rt):
+    grant = rt.coordinator.issue_grant(actions={"recall"})
+    with pytest.raises(GrantExceeded, match="cannot widen"):
+        rt.coordinator.dispatch("t", "deven", role="implement", parent_grant=grant)
+
+
+def test_owner_actions_are_never_granted(rt):
+    with pytest.raises(OwnerOnlyAction):
+        rt.coordinator.issue_grant(actions={"recall", "merge"})
+
+
+def test_member_callbacks_are_checked_against_the_grant(rt):
+    grant = rt.coordinator.issue_grant(actions={"remember", "recall"}, scopes={"AGENT_CORE"})
+    session = rt.coordinator.dispatch("r", "alice", role="review", parent_grant=grant, actions={"recall"})
+    before = len(events_of(rt, object))
+    with pytest.raises(GrantExceeded, match="does not allow alice to remember"):
+        asyncio.run(session.remember("not allowed"))
+    writer = rt.coordinator.dispatch("w", "alice", role="implement", parent_grant=grant, actions={"remember"})
+    with pytest.raises(GrantExceeded, match="does not cover WORLD_SHARED"):
+        asyncio.run(writer.remember("shared", scope="WORLD_SHARED", world="team"))
+    assert len(events_of(rt, object)) == before + 2  # only the second dispatch (grant + execution)
+
+
+def test_a_correction_is_an_event_on_the_execution(rt):
+    grant = rt.coordinator.issue_grant(actions={"remember"})
+    session = rt.coordinator.dispatch("fix", "deven", role="implement", parent_grant=grant, actions={"remember"})
+    session.finish("succeeded")
+    correction = rt.coordinator.correct(session.execution.id, "used the wrong branch")
+    assert [e.correction.id for e in events_of(rt, CorrectionRecorded)] == [correction.id]
+    with rt.store.reader() as reader:
+        assert reader.get(EXECUTIONS, session.execution.id).corrections == 1
+    with pytest.raises(UnknownExecution):
+        rt.coordinator.correct("exec_nope", "x")
+
+
+def test_executions_survive_a_restart(tmp_path):
+    with Runtime.open(tmp_path / "home", realm="none") as rt:
+        grant = rt.coordinator.issue_grant(actions={"recall"})
+        session = rt.coordinator.dispatch("t", "oliver", role="operate", parent_grant=grant, actions={"recall"})
+        execution_id = session.execution.id
+    with Runtime.open(tmp_path / "home", realm="none") as rt:
+        assert [e.id for e in rt.coordinator.executions()] == [execution_id]
+        assert rt.coordinator.progress().running == 1
