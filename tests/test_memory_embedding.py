@@ -31,10 +31,11 @@ def test_hash_embedder_is_an_embedder_named_hash_of_256_dimensions() -> None:
     assert vectors.shape == (3, 256)
 
 
-def test_dimension_is_configurable_and_must_be_positive() -> None:
-    assert HashEmbedder(dim=48).embed(["deploy"]).shape == (1, 48)
-    with pytest.raises(InvalidInput):
-        HashEmbedder(dim=0)
+def test_dimension_is_configurable_and_must_be_a_power_of_two() -> None:
+    assert HashEmbedder(dim=64).embed(["deploy"]).shape == (1, 64)
+    for bad in (0, 48, -8):
+        with pytest.raises(InvalidInput, match="power of two"):
+            HashEmbedder(dim=bad)
 
 
 @settings(deadline=None)

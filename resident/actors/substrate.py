@@ -71,6 +71,7 @@ BACKFILL_BATCH = 256
 BACKFILL_MAX_DELAY = 30.0
 # Recall counts go to the writer in small, frequent commits: each rewrites the records it counts,
 # and a short commit never holds the GIL long enough to delay a recall running beside it.
+INDEX_DELAY = 0.02
 USAGE_FLUSH_SECONDS = 0.25
 USAGE_BATCH = 64
 EmbedderFactory = Callable[[str], Embedder]
@@ -116,6 +117,11 @@ def _entry(record: MemoryRecord) -> IndexEntry:
 @dataclass(frozen=True, slots=True)
 class _EmbedFlush:
     """Embed and write whatever `Retain`s are queued (told by the substrate to itself)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _IndexQueued:
+    """Index the durable records queued since the last time (told by the substrate to itself)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +173,9 @@ class Substrate(SupervisedActor):
         # Set when the embedder failed: the write and recall paths skip it until a probe succeeds.
         self._embedder_down = False
         self._index = RecallIndex()
+        self._unindexed: list[_Retained] = []
+        self._unindexed_ids: set[str] = set()
+        self._index_queued = False
         self._banks: dict[str, Bank] = {}
         self._queue: list[tuple[Retain, Reply | None]] = []
         self._flush_queued = False
@@ -247,6 +256,10 @@ class Substrate(SupervisedActor):
             return None
         if isinstance(message, Published):
             self._published(message.events)
+            return None
+        if isinstance(message, _IndexQueued):
+            self._index_queued = False
+            self._indexed()
             return None
         if isinstance(message, _EmbedFlush):
             self._embed_flush()
@@ -340,13 +353,34 @@ class Substrate(SupervisedActor):
                 if error is not None:
                     self._queue_backfill(self._backfill_delay)
                     continue
-                rows = [i for i, record_id in enumerate(context.ids) if record_id in self._index]
-                self._index.set_vectors([context.ids[i] for i in rows], context.vectors[rows])
-        try:
-            self._index_records(admitted)
-        finally:
-            # The writes are durable whatever happens to the cache; callers learn so either way.
-            settle_all((reply, value, error) for reply, value, error in settlements if reply is not None)
+                rows = [i for i, record_id in enumerate(context.ids) if record_id in self._indexed()]
+                self._indexed().set_vectors([context.ids[i] for i in rows], context.vectors[rows])
+        # The writes are durable: answer now; the index takes them in before its next read.
+        settle_all(settlements)
+        self._queue_index(admitted)
+
+    def _queue_index(self, admitted: Sequence[_Retained]) -> None:
+        """Index durable records soon, in one batch with whatever else arrives meanwhile.
+
+        Callers are answered first; every read of the index (`_indexed()`) takes the queued
+        records in before it looks, so a recall always sees the writes acknowledged before it.
+        """
+        if not admitted:
+            return
+        self._unindexed.extend(admitted)
+        self._unindexed_ids.update(item.record.id for item in admitted)
+        if not self._index_queued:
+            self._index_queued = True
+            # A short wait lets a burst of writes reach the index as one batch; a read never waits.
+            self.schedule(INDEX_DELAY, _IndexQueued())
+
+    def _indexed(self) -> RecallIndex:
+        """The index, with every queued record in it."""
+        if self._unindexed:
+            queued, self._unindexed = self._unindexed, []
+            self._unindexed_ids.clear()
+            self._index_records(queued)
+        return self._index
 
     def _index_records(self, admitted: Sequence[_Retained]) -> None:
         fresh = [item for item in admitted if item.record.id not in self._index]
@@ -375,12 +409,13 @@ class Substrate(SupervisedActor):
             if isinstance(event, BankCreated):
                 self._banks[event.bank.name] = event.bank
             elif isinstance(event, RecordAdmitted):
-                if event.record.id not in self._index:
+                # Most admissions came through this substrate and are indexed or queued already.
+                if event.record.id not in self._index and event.record.id not in self._unindexed_ids:
                     added.append(event.record)
             elif isinstance(event, RecordSuperseded):
-                self._index.set_lifecycle(event.id, "superseded")
+                self._indexed().set_lifecycle(event.id, "superseded")
             elif isinstance(event, RecordRetracted):
-                self._index.set_lifecycle(event.id, "retracted")
+                self._indexed().set_lifecycle(event.id, "retracted")
             elif isinstance(event, MemorySwitchedOn):
                 self._enabled = True
                 if event.embedder != self._embedder_spec:
@@ -390,11 +425,11 @@ class Substrate(SupervisedActor):
                 self._enabled = False
             elif isinstance(event, RecordsSynced):
                 for record_id in event.ids:
-                    self._index.set_replication(record_id, "synced")
+                    self._indexed().set_replication(record_id, "synced")
             elif isinstance(event, RecordConflicted):
-                self._index.set_replication(event.id, "conflict")
+                self._indexed().set_replication(event.id, "conflict")
             elif isinstance(event, RecordInvalidated):
-                self._index.set_replication(event.id, "invalidated")
+                self._indexed().set_replication(event.id, "invalidated")
         if added:
             self._index_committed(added)
 
@@ -419,7 +454,7 @@ class Substrate(SupervisedActor):
                     vectors=tuple((record_id, encode_vector(name, embedded[i])) for i, record_id in enumerate(ids)),
                 )
             )
-        self._index_records([_Retained(r, v, None, name) for r, v in zip(records, vectors, strict=True)])
+        self._queue_index([_Retained(r, v, None, name) for r, v in zip(records, vectors, strict=True)])
 
     # -- backfill of missing vectors ----------------------------------------------------------------
 
@@ -434,7 +469,7 @@ class Substrate(SupervisedActor):
 
     def _backfill(self) -> None:
         self._backfill_queued = False
-        missing = [i for i in self._index.missing_vector_ids() if i not in self._filling][:BACKFILL_BATCH]
+        missing = [i for i in self._indexed().missing_vector_ids() if i not in self._filling][:BACKFILL_BATCH]
         if not missing:
             # Nothing to fill, but a failed query embedding may have marked the embedder down.
             if self._embedder_down and self._embed(["probe"], probe=True) is None:
@@ -473,7 +508,7 @@ class Substrate(SupervisedActor):
         if not banks:
             return []
         query_vectors = self._embed([query])
-        hits = self._index.search(
+        hits = self._indexed().search(
             query,
             query_vectors[0] if query_vectors is not None else None,
             banks,
@@ -497,10 +532,10 @@ class Substrate(SupervisedActor):
                     continue
                 if not is_served(record):
                     # The index had not heard yet: learn now, serve nothing (fail-closed).
-                    self._index.set_replication(record.id, record.replication)
+                    self._indexed().set_replication(record.id, record.replication)
                     continue
                 if record.lifecycle != "active" and not message.include_inactive:
-                    self._index.set_lifecycle(record.id, record.lifecycle)
+                    self._indexed().set_lifecycle(record.id, record.lifecycle)
                     continue
                 summary, body = record.summary, record.body
                 if len(summary) + len(body) > budget:
@@ -548,10 +583,10 @@ class Substrate(SupervisedActor):
     # -- status -----------------------------------------------------------------------------------
 
     def _status(self) -> SubstrateStatus:
-        lifecycle, replication = self._index.counts()
+        lifecycle, replication = self._indexed().counts()
         return SubstrateStatus(
             records=len(self._index),
-            missing_vectors=len(self._index.missing_vector_ids()),
+            missing_vectors=len(self._indexed().missing_vector_ids()),
             embedder=self._embedder_name(),
             embedder_error=self._embedder_error,
             rebuild_seconds=round(self._rebuild_seconds, 3),
@@ -620,6 +655,8 @@ def _stack(
     if not present.any():
         return None, None
     dim = next(v for v in vectors if v is not None).shape[0]
+    if present.all() and all(v.shape[0] == dim for v in vectors if v is not None):
+        return np.stack(vectors).astype(np.float32, copy=False), present  # type: ignore[arg-type]
     matrix = np.zeros((len(vectors), dim), dtype=np.float32)
     for row, vector in enumerate(vectors):
         if vector is not None and vector.shape[0] == dim:

@@ -1,9 +1,8 @@
 """Embedders: what the substrate needs from one, and the hashing embedder that needs no model.
 
 The hashing embedder is the embedded default (no server, no download). It maps a text to signed
-feature-hashing counts of its character n-grams (2 to 4, over normalised words padded with a
-boundary mark, and over runs of CJK characters likewise), its words and its CJK characters,
-damps them sublinearly and normalises the row. Texts sharing words, stems or CJK characters land
+feature-hashing counts of its character trigrams (inside normalised non-stopword words and runs of
+CJK characters), its words and its CJK characters, damps them sublinearly and normalises the row. Texts sharing words, stems or CJK characters land
 close, in any of the three languages. Everything is hashed with `resident.memory.text`'s
 deterministic hash, so a text embeds to the same bits in every process.
 """
@@ -21,17 +20,14 @@ from resident.memory.text import Analysis, analyse, prefix_hash, span_hashes
 
 __all__ = ["Embedder", "HashEmbedder"]
 
-_BOUNDARY = 0x20
-# Longer n-grams and whole words are more specific than bigrams; a CJK character carries about as
-# much meaning as a short word, so it weighs like a trigram.
-_NGRAM_WEIGHTS = {2: 0.5, 3: 1.0, 4: 1.0}
+# Whole words are more specific than trigrams; a CJK character carries about as much meaning as a
+# short word, so it weighs like a trigram.
+_TRIGRAM_WEIGHT = 1.0
 _WORD_WEIGHT = 1.5
 _CJK_WEIGHT = 1.0
-_SIGNED = np.array([1.0, -1.0])
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
-_MASK64 = (1 << 64) - 1
 # Salts keep the feature kinds apart, so the word "ab" and the n-gram "ab" are different features.
-_SALT_NGRAM = 0x243F6A8885A308D3
+_SALT_TRIGRAM = np.uint64(0x243F6A8885A308D3 * 3 & ((1 << 64) - 1))
 _SALT_WORD = np.uint64(0x13198A2E03707344)
 _SALT_CJK = np.uint64(0xA4093822299F31D0)
 
@@ -58,9 +54,10 @@ class HashEmbedder:
     """Deterministic feature-hashing embedder over character n-grams; needs no model or server."""
 
     def __init__(self, dim: int = 256) -> None:
-        if dim < 1:
-            raise InvalidInput(f"hash embedder dim must be a positive integer, got {dim}")
+        if dim < 1 or dim & (dim - 1):
+            raise InvalidInput(f"hash embedder dim must be a positive power of two, got {dim}")
         self._dim = dim
+        self._bits = dim.bit_length() - 1
 
     @property
     def name(self) -> str:
@@ -81,79 +78,44 @@ class HashEmbedder:
 
     def _embed_slice(self, part: Analysis) -> npt.NDArray[np.float32]:
         # Every feature adds its signed weight to one cell (document x dimension) of a flat array;
-        # one weighted bincount adds them all. The extra last cell takes the n-grams that do not
-        # count, which is cheaper than cutting them out.
-        discard = part.n_docs * self._dim
+        # one weighted bincount adds them all. Features that must not count go to an extra cell.
+        dim = self._dim
+        discard = part.n_docs * dim
+        codepoints = part.codepoints
+        # Character trigrams inside kept words and CJK runs carry stems and inflections across the
+        # three languages; stopwords, spaces and punctuation contribute none.
+        kept = _kept_positions(part, len(codepoints))
+        whole = kept[:-2] & kept[1:-1] & kept[2:] if len(codepoints) >= 3 else kept[:0]
+        starts = np.flatnonzero(whole)
+        doc_of = np.cumsum(codepoints == 0, dtype=np.int64)
+        trigrams = span_hashes(prefix_hash(codepoints), 3)[starts] ^ _SALT_TRIGRAM
+        features = (
+            (trigrams, doc_of[starts], _TRIGRAM_WEIGHT),
+            (part.word_id ^ _SALT_WORD, part.word_doc.astype(np.int64) - part.first_doc, _WORD_WEIGHT),
+            (part.cjk_id ^ _SALT_CJK, part.cjk_doc.astype(np.int64) - part.first_doc, _CJK_WEIGHT),
+        )
         cells: list[npt.NDArray[np.int64]] = []
-        weights: list[npt.NDArray[np.float64]] = []
-
-        def add(hashes: npt.NDArray[np.uint64], doc_base: npt.NDArray[np.int64], weight: float) -> None:
-            bucket_sign = _bucket_sign(hashes, 2 * self._dim)
-            cells.append(doc_base + (bucket_sign >> 1))
-            weights.append(_SIGNED[bucket_sign & 1] * weight)
-
-        for ids, docs, weight in (
-            (part.word_id ^ _SALT_WORD, part.word_doc, _WORD_WEIGHT),
-            (part.cjk_id ^ _SALT_CJK, part.cjk_doc, _CJK_WEIGHT),
-        ):
-            add(ids, (docs.astype(np.int64) - part.first_doc) * self._dim, weight)
-        stream, stream_doc = _padded_stream(part)
-        prefix = prefix_hash(stream)
-        doc_base = stream_doc * self._dim
-        is_mark = stream == _BOUNDARY
-        for n, weight in _NGRAM_WEIGHTS.items():
-            starts = max(len(stream) + 1 - n, 0)
-            add(span_hashes(prefix, n) ^ np.uint64((_SALT_NGRAM * n) & _MASK64), doc_base[:starts], weight)
-            # An n-gram may begin or end on a boundary mark but must not have one inside.
-            for k in range(1, n - 1):
-                cells[-1][is_mark[k : k + starts]] = discard
-        sums = np.bincount(np.concatenate(cells), weights=np.concatenate(weights), minlength=discard + 1)
+        weights: list[npt.NDArray[np.float32]] = []
+        for hashes, docs, weight in features:
+            bucket_sign = _bucket_sign(hashes, self._bits + 1)
+            cells.append(docs * dim + (bucket_sign >> 1))
+            weights.append(np.float32(weight) - np.float32(2 * weight) * (bucket_sign & 1).astype(np.float32))
+        sums = np.bincount(np.concatenate(cells), weights=np.concatenate(weights), minlength=discard)
         signed = sums[:discard].astype(np.float32)
         # log(1 + |x|) rather than log1p: numpy vectorises float32 log but not log1p (5x faster here).
-        damped = np.copysign(np.log(np.abs(signed) + np.float32(1.0)), signed).reshape(part.n_docs, self._dim)
+        damped = np.copysign(np.log(np.abs(signed) + np.float32(1.0)), signed).reshape(part.n_docs, dim)
         norms = np.linalg.norm(damped, axis=1, keepdims=True)
         return (damped / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
 
 
-def _bucket_sign(hashes: npt.NDArray[np.uint64], width: int) -> npt.NDArray[np.int64]:
-    """Map hashes evenly onto `[0, width)` by multiply-shift; the caller splits bucket and sign."""
-    product = hashes * _MULTIPLIER
-    return (((product >> np.uint64(32)) * np.uint64(width)) >> np.uint64(32)).astype(np.int64)
+def _kept_positions(part: Analysis, length: int) -> npt.NDArray[np.bool_]:
+    """Which codepoints belong to a kept (non-stopword) word or are CJK characters."""
+    edges = np.bincount(part.word_start, minlength=length + 1) - np.bincount(part.word_end, minlength=length + 1)
+    kept: npt.NDArray[np.bool_] = np.cumsum(edges[:length]) > 0
+    kept[part.cjk_pos] = True
+    return kept
 
 
-def _padded_stream(part: Analysis) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
-    """The slice's kept words and CJK runs, each after a boundary mark, with one closing mark.
-
-    Returns the stream and, for each of its positions, the slice-local document it belongs to (a
-    leading mark belongs to the segment after it).
-    """
-    run_start, run_len, run_doc = _cjk_runs(part)
-    seg_start = np.concatenate((part.word_start, run_start))
-    seg_len = np.concatenate((part.word_end - part.word_start, run_len))
-    seg_doc = np.concatenate((part.word_doc, run_doc)).astype(np.int64) - part.first_doc
-    offset = np.cumsum(seg_len + 1) - (seg_len + 1)
-    stream = np.full(int(seg_len.sum()) + len(seg_len) + 1, _BOUNDARY, dtype=np.uint32)
-    within = _expand(np.zeros_like(seg_len), seg_len)
-    segment = np.repeat(np.arange(len(seg_len)), seg_len)
-    stream[offset[segment] + 1 + within] = part.codepoints[seg_start[segment] + within]
-    stream_doc = np.repeat(seg_doc, seg_len + 1)
-    return stream, np.append(stream_doc, stream_doc[-1] if len(stream_doc) else 0)
-
-
-def _cjk_runs(
-    part: Analysis,
-) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.int32]]:
-    """Maximal runs of adjacent CJK characters as (start, length, document)."""
-    positions = part.cjk_pos
-    if not len(positions):
-        return positions, positions, part.cjk_doc
-    first = np.flatnonzero(np.diff(positions, prepend=positions[0] - 2) != 1)
-    lengths = np.diff(first, append=len(positions))
-    return positions[first], lengths, part.cjk_doc[first]
-
-
-def _expand(base: npt.NDArray[np.intp], count: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
-    """`base[k] + j` for every k and every j < count[k], concatenated."""
-    total = int(count.sum())
-    ends = np.cumsum(count)
-    return np.repeat(base - (ends - count), count) + np.arange(total)
+def _bucket_sign(hashes: npt.NDArray[np.uint64], bits: int) -> npt.NDArray[np.int64]:
+    """The top `bits` bits of a multiplicative hash: bucket in the high part, sign in the lowest bit."""
+    return ((hashes * _MULTIPLIER) >> np.uint64(64 - bits)).astype(np.int64)
