@@ -600,3 +600,32 @@ def test_raised_errors_can_be_caught_as_builtins(rt: Runtime) -> None:
     _withhold(rt, receipt.id, "invalidated")
     with pytest.raises(PermissionError, match="invalidated"):
         rt.member("deven").get(receipt.id)
+
+
+@pytest.mark.parametrize(
+    ("scope", "option", "value"),
+    [("AGENT_CORE", "counterpart", "alice"), ("AGENT_CORE", "world", "team"), ("WORLD_SHARED", "counterpart", "alice"),
+     ("AGENT_DYADIC", "world", "team")],
+)
+def test_an_option_the_scope_does_not_use_is_refused_rather_than_dropped(
+    on: Runtime, scope: str, option: str, value: str
+) -> None:
+    needed = {"AGENT_DYADIC": {"counterpart": "oliver"}, "WORLD_SHARED": {"world": "team"}}.get(scope, {})
+    before = event_count(on)
+    with pytest.raises(InvalidInput, match=f"a {option} goes with"):
+        on.member("deven").remember("note", scope=scope, **{**needed, option: value})
+    assert event_count(on) == before
+
+
+def test_a_forget_or_supersede_that_races_a_disable_is_refused_in_the_transaction(on: Runtime) -> None:
+    receipt = on.member("deven").remember("the deploy order changed")
+    on.memory.disable()
+    # Past the member's own check (as a write already on its way would be): the store still refuses.
+    for event in (
+        RecordRetracted(at=1.0, id=receipt.id, by="deven"),
+        RecordSuperseded(at=1.0, id=receipt.id, by="mem_other"),
+    ):
+        with pytest.raises(MemoryDisabled):
+            on.write(Commit(events=(event,)))
+    with on.store.reader() as reader:
+        assert reader.get(RECORDS, receipt.id).lifecycle == "active"

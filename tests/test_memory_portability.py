@@ -168,7 +168,9 @@ def test_a_member_new_to_the_home_joins_starts_and_recalls_at_once(
             "world_shared/ops"
         )
         joined = [e for e in events_of(target) if isinstance(e, MemberImported)]
-        assert [(e.member, e.world, e.records) for e in joined] == [("deven", "ops", len(PORTABLE))]
+        assert [(e.member, e.world, e.records, e.role) for e in joined] == [
+            ("deven", "ops", len(PORTABLE), "development")
+        ]
 
         again = target.import_member(path)
         assert (again.imported, again.joined) == (0, False)
@@ -178,6 +180,7 @@ def test_a_member_new_to_the_home_joins_starts_and_recalls_at_once(
             target.import_member(path, world="dev")
     with open_runtime(home) as reopened:
         assert reopened.config.member("deven").worlds == ("ops",)
+        assert reopened.config.member("deven").role == "development"  # the role travels with the member
         assert ids["core"] in {hit.id for hit in reopened.member("deven").recall("deploys need the migration first")}
 
 

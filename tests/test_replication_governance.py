@@ -131,7 +131,8 @@ def test_rollback_retracts_the_conflicting_write_and_it_stays_withheld(
 ) -> None:
     runtime, _served, bad = conflicted
     verdicts_before = verdicts_of_realm(realm.data_dir)
-    result = runtime.member("deven").reconcile(bad, rollback=True)
+    assert runtime.replication.status().withheld == (bad,)  # status names what awaits reconciliation
+    result = runtime.reconcile(bad, rollback=True)  # as its author, without naming the member
     assert result == Reconciled(id=bad, action="rollback")
     record = local_records(runtime)[bad]
     assert record.lifecycle == "retracted"
@@ -141,7 +142,9 @@ def test_rollback_retracts_the_conflicting_write_and_it_stays_withheld(
     with pytest.raises(InvalidInput, match="already reconciled"):
         runtime.member("deven").reconcile(bad, rollback=True)
     # Rolling back is local: nothing new is sent to Realm, and Realm's verdict stands.
-    assert runtime.replication.sync(timeout=15.0).pending == 0
+    settled = runtime.replication.sync(timeout=15.0)
+    assert settled.pending == 0
+    assert settled.withheld == ()
     assert verdicts_of_realm(realm.data_dir) == verdicts_before
 
 

@@ -38,6 +38,7 @@ import tenacity
 
 from resident.clock import Timer
 from resident.errors import ActorUnavailable, RealmRejected, RealmUnavailable, RecordNotFound
+from resident.memory.visibility import WITHHELD
 from resident.messages.memory import MemoryRecord, RecordAdmitted
 from resident.messages.realm import DEFAULT_PAGE_LIMIT, MAX_REPLICATE_RECORDS, RealmRecord
 from resident.messages.replication import (
@@ -597,9 +598,12 @@ class Replication(SupervisedActor):
 
     def _counts(self) -> ReplicationCounts:
         counts = {"pending": 0, "synced": 0, "conflict": 0, "invalidated": 0}
+        withheld: list[str] = []
         with self.store.reader() as reader:
-            for _, record in reader.items(RECORDS):
+            for record_id, record in reader.items(RECORDS):
                 counts[record.replication] = counts.get(record.replication, 0) + 1
+                if record.replication in WITHHELD and record.lifecycle == "active":
+                    withheld.append(record_id)
         note = "" if self.realm_url else NO_REALM_NOTE
         return ReplicationCounts(
             counts=counts,
@@ -610,6 +614,7 @@ class Replication(SupervisedActor):
             note=note,
             pushes=self._pushes,
             requests=self._requests,
+            withheld=tuple(withheld),
         )
 
     def _record_status(self, record_id: str) -> RecordReplication:

@@ -88,7 +88,14 @@ def decode_vector(raw: bytes) -> tuple[str, npt.NDArray[np.float32]]:
 
 
 def _text(record: MemoryRecord) -> str:
-    """What gets embedded and keyword-indexed: the summary, a newline, the body."""
+    """What gets embedded and keyword-indexed: the summary, a newline, the body.
+
+    A summary made from the body's first line is not repeated: it would count those words twice
+    in keyword ranking, and analysing it again is a third of a rebuild's work for short memories.
+    """
+    # A long first line is summarised as its beginning and an ellipsis; that is in the body too.
+    if record.body.startswith(record.summary.removesuffix("…")):
+        return record.body
     return f"{record.summary}\n{record.body}"
 
 
@@ -226,7 +233,7 @@ class Substrate(SupervisedActor):
         index = RecallIndex()
         with _bulk_load(), self.store.reader() as reader:
             self._banks = dict(reader.items(BANKS))
-            entries = [_entry(record) for _, record in reader.items(RECORDS)]
+            entries = [_entry(record) for record in reader.values(RECORDS)]
             matrix, present = _stored_matrix(reader, [entry.id for entry in entries], self._embedder_name())
             index.add(entries, matrix, present)
         self._index = index
@@ -621,14 +628,21 @@ def _stored_matrix(
     embedder or of another width count as missing (the backfill embeds those again).
     """
     prefix = embedder.encode("utf-8") + b"\0"
-    row_of = {record_id.encode("utf-8"): row for row, record_id in enumerate(ids)}
-    rows: list[int] = []
-    values: list[bytes] = []
-    for key, value in reader.raw_items(VECTORS):
-        row = row_of.get(key)
-        if row is not None:
-            rows.append(row)
-            values.append(value)
+    stored = list(reader.raw_items(VECTORS))
+    keys = [record_id.encode("utf-8") for record_id in ids]
+    rows: list[int]
+    values: list[bytes]
+    if len(stored) == len(keys) and all(key == wanted for (key, _), wanted in zip(stored, keys, strict=True)):
+        # Both tables are keyed by record id, so with a vector for every record they line up.
+        rows, values = list(range(len(ids))), [value for _, value in stored]
+    else:
+        row_of = {key: row for row, key in enumerate(keys)}
+        rows, values = [], []
+        for key, value in stored:
+            row = row_of.get(key)
+            if row is not None:
+                rows.append(row)
+                values.append(value)
     width = next((len(value) for value in values if value.startswith(prefix)), 0)
     if not width or (width - len(prefix)) % 4:
         return None, None

@@ -5,9 +5,8 @@ from __future__ import annotations
 import click
 
 from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, stdout
-from resident.errors import InvalidInput, RecordNotFound
+from resident.errors import InvalidInput
 from resident.messages.replication import RecordReplication, ReplicationCounts
-from resident.store.tables import RECORDS
 
 __all__ = ["COMMANDS"]
 
@@ -29,6 +28,9 @@ def _print_counts(counts: ReplicationCounts) -> None:
         stdout.print(f"last error: {counts.last_error}")
     if counts.note:
         stdout.print(counts.note)
+    if counts.withheld:
+        shown = ", ".join(counts.withheld[:10]) + (" …" if len(counts.withheld) > 10 else "")
+        stdout.print(f"withheld, awaiting `resident reconcile ID --rollback|--readmit`: {shown}")
 
 
 @replication.command(name="status")
@@ -63,6 +65,7 @@ def _counts_json(counts: ReplicationCounts) -> dict[str, object]:
         "retrying": counts.retrying,
         "last_error": counts.last_error,
         "note": counts.note,
+        "withheld": list(counts.withheld),
     }
 
 
@@ -114,12 +117,7 @@ def reconcile(
     if rollback and (text is not None or no_canonical):
         raise InvalidInput("--text and --no-canonical go with --readmit, not --rollback")
     with open_runtime(state) as runtime:
-        with runtime.store.reader() as reader:
-            record = reader.get(RECORDS, record_id)
-        if record is None:
-            raise RecordNotFound(f"no memory record {record_id}")
-        author = record.author or record.owner
-        result = runtime.member(author).reconcile(
+        result = runtime.reconcile(
             record_id, rollback=rollback, readmit=readmit, text=text, canonical=False if no_canonical else None
         )
     if as_json:

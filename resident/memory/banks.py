@@ -64,6 +64,11 @@ def runtime_bank(scope: Scope, member: str, *, counterpart: str | None, world: s
         raise ScopeNotAllowed(
             f"members do not write {scope} banks; those belong to apps (rt.apps.create_bank)"
         )
+    # An option the scope does not use would be silently dropped; say so instead.
+    if counterpart is not None and scope != "AGENT_DYADIC":
+        raise InvalidInput(f"a counterpart goes with AGENT_DYADIC memories, not {scope}; drop it or change the scope")
+    if world is not None and scope != "WORLD_SHARED":
+        raise InvalidInput(f"a world goes with WORLD_SHARED memories, not {scope}; drop it or change the scope")
     name = bank_name(scope, member, counterpart=counterpart, world=world)
     return Bank(
         name=name,

@@ -1,10 +1,11 @@
 """Embedders: what the substrate needs from one, and the hashing embedder that needs no model.
 
 The hashing embedder is the embedded default (no server, no download). It maps a text to signed
-feature-hashing counts of its character trigrams (inside normalised non-stopword words and runs of
-CJK characters), its words and its CJK characters, damps them sublinearly and normalises the row. Texts sharing words, stems or CJK characters land
-close, in any of the three languages. Everything is hashed with `resident.memory.text`'s
-deterministic hash, so a text embeds to the same bits in every process.
+feature-hashing counts of its character trigrams (inside normalised non-stopword words and runs
+of CJK characters), its words and its CJK characters, damps them sublinearly and normalises the
+row. Texts sharing words, stems or CJK characters land close, in any of the three languages.
+Everything is hashed with `resident.memory.text`'s deterministic hash, so a text embeds to the
+same bits in every process.
 """
 
 from __future__ import annotations

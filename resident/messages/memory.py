@@ -172,6 +172,7 @@ class MemberImported(Event, frozen=True, tag="member.imported"):
     member: str
     world: str | None
     records: int
+    role: str = "member"
 
 
 # -- commands and replies ------------------------------------------------------------------------

@@ -104,6 +104,8 @@ class ReplicationCounts(Message, frozen=True, tag="replication.counts"):
     note: str = ""
     pushes: int = 0
     requests: int = 0
+    # The withheld (conflict or invalidated) records that still await reconciliation, oldest first.
+    withheld: tuple[str, ...] = ()
 
     @property
     def pending(self) -> int:

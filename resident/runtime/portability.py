@@ -103,7 +103,11 @@ def import_member(runtime: Runtime, path: Path, world: str | None = None) -> Imp
     ]
     joined = not known
     if joined:
-        events.append(MemberImported(at=now, member=document.member, world=world or DEFAULT_WORLD, records=len(fresh)))
+        events.append(
+            MemberImported(
+                at=now, member=document.member, world=world or DEFAULT_WORLD, records=len(fresh), role=document.role
+            )
+        )
     runtime.write(Commit(events=tuple(events)))  # type: ignore[arg-type]
     try:
         # Recall right after an import should find the records: wait until the substrate has them.

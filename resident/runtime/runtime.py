@@ -24,10 +24,11 @@ from typing import Any
 from resident.actors.replication import NO_REALM_NOTE, ReplicationSettings
 from resident.clock import Clock, SystemClock
 from resident.config import Config, MemberConfig, load_config
-from resident.errors import AskTimeout, InvalidInput, RuntimeStopped, SubstrateUnavailable
+from resident.errors import AskTimeout, InvalidInput, RecordNotFound, RuntimeStopped, SubstrateUnavailable
 from resident.memory.embedders import make_embedder
 from resident.memory.embedding import Embedder
 from resident.messages.backup import BackupManifest
+from resident.messages.memory import Reconciled
 from resident.messages.store import Commit
 from resident.messages.supervision import SupervisorStatistics
 from resident.realm.client import realm_base_url
@@ -43,7 +44,7 @@ from resident.store.backup import backup as backup_home
 from resident.store.backup import restore as restore_home
 from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, resolve_home
 from resident.store.store import DEFAULT_MAP_SIZE, Store
-from resident.store.tables import MEMBERS
+from resident.store.tables import MEMBERS, RECORDS
 from resident.supervisor import StartChild, SupervisionTree
 
 __all__ = ["Runtime"]
@@ -171,6 +172,26 @@ class Runtime:
         """The memory surface of one member of the roster (`UnknownMember` otherwise)."""
         self.config.member(name)
         return Member(self, name)
+
+    def reconcile(
+        self,
+        record_id: str,
+        *,
+        rollback: bool = False,
+        readmit: bool = False,
+        text: str | bytes | None = None,
+        canonical: bool | None = None,
+    ) -> Reconciled:
+        """Reconcile a withheld record as the member who wrote it (see `Member.reconcile`)."""
+        self.check_open()
+        with self.store.reader() as reader:
+            record = reader.get(RECORDS, record_id)
+        if record is None:
+            raise RecordNotFound(f"no memory record {record_id}")
+        author = record.author or record.owner
+        return self.member(author).reconcile(
+            record_id, rollback=rollback, readmit=readmit, text=text, canonical=canonical
+        )
 
     def export_member(self, name: str, path: str | os.PathLike[str]) -> int:
         """Write `name`'s portable records (AGENT_CORE, AGENT_DYADIC; none withheld) to `path`."""

@@ -130,9 +130,15 @@ def _create_bank(view: View, event: BankCreated) -> None:
     view.put(BANKS, event.bank.name, event.bank)
 
 
-def _admissible(view: View, event: RecordAdmitted) -> bool:
+def _require_memory(view: View) -> None:
+    # Checked in the transaction too: a disable that lands between a member's check and its
+    # write still wins, so nothing changes in memory after it is turned off.
     if not _memory(view).enabled:
         raise MemoryDisabled(MEMORY_OFF_MESSAGE)
+
+
+def _admissible(view: View, event: RecordAdmitted) -> bool:
+    _require_memory(view)
     record = event.record
     if view.get(BANKS, record.bank) is None:
         raise UnknownBank(f"bank {record.bank} does not exist; create it first")
@@ -154,6 +160,7 @@ def _existing(view: View, record_id: str) -> Any:
 
 
 def _supersedable(view: View, event: RecordSuperseded) -> bool:
+    _require_memory(view)
     record = _existing(view, event.id)
     if record.lifecycle != "active":
         raise InvalidInput(f"record {event.id} is already {record.lifecycle}; supersede its active version")
@@ -167,7 +174,12 @@ def _supersede(view: View, event: RecordSuperseded) -> None:
     view.put(RECORDS, event.id, superseded)
 
 
-@projection(RecordRetracted, check=lambda view, event: _existing(view, event.id).lifecycle != "retracted")
+def _retractable(view: View, event: RecordRetracted) -> bool:
+    _require_memory(view)
+    return bool(_existing(view, event.id).lifecycle != "retracted")
+
+
+@projection(RecordRetracted, check=_retractable)
 def _retract(view: View, event: RecordRetracted) -> None:
     record = _existing(view, event.id)
     view.put(RECORDS, event.id, msgspec.structs.replace(record, lifecycle="retracted", retracted_at=event.at))
@@ -196,7 +208,8 @@ def _member_imported(view: View, event: MemberImported) -> None:
     worlds = tuple(existing.worlds) if existing is not None else ()
     if event.world is not None and event.world not in worlds:
         worlds = (*worlds, event.world)
-    view.put(MEMBERS, event.member, MemberEntry(name=event.member, worlds=worlds, joined_at=event.at))
+    entry = MemberEntry(name=event.member, worlds=worlds, joined_at=event.at, role=event.role)
+    view.put(MEMBERS, event.member, entry)
 
 
 # -- replication to Realm ------------------------------------------------------------------------

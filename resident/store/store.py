@@ -86,6 +86,11 @@ class Reader:
                     return
                 yield key_bytes.decode("utf-8"), table.decode(bytes(value))
 
+    def values(self, table: Table[T]) -> list[T]:
+        """Every value of `table`, decoded, in key order (the bulk read of a rebuild)."""
+        with self._txn.cursor(db=self._dbs[table.name]) as cursor:
+            return [table.decode(bytes(value)) for value in cursor.iternext(keys=False, values=True)]
+
     def raw_items(self, table: Table[Any]) -> Iterator[tuple[bytes, bytes]]:
         """Every (key, encoded value) of `table`, in key order."""
         with self._txn.cursor(db=self._dbs[table.name]) as cursor:
