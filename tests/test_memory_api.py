@@ -610,7 +610,9 @@ def test_raised_errors_can_be_caught_as_builtins(rt: Runtime) -> None:
 def test_an_option_the_scope_does_not_use_is_refused_rather_than_dropped(
     on: Runtime, scope: str, option: str, value: str
 ) -> None:
-    needed = {"AGENT_DYADIC": {"counterpart": "oliver"}, "WORLD_SHARED": {"world": "team"}}.get(scope, {})
+    needed: dict[str, Any] = {"AGENT_DYADIC": {"counterpart": "oliver"}, "WORLD_SHARED": {"world": "team"}}.get(
+        scope, {}
+    )
     before = event_count(on)
     with pytest.raises(InvalidInput, match=f"a {option} goes with"):
         on.member("deven").remember("note", scope=scope, **{**needed, option: value})
@@ -628,4 +630,6 @@ def test_a_forget_or_supersede_that_races_a_disable_is_refused_in_the_transactio
         with pytest.raises(MemoryDisabled):
             on.write(Commit(events=(event,)))
     with on.store.reader() as reader:
-        assert reader.get(RECORDS, receipt.id).lifecycle == "active"
+        record = reader.get(RECORDS, receipt.id)
+    assert record is not None
+    assert record.lifecycle == "active"

@@ -18,6 +18,7 @@ from resident.cli.main import cli
 from resident.errors import InvalidInput, RecordNotFound, RecordWithheld
 from resident.messages.memory import Reconciled
 from resident.messages.realm import DEFAULT_PAGE_LIMIT, MAX_REPLICATE_RECORDS, RealmRecord
+from resident.messages.replication import ReplicationCounts
 from resident.realm import DELEGATED_PROMOTION, RealmClient
 from resident.runtime import Runtime
 from tests.faultproxy import FaultProxy
@@ -131,7 +132,9 @@ def test_rollback_retracts_the_conflicting_write_and_it_stays_withheld(
 ) -> None:
     runtime, _served, bad = conflicted
     verdicts_before = verdicts_of_realm(realm.data_dir)
-    assert runtime.replication.status().withheld == (bad,)  # status names what awaits reconciliation
+    counts = runtime.replication.status()
+    assert isinstance(counts, ReplicationCounts)
+    assert counts.withheld == (bad,)  # status names what awaits reconciliation
     result = runtime.reconcile(bad, rollback=True)  # as its author, without naming the member
     assert result == Reconciled(id=bad, action="rollback")
     record = local_records(runtime)[bad]
