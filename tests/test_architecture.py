@@ -1,0 +1,75 @@
+"""Who may import whom (ARCHITECTURE.md), checked on the source so a stray import fails a test.
+
+Leaf utilities every layer may use: `resident.errors`, `resident.clock`, `resident.ids`,
+`resident.loopback`. Beyond those, each package may reach only the packages below it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "resident"
+LEAVES = {"resident.errors", "resident.clock", "resident.ids", "resident.loopback"}
+
+# package -> the resident packages it may import (itself and the leaves always allowed)
+ALLOWED: dict[str, set[str]] = {
+    "resident.messages": set(),
+    "resident.store": {"resident.messages"},
+    "resident.supervisor": {"resident.messages"},
+    "resident.memory": {"resident.messages"},
+    "resident.coordination": {"resident.messages"},
+    "resident.realm": {"resident.messages"},
+    "resident.actors": {
+        "resident.messages", "resident.store", "resident.supervisor", "resident.memory", "resident.coordination",
+        "resident.realm", "resident.config",
+    },
+}
+# Third-party imports a package may not use (messages stay plain data; the domain does no I/O).
+FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
+    "resident.messages": {"lmdb", "pykka", "numpy", "httpx", "starlette", "uvicorn", "click", "rich"},
+    "resident.store": {"pykka", "httpx", "starlette", "uvicorn", "click", "rich"},
+    "resident.supervisor": {"lmdb", "httpx", "starlette", "uvicorn", "click", "rich"},
+    "resident.coordination": {"lmdb", "pykka", "httpx", "starlette", "uvicorn", "click", "rich"},
+    "resident.realm": {"pykka", "click", "rich"},
+}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _package_of(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "resident" else parts[0]
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_each_package_imports_only_what_the_architecture_allows(package: str) -> None:
+    directory = PACKAGE / package.split(".")[1]
+    allowed = ALLOWED[package] | LEAVES | {package}
+    forbidden = FORBIDDEN_THIRD_PARTY.get(package, set())
+    problems = []
+    for path in sorted(directory.rglob("*.py")):
+        for module in _imports(path):
+            owner = _package_of(module)
+            if owner.startswith("resident") and owner != "resident" and owner not in allowed:
+                problems.append(f"{path.relative_to(PACKAGE.parent)} imports {module}")
+            if owner in forbidden:
+                problems.append(f"{path.relative_to(PACKAGE.parent)} imports {module}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_memory_domain_does_no_storage_or_actor_work() -> None:
+    # The llama client is the domain's one I/O adapter (an HTTP embedder); nothing in it opens LMDB.
+    for path in (PACKAGE / "memory").rglob("*.py"):
+        assert not {"lmdb", "pykka"} & {_package_of(m) for m in _imports(path)}, path
