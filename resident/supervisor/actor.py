@@ -58,6 +58,7 @@ class SupervisedActor(pykka.ThreadingActor):
         self.context = context
         self._reply: Reply | None = None
         self._deferred = False
+        self._chaos = False
 
     # -- hooks for subclasses ---------------------------------------------------------------------
 
@@ -153,6 +154,7 @@ class SupervisedActor(pykka.ThreadingActor):
                     chaos: BaseException = (
                         SystemExit(message.reason) if message.kind == "exit" else ChaosCrash(message.reason)
                     )
+                    self._chaos = True
                     self._crash(chaos, items[index + 1 :])
                     break
                 self._reply = reply
@@ -193,7 +195,11 @@ class SupervisedActor(pykka.ThreadingActor):
 
     def _crash(self, error: BaseException, unhandled: list[Item]) -> None:
         kind: Literal["error", "killed"] = "error" if isinstance(error, Exception) else "killed"
-        logger.error("%s crashed: %s: %s", self.name, type(error).__name__, error, exc_info=error)
+        if self._chaos:
+            # Asked for (`Crash`): worth a line, not an alarm with a traceback.
+            logger.warning("%s crashed on purpose: %s", self.name, error)
+        else:
+            logger.error("%s crashed: %s: %s", self.name, type(error).__name__, error, exc_info=error)
         # Stop first, as pykka's own stop does: once this incarnation is not alive, `attach` refuses
         # it and `deliver` buffers instead, so nothing reaches the inbox after it has been drained.
         pykka.ActorRegistry.unregister(self.actor_ref)
