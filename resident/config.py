@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 
 from resident.errors import ConfigError, InvalidInput, UnknownMember
 from resident.realm.client import realm_base_url
+from resident.store.home import CONFIG_FILE, ensure_home, write_private_file
 
 __all__ = [
     "DEFAULT_TEAM",
@@ -25,6 +27,8 @@ __all__ = [
     "default_config",
     "load_config",
     "render_config",
+    "scratch_home",
+    "team_of",
     "validate_name",
 ]
 
@@ -95,6 +99,22 @@ def default_config(path: Path | None = None) -> Config:
         coordinator="samuel",
         path=path,
     )
+
+
+def team_of(size: int) -> Config:
+    """A roster of `size` members: the default team first, then `member06`, `member07`, ..."""
+    if size < 1:
+        raise InvalidInput("a team needs at least one member")
+    extra = [(f"member{n:02d}", "development") for n in range(len(DEFAULT_TEAM) + 1, size + 1)]
+    team = list(DEFAULT_TEAM[:size]) + extra
+    return Config(members=tuple(MemberConfig(name, role) for name, role in team), coordinator=team[0][0])
+
+
+def scratch_home(prefix: str, team: Config) -> Path:
+    """A new, private home in the temporary directory, with `team` as its `resident.toml`."""
+    home = ensure_home(Path(tempfile.mkdtemp(prefix=prefix)) / "home")
+    write_private_file(home / CONFIG_FILE, render_config(team).encode("utf-8"))
+    return home
 
 
 def load_config(path: Path) -> Config:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import resource
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -19,15 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from resident.config import DEFAULT_TEAM, DEFAULT_WORLD, Config, MemberConfig, render_config
+from resident.config import DEFAULT_WORLD, scratch_home, team_of
 from resident.errors import InvalidInput, MemoryDisabled, ResidentError
 from resident.memory.banks import parse_scope
 from resident.memory.records import MAX_BODY_CHARS
 from resident.messages.replication import RecordsSynced
 from resident.messages.store import GetWriterStatistics, WriterStatistics
-from resident.realm.process import RealmProcess
+from resident.realm.process import realm_for
 from resident.runtime import Runtime
-from resident.store.home import CONFIG_FILE, ensure_home, private_file
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.tables import MEMORY_CONFIG, RECORDS
 
@@ -152,28 +150,11 @@ def _text(n: int, size: int) -> str:
     return (head + filler)[:size]
 
 
-def _fresh_home(members: int) -> Path:
-    home = ensure_home(Path(tempfile.mkdtemp(prefix="resident-bench-")) / "home")
-    team = list(DEFAULT_TEAM[:members]) + [(f"member{n:02d}", "development") for n in range(6, members + 1)]
-    roster = Config(members=tuple(MemberConfig(name, role) for name, role in team), coordinator=team[0][0])
-    path = home / CONFIG_FILE
-    path.write_text(render_config(roster), encoding="utf-8")
-    private_file(path)
-    return home
-
-
 def run_write_bench(bench: WriteBench, progress: Callable[[int, int | None], None] | None = None) -> WriteBenchReport:
     """Run the benchmark; `progress(done, total)` is called a few times a second."""
     bench.check()
-    home = bench.home if bench.home is not None else _fresh_home(bench.members)
-    realm_process = None
-    realm_url: str | None = None
-    if bench.realm == "auto":
-        realm_process = RealmProcess(home / "bench-realm")
-        realm_process.start()
-        realm_url = realm_process.url
-    elif bench.realm != "none":
-        realm_url = bench.realm
+    home = bench.home if bench.home is not None else scratch_home("resident-bench-", team_of(bench.members))
+    realm_url, realm_process = realm_for(bench.realm, home / "bench-realm")
     try:
         with Runtime.open(home, realm=realm_url or "none") as runtime:
             return _measure(runtime, bench, home, realm_url, progress)

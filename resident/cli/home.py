@@ -11,7 +11,7 @@ from resident.config import default_config, load_config, render_config
 from resident.errors import InvalidInput
 from resident.realm.client import realm_base_url
 from resident.runtime import Runtime
-from resident.store.home import CONFIG_FILE, ensure_home, private_file, resolve_home
+from resident.store.home import CONFIG_FILE, ensure_home, resolve_home, write_private_file
 from resident.store.tables import SCHEMA_VERSION
 
 __all__ = ["COMMANDS"]
@@ -22,10 +22,7 @@ def _replace_config(path: Path, content: bytes | None) -> None:
     if content is None:
         path.unlink(missing_ok=True)
         return
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_bytes(content)
-    private_file(temporary)
-    temporary.replace(path)
+    write_private_file(path, content)
 
 
 @click.command()

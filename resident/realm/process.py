@@ -20,7 +20,7 @@ from types import TracebackType
 
 from resident.errors import RealmUnavailable
 
-__all__ = ["START_TIMEOUT", "STOP_TIMEOUT", "RealmProcess", "start_realm"]
+__all__ = ["START_TIMEOUT", "STOP_TIMEOUT", "RealmProcess", "realm_for", "start_realm"]
 
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 10.0
@@ -143,6 +143,21 @@ class RealmProcess:
     ) -> None:
         if self.running:
             self.kill()
+
+
+def realm_for(mode: str, data_dir: Path) -> tuple[str | None, RealmProcess | None]:
+    """The Realm URL a run uses: `auto` starts one over `data_dir`, `none` means none, else a URL.
+
+    The process is returned too when one was started, so the caller stops it when done.
+    """
+    from resident.realm.client import realm_base_url  # noqa: PLC0415 - httpx only where a URL is given
+
+    if mode == "none":
+        return None, None
+    if mode == "auto":
+        process = start_realm(data_dir)
+        return process.url, process
+    return realm_base_url(mode), None
 
 
 def start_realm(data_dir: Path, *, port: int = 0) -> RealmProcess:

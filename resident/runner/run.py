@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,19 +19,18 @@ from rich.console import Console
 from rich.live import Live
 
 from resident.actors.replication import ReplicationSettings
-from resident.config import DEFAULT_TEAM, Config, MemberConfig, load_config, render_config
+from resident.config import DEFAULT_TEAM, Config, MemberConfig, load_config, scratch_home, team_of
 from resident.coordination.default_plan import default_plan
 from resident.coordination.plan import Plan, load_plan
 from resident.errors import ActorUnavailable, InvalidInput, MemoryDisabled
 from resident.messages.replication import ReplicationCounts
 from resident.messages.supervision import SupervisorStatistics
-from resident.realm.client import realm_base_url
-from resident.realm.process import RealmProcess
+from resident.realm.process import realm_for
 from resident.runner.display import live_view, summary_view
 from resident.runner.harness import RunHarness, RunMetrics
 from resident.runner.invariants import Invariant, check_invariants
 from resident.runtime import Runtime
-from resident.store.home import CONFIG_FILE, HOME_ENV, ensure_home, private_file, resolve_home
+from resident.store.home import CONFIG_FILE, HOME_ENV, ensure_home, resolve_home
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.tables import MEMORY_CONFIG
 
@@ -75,23 +73,13 @@ class RunReport:
         return [invariant for invariant in self.invariants if not invariant.ok]
 
 
-def _scratch_roster(size: int) -> Config:
-    if size < 2:
-        raise InvalidInput("a run needs at least 2 members: the coordinator and one member")
-    extra = [(f"member{n:02d}", "development") for n in range(len(DEFAULT_TEAM) + 1, size + 1)]
-    team = list(DEFAULT_TEAM[:size]) + extra
-    return Config(members=tuple(MemberConfig(name, role) for name, role in team), coordinator="samuel")
-
-
 def _prepare_home(options: RunOptions) -> tuple[Path, bool]:
     if options.home is not None or os.environ.get(HOME_ENV):
         return ensure_home(resolve_home(options.home)), False
-    home = ensure_home(Path(tempfile.mkdtemp(prefix="resident-run-")) / "home")
-    roster = _scratch_roster(options.members or len(DEFAULT_TEAM))
-    path = home / CONFIG_FILE
-    path.write_text(render_config(roster), encoding="utf-8")
-    private_file(path)
-    return home, True
+    size = options.members or len(DEFAULT_TEAM)
+    if size < 2:
+        raise InvalidInput("a run needs at least 2 members: the coordinator and one member")
+    return scratch_home("resident-run-", team_of(size)), True
 
 
 def _select_members(config: Config, count: int | None) -> list[MemberConfig]:
@@ -123,23 +111,13 @@ def _plan(options: RunOptions, config: Config) -> Plan:
     return plan
 
 
-def _realm(options: RunOptions, home: Path) -> tuple[str | None, RealmProcess | None]:
-    if options.realm == "none":
-        return None, None
-    if options.realm == "auto":
-        process = RealmProcess(home / "run-realm")
-        process.start()
-        return process.url, process
-    return realm_base_url(options.realm), None
-
-
 def run(options: RunOptions, console: Console) -> RunReport:
     """Play the plan; everything is checked (plan, roster, memory) before anything runs."""
     home, scratch = _prepare_home(options)
     config = load_config(home / CONFIG_FILE)
     plan = _plan(options, config)
     started = time.monotonic()
-    url, process = _realm(options, home)
+    url, process = realm_for(options.realm, home / "run-realm")
     try:
         with Runtime.open(home, realm=url or "none", replication=RUN_REPLICATION) as runtime:
             if scratch:

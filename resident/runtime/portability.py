@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +14,7 @@ from resident.errors import ActorUnavailable, ConfigError, ExportInvalid, Invali
 from resident.memory.portability import build_export, parse_export
 from resident.messages.memory import BankCreated, MemberImported, RecordAdmitted
 from resident.messages.store import Commit
-from resident.store.home import private_file
+from resident.store.home import write_private_file
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS, SCHEMA_VERSION
 
@@ -47,21 +46,9 @@ def export_member(runtime: Runtime, name: str, path: Path) -> int:
     )
     if path.is_dir():
         raise InvalidInput(f"{path} is a directory; give a file name for the export")
-    temporary = path.with_name(f".{path.name}.tmp")
-    try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    except FileNotFoundError:
-        raise InvalidInput(f"cannot write {path}: its directory does not exist") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(msgspec.json.encode(document))
-            handle.flush()
-            os.fsync(handle.fileno())
-        private_file(temporary)
-        temporary.replace(path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)  # a failed export leaves neither a partial file nor litter
-        raise
+    if not path.parent.is_dir():
+        raise InvalidInput(f"cannot write {path}: its directory does not exist")
+    write_private_file(path, msgspec.json.encode(document))
     return len(document.records)
 
 

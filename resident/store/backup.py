@@ -50,6 +50,7 @@ from resident.store.home import (
     fsync_dir,
     private_file,
     set_current_store_dir,
+    write_private_file,
 )
 from resident.store.store import DEFAULT_MAP_SIZE, Store, check_schema, open_environment
 from resident.store.tables import SCHEMA_VERSION
@@ -103,7 +104,7 @@ def backup(store: Store, home: Path, dest: Path, *, clock: Clock | None = None) 
             created_at=(clock or SystemClock()).time(),
             files=tuple(files),
         )
-        _write_atomically(dest / MANIFEST_FILE, msgspec.json.format(msgspec.json.encode(manifest)) + b"\n")
+        write_private_file(dest / MANIFEST_FILE, msgspec.json.format(msgspec.json.encode(manifest)) + b"\n")
         if created:
             fsync_dir(dest.parent)
     except BaseException:
@@ -317,20 +318,6 @@ def _fsync_file(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    temporary.replace(path)
-    fsync_dir(path.parent)
 
 
 def _read_bounded(path: Path, limit: int) -> bytes | None:

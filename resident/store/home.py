@@ -37,6 +37,7 @@ __all__ = [
     "private_file",
     "resolve_home",
     "set_current_store_dir",
+    "write_private_file",
 ]
 
 CONFIG_FILE = "resident.toml"
@@ -84,18 +85,31 @@ def current_store_dir(home: Path) -> Path:
     return home / name
 
 
-def set_current_store_dir(home: Path, store_dir: Path) -> None:
-    """Point `CURRENT` at `store_dir` atomically (write a temporary file, fsync, rename)."""
-    pointer = home / CURRENT_FILE
-    temporary = home / f".{CURRENT_FILE}.tmp"
+def write_private_file(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` atomically: a private (`0600`) temporary file, fsync, rename, fsync.
+
+    Readers see the old content or the new, never a part; a failure leaves no temporary file behind.
+    """
+    temporary = path.with_name(f".{path.name}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, store_dir.name.encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    temporary.replace(pointer)
-    fsync_dir(home)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        temporary.replace(path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def set_current_store_dir(home: Path, store_dir: Path) -> None:
+    """Point `CURRENT` at `store_dir` atomically."""
+    write_private_file(home / CURRENT_FILE, store_dir.name.encode("utf-8"))
 
 
 def finish_restore(home: Path) -> None:
