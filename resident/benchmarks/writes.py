@@ -19,15 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from resident.config import DEFAULT_WORLD, scratch_home, team_of
-from resident.errors import InvalidInput, MemoryDisabled, ResidentError
+from resident.errors import InvalidInput, ResidentError
 from resident.memory.banks import parse_scope
 from resident.memory.records import MAX_BODY_CHARS
 from resident.messages.replication import RecordsSynced
 from resident.messages.store import GetWriterStatistics, WriterStatistics
 from resident.realm.process import realm_for
 from resident.runtime import Runtime
-from resident.store.projections import MEMORY_OFF_MESSAGE
-from resident.store.tables import MEMORY_CONFIG, RECORDS
+from resident.store.tables import RECORDS
 
 __all__ = ["WriteBench", "WriteBenchReport", "quantiles", "run_write_bench"]
 
@@ -173,10 +172,7 @@ def _measure(
     if bench.home is None:
         runtime.memory.enable()
     else:
-        with runtime.store.reader() as reader:
-            memory = reader.get(MEMORY_CONFIG, "memory")
-        if memory is None or not memory.enabled:
-            raise MemoryDisabled(MEMORY_OFF_MESSAGE)
+        runtime.memory.require_enabled()
     names = runtime.config.member_names()[: bench.members]
     if len(names) < bench.members:
         raise InvalidInput(f"the home's roster has {len(names)} members; --members asks for {bench.members}")

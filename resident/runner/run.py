@@ -22,7 +22,7 @@ from resident.actors.replication import ReplicationSettings
 from resident.config import DEFAULT_TEAM, Config, MemberConfig, load_config, scratch_home, team_of
 from resident.coordination.default_plan import default_plan
 from resident.coordination.plan import Plan, load_plan
-from resident.errors import ActorUnavailable, InvalidInput, MemoryDisabled
+from resident.errors import ActorUnavailable, InvalidInput
 from resident.messages.replication import ReplicationCounts
 from resident.messages.supervision import SupervisorStatistics
 from resident.realm.process import realm_for
@@ -31,8 +31,6 @@ from resident.runner.harness import RunHarness, RunMetrics
 from resident.runner.invariants import Invariant, check_invariants
 from resident.runtime import Runtime
 from resident.store.home import CONFIG_FILE, HOME_ENV, ensure_home, resolve_home
-from resident.store.projections import MEMORY_OFF_MESSAGE
-from resident.store.tables import MEMORY_CONFIG
 
 __all__ = ["RUN_REPLICATION", "RunOptions", "RunReport", "run"]
 
@@ -123,10 +121,7 @@ def run(options: RunOptions, console: Console) -> RunReport:
             if scratch:
                 runtime.memory.enable()
             else:
-                with runtime.store.reader() as reader:
-                    memory = reader.get(MEMORY_CONFIG, "memory")
-                if memory is None or not memory.enabled:
-                    raise MemoryDisabled(MEMORY_OFF_MESSAGE)
+                runtime.memory.require_enabled()
             harness = RunHarness(runtime, plan, realm_url=url, realm_process=process)
             asyncio.run(_play(runtime, harness, console if options.live else None))
             counts = runtime.replication.sync(timeout=FINAL_SYNC_TIMEOUT) if url else None

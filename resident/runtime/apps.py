@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from resident.config import validate_name
-from resident.errors import InvalidInput, MemoryDisabled, NotVisible, ScopeNotAllowed, UnknownBank
+from resident.errors import InvalidInput, NotVisible, ScopeNotAllowed, UnknownBank
 from resident.ids import new_id
 from resident.memory.banks import APP_SCOPES, app_bank, parse_scope
 from resident.memory.records import make_record
@@ -18,8 +18,7 @@ from resident.memory.visibility import can_see_bank, can_write
 from resident.messages.memory import Bank, BankCreated, Principal, RecallHit, Receipt, Retain
 from resident.messages.store import Commit
 from resident.runtime.member import ActivationLike, as_activation, recall_message
-from resident.store.projections import MEMORY_OFF_MESSAGE
-from resident.store.tables import BANKS, MEMORY_CONFIG
+from resident.store.tables import BANKS
 
 if TYPE_CHECKING:
     from resident.runtime.runtime import Runtime
@@ -73,11 +72,9 @@ class Apps:
         """Store a memory in one of the app's own banks (by full name, e.g. `app_private/notes/cache`)."""
         runtime = self._runtime
         runtime.check_open()
+        runtime.memory.require_enabled()
         with runtime.store.reader() as reader:
-            config = reader.get(MEMORY_CONFIG, "memory")
             target = reader.get(BANKS, bank)
-        if config is None or not config.enabled:
-            raise MemoryDisabled(MEMORY_OFF_MESSAGE)
         if target is None:
             raise UnknownBank(f"no bank named {bank}; create it with rt.apps.create_bank(...)")
         # A member's or a world's bank is not the app's to write, whatever its name.
@@ -111,9 +108,6 @@ class Apps:
         runtime.check_open()
         principal = _principal(app_or_workspace, scope)
         message = recall_message(query, k, activation=activation, char_budget=char_budget, principal=principal)
-        with runtime.store.reader() as reader:
-            config = reader.get(MEMORY_CONFIG, "memory")
-        if config is None or not config.enabled:
-            raise MemoryDisabled(MEMORY_OFF_MESSAGE)
+        runtime.memory.require_enabled()
         hits: list[RecallHit] = runtime.wiring.substrate.ask(message, timeout)
         return hits

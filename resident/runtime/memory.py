@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from resident.errors import ActorUnavailable, InvalidInput
+from resident.errors import ActorUnavailable, InvalidInput, MemoryDisabled
 from resident.memory.embedders import check_embedder_spec
 from resident.messages.memory import GetSubstrateStatus, MemoryStatus, MemorySwitchedOff, MemorySwitchedOn
 from resident.messages.store import Commit, Committed, GetWriterStatistics
+from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.tables import MEMORY_CONFIG
 
 if TYPE_CHECKING:
@@ -53,6 +54,13 @@ class MemoryControl:
             self.wait_indexed()
         except ActorUnavailable as error:
             logger.warning("memory switched, but the substrate did not confirm it in time: %s", error)
+
+    def require_enabled(self) -> None:
+        """Raise `MemoryDisabled` (naming the command that turns memory on) unless memory is on."""
+        with self._runtime.store.reader() as reader:
+            config = reader.get(MEMORY_CONFIG, "memory")
+        if config is None or not config.enabled:
+            raise MemoryDisabled(MEMORY_OFF_MESSAGE)
 
     def wait_indexed(self, timeout: float = 30.0) -> None:
         """Wait until the substrate has taken in every change committed so far.

@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from resident.config import DEFAULT_WORLD, validate_name
-from resident.errors import ActorUnavailable, ConfigError, ExportInvalid, InvalidInput, MemoryDisabled
+from resident.errors import ActorUnavailable, ConfigError, ExportInvalid, InvalidInput
 from resident.memory.portability import build_export, parse_export
 from resident.messages.memory import BankCreated, MemberImported, RecordAdmitted
 from resident.messages.store import Commit
 from resident.store.home import write_private_file
-from resident.store.projections import MEMORY_OFF_MESSAGE
-from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS, SCHEMA_VERSION
+from resident.store.tables import BANKS, RECORDS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from resident.runtime.runtime import Runtime
@@ -77,10 +76,8 @@ def import_member(runtime: Runtime, path: Path, world: str | None = None) -> Imp
                 "import it again without --world"
             )
     now = runtime.clock.time()
+    runtime.memory.require_enabled()
     with runtime.store.reader() as reader:
-        config = reader.get(MEMORY_CONFIG, "memory")
-        if config is None or not config.enabled:
-            raise MemoryDisabled(MEMORY_OFF_MESSAGE)
         fresh = [r for r in document.records if reader.get(RECORDS, r.id) is None]
     events: list[object] = [BankCreated(at=now, bank=bank) for bank in document.banks]
     # Replication starts over: this home's Realm has not accepted these records yet.
