@@ -31,10 +31,11 @@ import socketserver
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 import numpy as np
+
+from tests.loopback_server import LoopbackServer
 
 __all__ = ["FakeLlama", "Mode", "WrongShape", "refuses_connections"]
 
@@ -61,7 +62,6 @@ WrongShape = Literal[
     "ragged",
 ]
 
-_STOP_TIMEOUT = 5.0
 
 
 class _Server(ThreadingHTTPServer):
@@ -96,8 +96,10 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class FakeLlama:
+class FakeLlama(LoopbackServer["_Server"]):
     """A controllable llama.cpp embeddings server; use as a context manager or start()/stop()."""
+
+    label = "fake llama"
 
     def __init__(
         self,
@@ -107,6 +109,7 @@ class FakeLlama:
         trickle_interval: float = 0.05,
         model: str = "fake-embed.gguf",
     ) -> None:
+        super().__init__()
         self.dim = dim
         self.slow_seconds = slow_seconds
         self.trickle_interval = trickle_interval
@@ -117,67 +120,11 @@ class FakeLlama:
         self._mode: Mode = "ok"
         self._requests = 0
         self._bodies: list[Any] = []
-        self._port = 0  # 0 until the first start, then kept so `down` -> `ok` comes back at the same URL
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self._release = threading.Event()
 
-    # -- lifecycle ---------------------------------------------------------------------------------
-
-    def start(self) -> Self:
-        """Start listening (on a free port the first time, the same port afterwards)."""
-        if self._server is not None:
-            return self
-        self._release = threading.Event()
-        server = _Server(self._port, self)
-        self._port = server.server_address[1]
-        thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.01}, name="fake-llama", daemon=True
-        )
-        thread.start()
-        self._server, self._thread = server, thread
-        return self
-
-    def stop(self) -> None:
-        """Stop listening and release waiting handlers; bounded, raises if the server will not stop."""
-        server, thread = self._server, self._thread
-        self._server = self._thread = None
-        if server is None or thread is None:
-            return
-        self._release.set()
-        # shutdown() waits without a timeout; run it aside so a wedged server cannot hang teardown.
-        stopper = threading.Thread(target=server.shutdown, daemon=True)
-        stopper.start()
-        stopper.join(_STOP_TIMEOUT)
-        server.server_close()
-        thread.join(_STOP_TIMEOUT)
-        if stopper.is_alive() or thread.is_alive():
-            raise RuntimeError(f"fake llama on port {self._port} did not stop within {_STOP_TIMEOUT}s")
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
+    def _make_server(self, port: int) -> _Server:
+        return _Server(port, self)
 
     # -- controls and observations -----------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        """The base URL (`http://127.0.0.1:<port>`); the port survives `down` and back."""
-        if self._port == 0:
-            raise RuntimeError("the fake llama has not been started")
-        return f"http://127.0.0.1:{self._port}"
-
-    @property
-    def port(self) -> int:
-        """The TCP port, fixed at the first start."""
-        return self._port
 
     @property
     def mode(self) -> Mode:

@@ -29,8 +29,9 @@ import urllib.parse
 from collections import Counter
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
+
+from tests.loopback_server import LoopbackServer
 
 __all__ = ["FaultProxy", "Mode", "start_proxy"]
 
@@ -40,7 +41,6 @@ _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "host"}
 )
 _UPSTREAM_TIMEOUT = 10.0
-_STOP_TIMEOUT = 5.0
 _NOT_REALM = b"<html>this is not Realm</html>"
 _TRICKLE_BODY = b'{"status": "ok", "records": 0, "invalidations": 0, "version": 1}'
 
@@ -53,10 +53,13 @@ class _Behaviour:
     body: bytes = _NOT_REALM
 
 
-class FaultProxy:
+class FaultProxy(LoopbackServer["_ProxyServer"]):
     """A proxy on 127.0.0.1 in front of `upstream` (http://host:port); its port never changes."""
 
+    label = "fault proxy"
+
     def __init__(self, upstream: str) -> None:
+        super().__init__()
         parts = urllib.parse.urlsplit(upstream)
         assert parts.hostname is not None, upstream
         assert parts.port is not None, upstream
@@ -65,59 +68,15 @@ class FaultProxy:
         self._behaviour = _Behaviour()
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
-        self._port = 0  # fixed by the first start, so `down` and back keeps the URL
-        self._server: _ProxyServer | None = None
-        self._thread: threading.Thread | None = None
-        self._release = threading.Event()
 
-    # -- lifecycle -------------------------------------------------------------------------------
+    def _make_server(self, port: int) -> _ProxyServer:
+        return _ProxyServer(port, self)
 
-    def start(self) -> Self:
-        """Listen (on a free port the first time, the same port afterwards)."""
-        if self._server is not None:
-            return self
-        self._release = threading.Event()
-        server = _ProxyServer(self._port, self)
-        self._port = server.server_address[1]
-        thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.01}, name="faultproxy", daemon=True
-        )
-        thread.start()
-        self._server, self._thread = server, thread
-        return self
-
-    def stop(self) -> None:
-        """Stop listening, release held requests and reset open connections; bounded."""
-        server, thread = self._server, self._thread
-        self._server = self._thread = None
-        if server is None or thread is None:
-            return
-        self._release.set()
-        # shutdown() waits without a timeout; run it aside so a wedged server cannot hang a test.
-        stopper = threading.Thread(target=server.shutdown, daemon=True)
-        stopper.start()
-        stopper.join(_STOP_TIMEOUT)
-        server.server_close()
+    def _closing(self, server: _ProxyServer) -> None:
+        # Connections the proxy holds open upstream or downstream would outlive a "down".
         server.reset_connections()
-        thread.join(_STOP_TIMEOUT)
-        if stopper.is_alive() or thread.is_alive():
-            raise RuntimeError(f"fault proxy on port {self._port} did not stop within {_STOP_TIMEOUT}s")
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # -- controls and observations ---------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        if self._port == 0:
-            raise RuntimeError("the fault proxy has not been started")
-        return f"http://127.0.0.1:{self._port}"
 
     @property
     def mode(self) -> Mode:
