@@ -8,8 +8,10 @@ than its timeout, and `ask_async` never blocks the event loop.
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -229,6 +231,32 @@ def test_many_concurrent_async_asks_all_get_their_own_answer(clock: ManualClock,
             return answers
 
         assert asyncio.run(main()) == list(range(2_000))
+
+
+def test_answered_async_asks_are_not_kept_until_their_timeout_and_the_loop_is_not_kept(
+    clock: ManualClock, journal: Journal
+) -> None:
+    # The timeout watchdog must not hold settled asks (and their messages) for the whole timeout,
+    # nor keep an event loop alive after it is done.
+    spec = SupervisorSpec("root", [worker("a", journal)])
+    with running_tree(spec, clock) as tree:
+        address = tree.address("a")
+        loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+        async def main() -> weakref.ref[Echo]:
+            loops.append(weakref.ref(asyncio.get_running_loop()))
+            first = Echo("first")
+            assert await address.ask_async(first, timeout=3600.0) == "first"
+            for n in range(3):
+                assert await address.ask_async(Echo(n), timeout=3600.0) == n
+            return weakref.ref(first)
+
+        first = asyncio.run(main())
+        # The actor's thread holds the last message it handled until the next one arrives.
+        assert address.ask(Echo("next"), timeout=WAIT) == "next"
+        gc.collect()
+        assert first() is None, "an answered ask's message is still held"
+        assert loops[0]() is None, "a finished event loop is still held"
 
 
 def test_an_async_ask_raises_the_handlers_error_and_the_actor_lives(clock: ManualClock, journal: Journal) -> None:
