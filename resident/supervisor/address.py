@@ -65,7 +65,6 @@ class _Outbox:
 
 
 _thread_state = threading.local()
-_loop_outboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Outbox] = weakref.WeakKeyDictionary()
 
 
 @contextmanager
@@ -88,81 +87,118 @@ def flush_outbox() -> None:
         outbox.flush()
 
 
-def _flush_loop_outbox(loop: asyncio.AbstractEventLoop) -> None:
-    outbox = _loop_outboxes.pop(loop, None)
-    if outbox is not None:
-        outbox.flush()
+_Watched = tuple[float, "weakref.ref[asyncio.Future[Any]]", "Address", Any]
 
 
-def _loop_outbox(loop: asyncio.AbstractEventLoop) -> _Outbox:
-    outbox = _loop_outboxes.get(loop)
-    if outbox is None:
-        outbox = _loop_outboxes[loop] = _Outbox()
-        loop.call_soon(_flush_loop_outbox, loop)
-    return outbox
+class _LoopAsks:
+    """What async asks made on one event loop share: an outbox and a deadline watchdog.
 
+    The outbox collects the asks of one loop iteration and delivers them per target when the
+    iteration's callbacks have run, so a thousand tasks asking at once cost one hand-off each way.
 
-class _Watchdog:
-    """Fails overdue async asks for one event loop with a single timer, not one per ask.
+    The watchdog fails overdue asks with a single timer, not one per ask: `asyncio.wait_for` costs
+    a timer handle, a waiter future and callbacks per call, which at thousands of concurrent asks
+    outweighs the work itself. Deadlines are kept in one FIFO queue per distinct timeout, so each
+    queue is already in deadline order.
 
-    `asyncio.wait_for` costs a timer handle, a waiter future and callbacks per call, which at
-    thousands of concurrent asks outweighs the work itself. Deadlines are kept in one FIFO queue
-    per distinct timeout, so each queue is already in deadline order.
+    This object lives in a weak-keyed map under its loop, so it refers to the loop only weakly —
+    the loop itself, the watched futures (which refer to their loop) and the timer handle (ditto)
+    — or it would keep every loop that ever asked alive. The loop's own timer list keeps the
+    sweep scheduled.
     """
 
+    __slots__ = ("__weakref__", "_loop", "_queues", "_timer_due", "outbox")
+
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._queues: dict[float, deque[tuple[float, asyncio.Future[Any], Callable[[], BaseException]]]] = {}
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_due = 0.0
+        self._loop = weakref.ref(loop)
+        self.outbox: _Outbox | None = None
+        self._queues: dict[float, deque[_Watched]] = {}
+        self._timer_due: float | None = None
+
+    def send(self, loop: asyncio.AbstractEventLoop, address: Address, item: Item) -> None:
+        outbox = self.outbox
+        if outbox is None:
+            outbox = self.outbox = _Outbox()
+            loop.call_soon(self._flush)
+        outbox.add(address, item)
+
+    def _flush(self) -> None:
+        outbox, self.outbox = self.outbox, None
+        if outbox is not None:
+            outbox.flush()
 
     def watch(
-        self, future: asyncio.Future[Any], timeout: float, error: Callable[[], BaseException]
+        self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], timeout: float, address: Address,
+        message: Any,
     ) -> None:
-        deadline = self._loop.time() + timeout
+        """Fail `future` with `address`'s timeout error for `message` unless it is settled in time."""
+        deadline = loop.time() + timeout
         queue = self._queues.get(timeout)
         if queue is None:
             queue = self._queues[timeout] = deque()
-        queue.append((deadline, future, error))
-        if self._timer is None or deadline < self._timer_due:
-            self._arm(deadline)
+        # Answers come back roughly in ask order, so settled asks collect at the head: dropping
+        # them here keeps the queue as long as what is in flight. Left until the sweep, every
+        # settled ask and its message would live for the whole timeout, and the garbage
+        # collector would walk them all again and again.
+        while queue and _settled(queue[0][1]):
+            queue.popleft()
+        queue.append((deadline, weakref.ref(future), address, message))
+        if self._timer_due is None or deadline < self._timer_due:
+            self._arm(loop, deadline)
 
-    def _arm(self, due: float) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+    def _arm(self, loop: asyncio.AbstractEventLoop, due: float) -> None:
+        # A timer armed earlier for a later time is left to fire: its sweep finds nothing due and
+        # changes nothing. Cancelling it would mean holding its handle, and with it the loop.
         self._timer_due = due
-        self._timer = self._loop.call_at(due, self._sweep)
+        loop.call_at(due, self._sweep, due)
 
-    def _sweep(self) -> None:
-        self._timer = None
-        now = self._loop.time()
+    def _sweep(self, due: float) -> None:
+        loop = self._loop()
+        if loop is None:  # pragma: no cover - a collected loop runs no callbacks
+            return
+        if due == self._timer_due:
+            self._timer_due = None
+        now = loop.time()
         next_due: float | None = None
         for timeout, queue in list(self._queues.items()):
             while queue:
-                deadline, future, error = queue[0]
-                if future.done():
+                deadline, watched, address, message = queue[0]
+                future = watched()
+                if future is None or future.done():
                     queue.popleft()
                 elif deadline <= now:
                     queue.popleft()
-                    future.set_exception(error())
+                    future.set_exception(address._timeout(message, timeout))
                 else:
                     next_due = deadline if next_due is None else min(next_due, deadline)
                     break
             if not queue:
                 del self._queues[timeout]
-        if next_due is not None:
-            self._arm(next_due)
+        if next_due is not None and (self._timer_due is None or next_due < self._timer_due):
+            self._arm(loop, next_due)
+
+
+def _settled(watched: weakref.ref[asyncio.Future[Any]]) -> bool:
+    """True when nobody waits for the watched future any more (it is done or was dropped)."""
+    future = watched()
+    return future is None or future.done()
 
 
 # Weak keys: a closed, dropped event loop must not be kept alive by the runtime.
-_watchdogs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watchdog] = weakref.WeakKeyDictionary()
+_loop_asks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopAsks] = weakref.WeakKeyDictionary()
 
 
-def _watchdog(loop: asyncio.AbstractEventLoop) -> _Watchdog:
-    watchdog = _watchdogs.get(loop)
-    if watchdog is None:
-        watchdog = _watchdogs[loop] = _Watchdog(loop)
-    return watchdog
+def _asks_of(loop: asyncio.AbstractEventLoop) -> _LoopAsks:
+    # An event loop runs in one thread and an app usually has one: remembering the last one per
+    # thread (weakly) spares every ask the weak-keyed lookup, which builds a weak reference per call.
+    cached: tuple[weakref.ref[asyncio.AbstractEventLoop], _LoopAsks] | None = getattr(_thread_state, "asks", None)
+    if cached is not None and cached[0]() is loop:
+        return cached[1]
+    asks = _loop_asks.get(loop)
+    if asks is None:
+        asks = _loop_asks[loop] = _LoopAsks(loop)
+    _thread_state.asks = (weakref.ref(loop), asks)
+    return asks
 
 
 class Address:
@@ -219,8 +255,9 @@ class Address:
         limit = self.default_timeout if timeout is None else timeout
         loop = asyncio.get_running_loop()
         reply = AsyncReply(loop)
-        _loop_outbox(loop).add(self, (message, reply))
-        _watchdog(loop).watch(reply.future, limit, lambda: self._timeout(message, limit))
+        asks = _asks_of(loop)
+        asks.send(loop, self, (message, reply))
+        asks.watch(loop, reply.future, limit, self, message)
         return await reply.future
 
     def _timeout(self, message: Any, limit: float) -> ActorUnavailable:
