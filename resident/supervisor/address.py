@@ -250,15 +250,19 @@ class Address:
         except AskTimeout:
             raise self._timeout(message, limit) from None
 
-    async def ask_async(self, message: Any, timeout: float | None = None) -> Any:
-        """Send and await the answer without blocking the event loop."""
+    def ask_async(self, message: Any, timeout: float | None = None) -> asyncio.Future[Any]:
+        """Send now and return the future of the answer, to await without blocking the event loop.
+
+        Call it from a coroutine on the running loop. It returns the future itself rather than
+        being a coroutine: one coroutine frame less on a path taken thousands of times a second.
+        """
         limit = self.default_timeout if timeout is None else timeout
         loop = asyncio.get_running_loop()
         reply = AsyncReply(loop)
         asks = _asks_of(loop)
         asks.send(loop, self, (message, reply))
         asks.watch(loop, reply.future, limit, self, message)
-        return await reply.future
+        return reply.future
 
     def _timeout(self, message: Any, limit: float) -> ActorUnavailable:
         return self._timeout_error(
