@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from resident.actors.substrate import _joined_terms, _Retained, _terms_per_text
 from resident.errors import InvalidInput
 from resident.memory import keyword
 from resident.memory.keyword import KeywordIndex, _Segment
-from resident.memory.text import term_ids
+from resident.memory.text import analyse, term_ids, term_ids_batch, terms_of
 
 WORDS = ["deploy", "staging", "migración", "base", "datos", "发布", "版本", "测试", "risk", "orders", "equipo"]
 docs = st.lists(st.sampled_from(WORDS), max_size=8).map(" ".join)
@@ -147,3 +148,49 @@ def test_merging_segments_keeps_rows_ascending_within_each_term() -> None:
     assert merged.terms.tolist() == [3, 5, 8]
     assert merged.starts.tolist() == [0, 2, 3, 5]
     assert merged.rows.tolist() == [0, 1, 3, 1, 2]
+
+
+MIXED = [
+    "Deploying to staging needs the migration first",
+    "部署到预发布环境之前必须先执行数据库迁移",
+    "La canción del despliegue: primero la migración",
+    "",
+    "the and of",
+    "staging 预发布 migración",
+]
+
+
+def test_terms_from_an_analysis_made_for_the_embedder_are_the_ones_the_index_would_compute() -> None:
+    docs, terms = term_ids_batch(MIXED)
+    shared_docs, shared_terms = terms_of(analyse(MIXED))
+    assert sorted(zip(docs.tolist(), terms.tolist(), strict=True)) == sorted(
+        zip(shared_docs.tolist(), shared_terms.tolist(), strict=True)
+    )
+
+
+def test_an_index_given_the_terms_searches_like_one_that_analysed_the_texts() -> None:
+    analysing, given_terms = KeywordIndex(), KeywordIndex()
+    for batch in (MIXED[:3], MIXED[3:]):
+        analysing.add(batch)
+        given_terms.add(batch, term_ids_batch(batch))
+    for query in ("staging migration", "数据库迁移", "canción", "预发布"):
+        rows, scores = analysing.search(query, None, 10)
+        given_rows, given_scores = given_terms.search(query, None, 10)
+        assert len(rows)
+        assert rows.tolist() == given_rows.tolist()
+        assert scores.tolist() == given_scores.tolist()
+
+
+def test_the_substrate_splits_a_batchs_terms_per_text_and_joins_them_back() -> None:
+    docs, terms = term_ids_batch(MIXED)
+    per_text = _terms_per_text((docs, terms), len(MIXED))
+    assert [sorted(own.tolist()) for own in per_text] == [
+        sorted(terms[docs == row].tolist()) for row in range(len(MIXED))
+    ]
+    items = [_Retained(record=None, vector=None, reply=None, terms=own) for own in per_text]  # type: ignore[arg-type]
+    joined = _joined_terms(items)
+    assert joined is not None
+    assert sorted(zip(joined[0].tolist(), joined[1].tolist(), strict=True)) == sorted(
+        zip(docs.tolist(), terms.tolist(), strict=True)
+    )
+    assert _joined_terms([*items, _Retained(record=None, vector=None, reply=None)]) is None  # type: ignore[arg-type]

@@ -32,9 +32,10 @@ import numpy as np
 import numpy.typing as npt
 
 from resident.errors import EmbedderUnavailable, InvalidInput, MemoryDisabled
-from resident.memory.embedding import Embedder
+from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.index import IndexEntry, RecallIndex
 from resident.memory.records import MAX_QUERY_CHARS, clean_query
+from resident.memory.text import Analysis, Terms, analyse, terms_of
 from resident.memory.visibility import can_see, can_see_bank, is_served
 from resident.messages.memory import (
     Bank,
@@ -148,6 +149,8 @@ class _Retained:
     reply: Reply | None
     # Which embedder made `vector`: a switch of embedder while the write was in flight voids it.
     embedder: str = ""
+    # The keyword terms of the record's text, from the analysis its embedding was made from.
+    terms: npt.NDArray[np.uint64] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,16 +291,23 @@ class Substrate(SupervisedActor):
 
     # -- retain -----------------------------------------------------------------------------------
 
-    def _embed(self, texts: Sequence[str], *, probe: bool = False) -> npt.NDArray[np.float32] | None:
+    def _embed(
+        self, texts: Sequence[str], *, probe: bool = False, parts: Sequence[Analysis] | None = None
+    ) -> npt.NDArray[np.float32] | None:
         """Vectors for `texts`, or None when the embedder fails or is known to be failing.
 
         Only a probe (the backfill) calls an embedder known to be failing; any failure, whatever
-        its kind, leaves the write to go on without vectors and schedules the next probe.
+        its kind, leaves the write to go on without vectors and schedules the next probe. `parts`
+        is the texts' analysis, if the caller made one: the hash embedder starts from it.
         """
-        if self._embedder is None or not texts or (self._embedder_down and not probe):
+        embedder = self._embedder
+        if embedder is None or not texts or (self._embedder_down and not probe):
             return None
         try:
-            vectors = self._embedder.embed(texts)
+            if parts is not None and isinstance(embedder, HashEmbedder):
+                vectors = embedder.embed_analysed(parts, len(texts))
+            else:
+                vectors = embedder.embed(texts)
         except Exception as error:  # noqa: BLE001 - no embedder failure may cost a write
             self._embedder_failed(error, probe=probe)
             return None
@@ -321,7 +331,12 @@ class Substrate(SupervisedActor):
         self._flush_queued = False
         if not queue:
             return
-        vectors = self._embed([_text(m.record) for m, _ in queue])
+        texts = [_text(m.record) for m, _ in queue]
+        # One analysis serves the hash embedder now and the keyword index once the writes are
+        # durable; it is most of the work of each.
+        parts = list(analyse(texts))
+        vectors = self._embed(texts, parts=parts)
+        terms = _terms_per_text(terms_of(parts), len(texts))
         name = self._embedder_name()
         for position, (message, reply) in enumerate(queue):
             vector = vectors[position] if vectors is not None else None
@@ -332,7 +347,7 @@ class Substrate(SupervisedActor):
             stored = ((message.record.id, encode_vector(name, vector)),) if vector is not None else ()
             self.writer.tell(
                 Commit(events=events, vectors=stored),
-                ForwardReply(self.context.address, _Retained(message.record, vector, reply, name)),
+                ForwardReply(self.context.address, _Retained(message.record, vector, reply, name, terms[position])),
             )
         if vectors is None:
             self._queue_backfill(self._backfill_delay)
@@ -398,7 +413,7 @@ class Substrate(SupervisedActor):
                 self._learn_bank(item.record)
         name = self._embedder_name()
         matrix, present = _stack([item.vector if item.embedder == name else None for item in fresh])
-        self._index.add([_entry(item.record) for item in fresh], matrix, present)
+        self._index.add([_entry(item.record) for item in fresh], matrix, present, _joined_terms(fresh))
         if present is None or not present.all():
             self._queue_backfill(self._backfill_delay)
 
@@ -616,6 +631,25 @@ def _bulk_load() -> Iterator[None]:
     finally:
         if paused:
             gc.enable()
+
+
+def _terms_per_text(terms: Terms, count: int) -> list[npt.NDArray[np.uint64]]:
+    """Split a batch's `(doc, term)` pairs into the terms of each of its `count` texts."""
+    docs, ids = terms
+    order = np.argsort(docs, kind="stable")
+    bounds = np.searchsorted(docs[order], np.arange(count + 1)).tolist()
+    grouped = ids[order]
+    return [grouped[bounds[i] : bounds[i + 1]] for i in range(count)]
+
+
+def _joined_terms(items: Sequence[_Retained]) -> Terms | None:
+    """The terms of `items` as one batch, or None if any lacks them (the index analyses then)."""
+    own = [item.terms for item in items]
+    if not own or any(terms is None for terms in own):
+        return None
+    present = [terms for terms in own if terms is not None]
+    docs = np.repeat(np.arange(len(present), dtype=np.int32), [len(terms) for terms in present])
+    return docs, np.concatenate(present)
 
 
 def _stored_matrix(

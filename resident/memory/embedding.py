@@ -72,8 +72,13 @@ class HashEmbedder:
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed `texts` in one vectorised pass; an empty text (or one of stopwords) is a zero row."""
-        out = np.zeros((len(texts), self._dim), dtype=np.float32)
-        for part in analyse(texts):
+        return self.embed_analysed(list(analyse(texts)), len(texts))
+
+    def embed_analysed(self, parts: Sequence[Analysis], count: int) -> npt.NDArray[np.float32]:
+        """Embed `count` texts from their analysis (`resident.memory.text.analyse`), which the
+        caller may also use for keyword indexing: the analysis is most of the work."""
+        out = np.zeros((count, self._dim), dtype=np.float32)
+        for part in parts:
             out[part.first_doc : part.first_doc + part.n_docs] = self._embed_slice(part)
         return out
 

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from resident.errors import InvalidInput, RecordNotFound
 from resident.memory.fusion import parse_time_window, rrf, temporal_rank
 from resident.memory.keyword import KeywordIndex
+from resident.memory.text import Terms
 from resident.memory.vectors import VectorIndex
 from resident.messages.memory import Lifecycle, ReplicationState
 
@@ -123,8 +124,11 @@ class RecallIndex:
         entries: Sequence[IndexEntry],
         vectors: npt.NDArray[np.floating] | None,
         has_vector: npt.NDArray[np.bool_] | None = None,
+        terms: Terms | None = None,
     ) -> None:
         """Index new records; `vectors` rows align with `entries`, `has_vector` marks the real ones.
+
+        `terms` are the entries' texts' `term_ids_batch`, when the caller has them already.
 
         Nothing is indexed if any entry is invalid (an id already indexed or repeated, an unknown
         lifecycle or replication state, vectors of the wrong shape).
@@ -137,7 +141,7 @@ class RecallIndex:
         lifecycle = _codes(_LIFECYCLES, "lifecycle", [entry.lifecycle for entry in entries])
         replication = _codes(_REPLICATIONS, "replication", [entry.replication for entry in entries])
         self._vectors.append(len(entries), vectors, has_vector)
-        self._keyword.add([entry.text for entry in entries])
+        self._keyword.add([entry.text for entry in entries], terms)
 
         first, count = len(self._ids), len(entries)
         self._reserve(first + count)

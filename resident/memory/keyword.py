@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from resident.errors import InvalidInput
 from resident.memory.fusion import top_k
-from resident.memory.text import term_ids, term_ids_batch
+from resident.memory.text import Terms, term_ids, term_ids_batch
 
 __all__ = ["KeywordIndex"]
 
@@ -127,11 +127,14 @@ class KeywordIndex:
     def __len__(self) -> int:
         return self._count
 
-    def add(self, texts: Sequence[str]) -> None:
-        """Append `texts` as the next rows; large batches go straight into a segment."""
+    def add(self, texts: Sequence[str], analysed: Terms | None = None) -> None:
+        """Append `texts` as the next rows; large batches go straight into a segment.
+
+        `analysed`, when given, is `term_ids_batch(texts)` computed already (it is not checked).
+        """
         if not texts:
             return
-        docs, terms = term_ids_batch(texts)
+        docs, terms = term_ids_batch(texts) if analysed is None else (analysed[0].copy(), analysed[1])
         lengths = np.bincount(docs, minlength=len(texts)).astype(np.float32)
         first = self._count
         self._reserve(first + len(texts))

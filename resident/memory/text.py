@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import itertools
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -28,6 +28,7 @@ import numpy.typing as npt
 __all__ = [
     "STOPWORDS",
     "Analysis",
+    "Terms",
     "analyse",
     "normalize",
     "prefix_hash",
@@ -35,6 +36,7 @@ __all__ = [
     "term_id",
     "term_ids",
     "term_ids_batch",
+    "terms_of",
 ]
 
 # English (normalised: lower case; "s" and "t" are what "team's" and "don't" leave behind), then
@@ -89,6 +91,10 @@ _CJK_RANGES = (
 )
 
 
+# `(doc_index, term_id)` pairs, one per token of a batch of texts, as two aligned arrays.
+Terms = tuple[npt.NDArray[np.int32], npt.NDArray[np.uint64]]
+
+
 @dataclass(frozen=True, slots=True)
 class Analysis:
     """One slice of a batch after normalisation: its codepoints and where its tokens are.
@@ -137,7 +143,7 @@ def term_ids(text: str) -> npt.NDArray[np.uint64]:
     return term_ids_batch([text])[1]
 
 
-def term_ids_batch(texts: Sequence[str]) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint64]]:
+def term_ids_batch(texts: Sequence[str]) -> Terms:
     """`(doc_index, term)` for every token of every text, in no particular order.
 
     (In fact slice by slice, a slice being a run of texts, and within a slice words first, then
@@ -145,9 +151,18 @@ def term_ids_batch(texts: Sequence[str]) -> tuple[npt.NDArray[np.int32], npt.NDA
     """
     if len(texts) >= _PARALLEL_TEXTS:
         return _term_ids_in_parallel(texts)
+    return terms_of(analyse(texts))
+
+
+def terms_of(parts: Iterable[Analysis]) -> Terms:
+    """`(doc_index, term)` for every token of analysed slices (what `term_ids_batch` returns).
+
+    For a caller that has analysed a batch already (the hash embedder's input), so the keyword
+    index does not analyse the same texts a second time.
+    """
     docs: list[npt.NDArray[np.int32]] = []
     terms: list[npt.NDArray[np.uint64]] = []
-    for part in analyse(texts):
+    for part in parts:
         docs += (part.word_doc, part.cjk_doc, part.pair_doc)
         terms += (part.word_id, part.cjk_id, part.pair_id)
     if not docs:
