@@ -644,10 +644,9 @@ def _terms_per_text(terms: Terms, count: int) -> list[npt.NDArray[np.uint64]]:
 
 def _joined_terms(items: Sequence[_Retained]) -> Terms | None:
     """The terms of `items` as one batch, or None if any lacks them (the index analyses then)."""
-    own = [item.terms for item in items]
-    if not own or any(terms is None for terms in own):
+    present = [item.terms for item in items if item.terms is not None]
+    if not present or len(present) != len(items):
         return None
-    present = [terms for terms in own if terms is not None]
     docs = np.repeat(np.arange(len(present), dtype=np.int32), [len(terms) for terms in present])
     return docs, np.concatenate(present)
 
