@@ -160,12 +160,13 @@ MIXED = [
 ]
 
 
+def _pairs(terms: tuple[np.ndarray, np.ndarray]) -> list[tuple[int, int]]:
+    """(doc, term) pairs in a canonical order: batches of terms come in no particular order."""
+    return sorted(zip(terms[0].tolist(), terms[1].tolist(), strict=True))
+
+
 def test_terms_from_an_analysis_made_for_the_embedder_are_the_ones_the_index_would_compute() -> None:
-    docs, terms = term_ids_batch(MIXED)
-    shared_docs, shared_terms = terms_of(analyse(MIXED))
-    assert sorted(zip(docs.tolist(), terms.tolist(), strict=True)) == sorted(
-        zip(shared_docs.tolist(), shared_terms.tolist(), strict=True)
-    )
+    assert _pairs(terms_of(analyse(MIXED))) == _pairs(term_ids_batch(MIXED))
 
 
 def test_an_index_given_the_terms_searches_like_one_that_analysed_the_texts() -> None:
@@ -190,7 +191,5 @@ def test_the_substrate_splits_a_batchs_terms_per_text_and_joins_them_back() -> N
     items = [_Retained(record=None, vector=None, reply=None, terms=own) for own in per_text]  # type: ignore[arg-type]
     joined = _joined_terms(items)
     assert joined is not None
-    assert sorted(zip(joined[0].tolist(), joined[1].tolist(), strict=True)) == sorted(
-        zip(docs.tolist(), terms.tolist(), strict=True)
-    )
+    assert _pairs(joined) == _pairs((docs, terms))
     assert _joined_terms([*items, _Retained(record=None, vector=None, reply=None)]) is None  # type: ignore[arg-type]
