@@ -5,7 +5,8 @@ embeds every queued text as a single numpy batch and tells the writer one `Commi
 each carrying a `ForwardReply` back here with the caller's reply inside. When the writer's commit
 is durable, its outcomes come back as one `Completed` message: the substrate indexes the new
 records and settles all the callers together. A record is therefore recallable by the time its
-`remember` returns.
+`remember` returns. While a batch is at the writer, new retains wait for it and then go as one
+batch: under load the batches grow with it, and most of the work is per batch, not per record.
 
 LMDB is the truth and the in-memory `RecallIndex` a cache: `setup()` rebuilds it from the store
 before the first request is handled (the address buffers requests meanwhile), and every recall
@@ -189,6 +190,11 @@ class Substrate(SupervisedActor):
         self._banks: dict[str, Bank] = {}
         self._queue: list[tuple[Retain, Reply | None]] = []
         self._flush_queued = False
+        # Records told to the writer whose outcome has not come back yet. While some are in
+        # flight, new retains wait for them and then go as one batch (see `_request_flush`).
+        self._in_flight = 0
+        self._batches = 0
+        self._largest_batch = 0
         self._backfill_queued = False
         self._backfill_delay = 1.0
         # Records whose backfilled vectors are being written; not embedded again meanwhile.
@@ -255,9 +261,7 @@ class Substrate(SupervisedActor):
         if isinstance(message, Retain):
             self._require_memory()
             self._queue.append((message, self.defer()))
-            if not self._flush_queued:
-                self._flush_queued = True
-                self.tell_self(_EmbedFlush())
+            self._request_flush()
             return None
         if isinstance(message, Recall):
             return self._recall(message)
@@ -326,11 +330,25 @@ class Substrate(SupervisedActor):
             self._backfill_delay = min(self._backfill_delay * 2, BACKFILL_MAX_DELAY)
         self._queue_backfill(self._backfill_delay)
 
+    def _request_flush(self) -> None:
+        """Flush the queued retains soon, unless a flush already waits or earlier ones are in flight.
+
+        While the writer holds earlier records, more retains arrive; waiting for its answer lets
+        them go as one batch, and the analysis, embedding and indexing cost mostly per batch.
+        """
+        if self._flush_queued or self._in_flight or not self._queue:
+            return
+        self._flush_queued = True
+        self.tell_self(_EmbedFlush())
+
     def _embed_flush(self) -> None:
         queue, self._queue = self._queue, []
         self._flush_queued = False
         if not queue:
             return
+        self._in_flight += len(queue)
+        self._batches += 1
+        self._largest_batch = max(self._largest_batch, len(queue))
         texts = [_text(m.record) for m, _ in queue]
         # One analysis serves the hash embedder now and the keyword index once the writes are
         # durable; it is most of the work of each.
@@ -357,6 +375,8 @@ class Substrate(SupervisedActor):
         settlements: list[tuple[Reply | None, Any, BaseException | None]] = []
         for context, _value, error in message.outcomes:
             if isinstance(context, _Retained):
+                # A previous incarnation's writes may still be answered here: never below zero.
+                self._in_flight = max(0, self._in_flight - 1)
                 if error is not None:
                     settlements.append((context.reply, None, error))
                     continue
@@ -380,6 +400,7 @@ class Substrate(SupervisedActor):
         # The writes are durable: answer now; the index takes them in before its next read.
         settle_all(settlements)
         self._queue_index(admitted)
+        self._request_flush()
 
     def _queue_index(self, admitted: Sequence[_Retained]) -> None:
         """Index durable records soon, in one batch with whatever else arrives meanwhile.
@@ -614,6 +635,10 @@ class Substrate(SupervisedActor):
             rebuild_seconds=round(self._rebuild_seconds, 3),
             by_lifecycle=lifecycle,
             by_replication=replication,
+            queued=len(self._queue),
+            in_flight=self._in_flight,
+            batches=self._batches,
+            largest_batch=self._largest_batch,
         )
 
 

@@ -294,6 +294,12 @@ class SubstrateStatus(Message, frozen=True, tag="substrate.status"):
     rebuild_seconds: float
     by_lifecycle: dict[str, int]
     by_replication: dict[str, int]
+    # The retain pipeline: memories waiting to be embedded, records at the writer, and how many
+    # embedding batches have gone (with the largest), so batching under load can be seen.
+    queued: int = 0
+    in_flight: int = 0
+    batches: int = 0
+    largest_batch: int = 0
 
 
 class GetSubstrateStatus(Message, frozen=True, tag="substrate.status.get"):
