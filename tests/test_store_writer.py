@@ -24,9 +24,19 @@ from resident.errors import (
 )
 from resident.messages.store import Commit, Committed
 from resident.store.store import Outcome, Store
-from resident.store.tables import RECORDS
+from resident.store.tables import BANKS, RECORDS
 from resident.supervisor import Address, ThreadReply
-from tests.store_helpers import admitted, commit, memory_off, memory_on, open_home, prepare, running_writer, statistics
+from tests.store_helpers import (
+    admitted,
+    bank_created,
+    commit,
+    memory_off,
+    memory_on,
+    open_home,
+    prepare,
+    running_writer,
+    statistics,
+)
 
 
 class GatedCommit:
@@ -145,6 +155,21 @@ def test_a_refused_write_fails_alone_and_the_rest_of_its_batch_commits(
     assert [type(error) for _, error in results] == [type(None), UnknownBank, type(None), InvalidInput, type(None)]
     assert all(isinstance(value, Committed) for value, error in results if error is None)
     assert _record_ids(store) == {"good-1", "good-2", "good-3"}
+
+
+def test_a_record_id_committed_earlier_is_refused_and_the_stored_record_and_log_stay_as_they_were(
+    store: Store, writer: Address
+) -> None:
+    assert isinstance(writer.ask(commit(admitted("kept", at=2.0)), 10), Committed)
+    with store.reader() as reader:
+        before = (reader.get(RECORDS, "kept"), len(list(reader.events())))
+    # Alone, and as the second event of a write whose first event (a new bank) is applied first.
+    for write in (commit(admitted("kept", at=3.0)), commit(bank_created("agent_core/alice"), admitted("kept", at=3.0))):
+        with pytest.raises(InvalidInput, match="kept already exists"):
+            writer.ask(write, 10)
+    with store.reader() as reader:
+        assert (reader.get(RECORDS, "kept"), len(list(reader.events()))) == before
+        assert reader.get(BANKS, "agent_core/alice") is None
 
 
 def test_writes_refused_while_memory_is_off_fail_alone(store: Store, writer: Address, gate: GatedCommit) -> None:

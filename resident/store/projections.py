@@ -142,14 +142,15 @@ def _admissible(view: View, event: RecordAdmitted) -> bool:
     record = event.record
     if view.get(BANKS, record.bank) is None:
         raise UnknownBank(f"bank {record.bank} does not exist; create it first")
-    if view.get(RECORDS, record.id) is not None:
-        raise InvalidInput(f"a record with id {record.id} already exists")
     return True
 
 
 @projection(RecordAdmitted, check=_admissible)
 def _admit(view: View, event: RecordAdmitted) -> None:
-    view.put(RECORDS, event.record.id, event.record)
+    # The duplicate check is the insert itself: admission is the hottest write, and a separate
+    # lookup would cost a second descent of the records table for every record.
+    if not view.insert(RECORDS, event.record.id, event.record):
+        raise InvalidInput(f"a record with id {event.record.id} already exists")
 
 
 def _existing(view: View, record_id: str) -> Any:

@@ -23,6 +23,10 @@ class View(Protocol):
 
     def put(self, table: Table[T], key: str, value: T) -> None: ...
 
+    def insert(self, table: Table[T], key: str, value: T) -> bool:
+        """Put `value` under `key` unless the key is present; whether it was put."""
+        ...
+
 
 def _refuse_events(table: Table[Any]) -> None:
     # The event log is append-only: projections never touch it, only the store's commit does.
@@ -65,6 +69,21 @@ class TxnView:
         self._txn.put(key.encode("utf-8"), table.encode(value), db=self._dbs[table.name])
         self._seen[(table.name, key)] = value
 
+    def insert(self, table: Table[T], key: str, value: T) -> bool:
+        _refuse_events(table)
+        entry = (table.name, key)
+        view: TxnView | None = self
+        while view is not None:
+            seen = view._seen.get(entry)
+            if seen is not None:
+                return False
+            view = view._parent
+        # One B-tree descent that refuses an existing key, instead of a lookup and then a put.
+        if not self._txn.put(key.encode("utf-8"), table.encode(value), db=self._dbs[table.name], overwrite=False):
+            return False
+        self._seen[entry] = value
+        return True
+
     def nested(self, txn: lmdb.Transaction) -> TxnView:
         """A view over `txn`, a transaction nested in this view's one."""
         return TxnView(txn, self._dbs, parent=self)
@@ -88,6 +107,15 @@ class DictView:
     def put(self, table: Table[T], key: str, value: T) -> None:
         _refuse_events(table)
         self.tables.setdefault(table.name, {})[key.encode("utf-8")] = table.encode(value)
+
+    def insert(self, table: Table[T], key: str, value: T) -> bool:
+        _refuse_events(table)
+        rows = self.tables.setdefault(table.name, {})
+        encoded_key = key.encode("utf-8")
+        if encoded_key in rows:
+            return False
+        rows[encoded_key] = table.encode(value)
+        return True
 
     def items(self, table: Table[Any]) -> Iterator[tuple[bytes, bytes]]:
         return iter(sorted(self.tables.get(table.name, {}).items()))
