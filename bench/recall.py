@@ -3,13 +3,14 @@
 Everything runs through `Runtime.open` on fresh homes, without Realm (records stay pending):
 
 * **recall** — records are committed through the runtime's writer as batches of `RecordAdmitted`
-  events with their hash-embedder vectors (what `remember` stores, minus the per-call hops, so
-  100k records load in seconds), the substrate indexes them from the published events, and then
-  `rt.member("deven").recall(query)` is timed from the caller's thread: member actor → substrate
-  (query embedding, filtered fused search) → LMDB re-read of each hit → caller. Half the records
-  are deven's own (`agent_core/deven`), half the team's (`world_shared/team`): every row passes the
-  visibility filter, the worst case. Texts and queries are `bench/recall_index.py`'s synthetic
-  mix of English, Spanish and Chinese. Sizes grow in place: 1k, then 10k, then 100k.
+  events with their hash-embedder vectors and keyword terms (what `remember` stores, minus the
+  per-call hops, so 100k records load in seconds), the substrate indexes them from the published
+  events, and then `rt.member("deven").recall(query)` is timed from the caller's thread: member
+  actor → substrate (query embedding, filtered fused search) → LMDB re-read of each hit → caller.
+  Half the records are deven's own (`agent_core/deven`), half the team's (`world_shared/team`):
+  every row passes the visibility filter, the worst case. Texts and queries are
+  `bench/recall_index.py`'s synthetic mix of English, Spanish and Chinese. Sizes grow in place:
+  1k, then 10k, then 100k.
 * **rebuild** — at 100k: crash the substrate and time until a recall sent right behind the crash
   is answered (the next incarnation rebuilds its index from LMDB first), and reopen the home and
   time `Runtime.open` plus the first recall. The substrate's own `rebuild_seconds` is reported.
@@ -50,10 +51,12 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from resident.actors.substrate import encode_vector
+from resident.actors.substrate import encode_vector, indexed_text
 from resident.ids import new_id
 from resident.memory.embedding import HashEmbedder
 from resident.memory.records import make_record
+from resident.memory.stored_terms import encode_terms, split_terms
+from resident.memory.text import term_ids_batch
 from resident.messages.memory import (
     Activation,
     Bank,
@@ -159,11 +162,14 @@ def load(rt: Runtime, texts: Sequence[str], start: int, embedder: HashEmbedder) 
     for first in range(0, len(texts), LOAD_BATCH):
         chunk = texts[first : first + LOAD_BATCH]
         records = _records(chunk, start + first, now)
-        vectors: npt.NDArray[np.float32] = embedder.embed([f"{r.summary}\n{r.body}" for r in records])
+        record_texts = [indexed_text(r) for r in records]
+        vectors: npt.NDArray[np.float32] = embedder.embed(record_texts)
+        terms = split_terms(term_ids_batch(record_texts), len(records))
         rt.write(
             Commit(
                 events=tuple(RecordAdmitted(at=now, record=r) for r in records),
                 vectors=tuple((r.id, encode_vector(embedder.name, vectors[i])) for i, r in enumerate(records)),
+                terms=tuple((r.id, encode_terms(terms[i])) for i, r in enumerate(records)),
             ),
             TIMEOUT,
         )

@@ -25,6 +25,7 @@ import numpy as np
 from resident.memory.embedding import HashEmbedder
 from resident.memory.index import IndexEntry, RecallIndex
 from resident.memory.text import term_ids_batch
+from resident.messages.memory import Activation
 
 NOW = 1_790_000_000.0
 BANKS = [f"agent_core/m{i}" for i in range(40)] + [f"world_shared/w{i}" for i in range(10)]
@@ -88,8 +89,7 @@ def _entries(texts: Sequence[str]) -> list[IndexEntry]:
             bank=BANKS[i % len(BANKS)],
             lifecycle="active" if i % 17 else "superseded",
             replication="synced" if i % 29 else "conflict",
-            domain=(None, "work", "personal")[i % 3],
-            project=None if i % 4 else f"p{i % 7}",
+            activation=Activation(domain=(None, "work", "personal")[i % 3], project=None if i % 4 else f"p{i % 7}"),
             occurred_at=NOW - rng.random() * 400 * 86_400,
             recorded_at=NOW - rng.random() * 400 * 86_400,
             text=text,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from resident.errors import InvalidInput, RecordNotFound
 from resident.memory.embedding import HashEmbedder
 from resident.memory.index import MAX_K, IndexEntry, RecallIndex
-from resident.messages.memory import Lifecycle, ReplicationState
+from resident.messages.memory import Activation, Lifecycle, ReplicationState
 
 NOW = 1_800_000_000.0
 DAY = 86_400.0
@@ -26,7 +27,7 @@ def entry(
     bank: str = "agent_core/deven",
     lifecycle: Lifecycle = "active",
     replication: ReplicationState = "synced",
-    domain: str | None = None,
+    domain: Literal["work", "personal"] | None = None,
     project: str | None = None,
     days_ago: float = 1.0,
 ) -> IndexEntry:
@@ -35,8 +36,7 @@ def entry(
         bank=bank,
         lifecycle=lifecycle,
         replication=replication,
-        domain=domain,
-        project=project,
+        activation=Activation(domain=domain, project=project),
         occurred_at=NOW - days_ago * DAY,
         recorded_at=NOW - days_ago * DAY,
         text=text,
@@ -280,8 +280,7 @@ def test_search_never_returns_a_record_the_filters_exclude(
             bank=e.bank,
             lifecycle=e.lifecycle,
             replication=e.replication,
-            domain=e.domain,
-            project=e.project,
+            activation=e.activation,
             occurred_at=e.occurred_at,
             recorded_at=e.recorded_at,
             text=e.text,
@@ -299,8 +298,8 @@ def test_search_never_returns_a_record_the_filters_exclude(
             e.bank in banks
             and e.replication in ("pending", "synced")
             and (include_inactive or e.lifecycle == "active")
-            and (domain is None or e.domain in (None, domain))
-            and (project is None or e.project in (None, project))
+            and (domain is None or e.activation.domain in (None, domain))
+            and (project is None or e.activation.project in (None, project))
         )
 
     returned = [hit.id for hit in hits]

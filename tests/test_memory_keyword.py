@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from resident.actors.substrate import _joined_terms, _Retained, _terms_per_text
+from resident.actors.substrate import _joined_terms, _Retained
 from resident.errors import InvalidInput
 from resident.memory import keyword
 from resident.memory.keyword import KeywordIndex, _Segment
+from resident.memory.stored_terms import split_terms
 from resident.memory.text import analyse, term_ids, term_ids_batch, terms_of
 
 WORDS = ["deploy", "staging", "migración", "base", "datos", "发布", "版本", "测试", "risk", "orders", "equipo"]
@@ -184,7 +185,7 @@ def test_an_index_given_the_terms_searches_like_one_that_analysed_the_texts() ->
 
 def test_the_substrate_splits_a_batchs_terms_per_text_and_joins_them_back() -> None:
     docs, terms = term_ids_batch(MIXED)
-    per_text = _terms_per_text((docs, terms), len(MIXED))
+    per_text = split_terms((docs, terms), len(MIXED))
     assert [sorted(own.tolist()) for own in per_text] == [
         sorted(terms[docs == row].tolist()) for row in range(len(MIXED))
     ]

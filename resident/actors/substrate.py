@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -36,7 +37,8 @@ from resident.errors import EmbedderUnavailable, InvalidInput, MemoryDisabled
 from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.index import IndexEntry, RecallIndex
 from resident.memory.records import MAX_QUERY_CHARS, clean_query
-from resident.memory.text import Analysis, Terms, analyse, terms_of
+from resident.memory.stored_terms import decode_terms, encode_terms, split_terms
+from resident.memory.text import Analysis, Terms, analyse, term_ids_batch, terms_of
 from resident.memory.visibility import can_see, can_see_bank, is_served
 from resident.messages.memory import (
     Bank,
@@ -61,10 +63,10 @@ from resident.messages.replication import RecordConflicted, RecordInvalidated, R
 from resident.messages.store import Commit, Published
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.store import Reader, Store
-from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS, VECTORS
+from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS, TERMS, VECTORS, Table
 from resident.supervisor import Address, ChildContext, Completed, ForwardReply, Reply, SupervisedActor, settle_all
 
-__all__ = ["MAX_QUERY_CHARS", "MAX_RECALL_K", "Substrate", "decode_vector", "encode_vector"]
+__all__ = ["MAX_QUERY_CHARS", "MAX_RECALL_K", "Substrate", "decode_vector", "encode_vector", "indexed_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +79,8 @@ INDEX_DELAY = 0.02
 USAGE_FLUSH_SECONDS = 0.25
 USAGE_BATCH = 64
 EmbedderFactory = Callable[[str], Embedder]
+# A stored record decoded as just what the index keeps of it (see `IndexEntry`).
+_STORED_ENTRY = msgspec.msgpack.Decoder(IndexEntry)
 
 
 def encode_vector(embedder: str, vector: npt.NDArray[np.float32]) -> bytes:
@@ -89,7 +93,7 @@ def decode_vector(raw: bytes) -> tuple[str, npt.NDArray[np.float32]]:
     return name.decode("utf-8"), np.frombuffer(data, dtype=np.float32)
 
 
-def _text(record: MemoryRecord) -> str:
+def indexed_text(record: MemoryRecord) -> str:
     """What gets embedded and keyword-indexed: the summary, a newline, the body.
 
     A summary made from the body's first line is not repeated: it would count those words twice
@@ -115,11 +119,10 @@ def _entry(record: MemoryRecord) -> IndexEntry:
         bank=record.bank,
         lifecycle=record.lifecycle,
         replication=record.replication,
-        domain=record.activation.domain,
-        project=record.activation.project,
+        activation=record.activation,
         occurred_at=record.occurred_at,
         recorded_at=record.recorded_at,
-        text=_text(record),
+        text=indexed_text(record),
     )
 
 
@@ -242,9 +245,11 @@ class Substrate(SupervisedActor):
         index = RecallIndex()
         with _bulk_load(), self.store.reader() as reader:
             self._banks = dict(reader.items(BANKS))
-            entries = [_entry(record) for record in reader.values(RECORDS)]
-            matrix, present = _stored_matrix(reader, [entry.id for entry in entries], self._embedder_name())
-            index.add(entries, matrix, present)
+            keys, raw_records = reader.raw_columns(RECORDS)
+            # Only what the index keeps is decoded; the texts' terms come from the terms table.
+            entries = [_STORED_ENTRY.decode(raw) for raw in raw_records]
+            matrix, present = _stored_matrix(reader, keys, self._embedder_name())
+            index.add(entries, matrix, present, _stored_terms(reader, keys))
         self._index = index
         self._filling.clear()
         self._rebuild_seconds = time.perf_counter() - started
@@ -349,12 +354,12 @@ class Substrate(SupervisedActor):
         self._in_flight += len(queue)
         self._batches += 1
         self._largest_batch = max(self._largest_batch, len(queue))
-        texts = [_text(m.record) for m, _ in queue]
+        texts = [indexed_text(m.record) for m, _ in queue]
         # One analysis serves the hash embedder now and the keyword index once the writes are
         # durable; it is most of the work of each.
         parts = list(analyse(texts))
         vectors = self._embed(texts, parts=parts)
-        terms = _terms_per_text(terms_of(parts), len(texts))
+        terms = split_terms(terms_of(parts), len(texts))
         name = self._embedder_name()
         for position, (message, reply) in enumerate(queue):
             vector = vectors[position] if vectors is not None else None
@@ -364,7 +369,7 @@ class Substrate(SupervisedActor):
                 events = (*events, message.supersedes)
             stored = ((message.record.id, encode_vector(name, vector)),) if vector is not None else ()
             self.writer.tell(
-                Commit(events=events, vectors=stored),
+                Commit(events=events, vectors=stored, terms=((message.record.id, encode_terms(terms[position])),)),
                 ForwardReply(self.context.address, _Retained(message.record, vector, reply, name, terms[position])),
             )
         if vectors is None:
@@ -486,7 +491,7 @@ class Substrate(SupervisedActor):
         with self.store.reader() as reader:
             vectors = [_stored_vector(reader.raw(VECTORS, record.id), name) for record in records]
         missing = [row for row, vector in enumerate(vectors) if vector is None]
-        embedded = self._embed([_text(records[row]) for row in missing]) if missing else None
+        embedded = self._embed([indexed_text(records[row]) for row in missing]) if missing else None
         if embedded is not None:
             for position, row in enumerate(missing):
                 vectors[row] = embedded[position]
@@ -521,7 +526,7 @@ class Substrate(SupervisedActor):
             return
         with self.store.reader() as reader:
             records = [r for r in (reader.get(RECORDS, i) for i in missing) if r is not None]
-        vectors = self._embed([_text(r) for r in records], probe=True)
+        vectors = self._embed([indexed_text(r) for r in records], probe=True)
         if vectors is None:
             return  # `_embed` scheduled the next probe
         self._backfill_delay = 1.0
@@ -658,15 +663,6 @@ def _bulk_load() -> Iterator[None]:
             gc.enable()
 
 
-def _terms_per_text(terms: Terms, count: int) -> list[npt.NDArray[np.uint64]]:
-    """Split a batch's `(doc, term)` pairs into the terms of each of its `count` texts."""
-    docs, ids = terms
-    order = np.argsort(docs, kind="stable")
-    bounds = np.searchsorted(docs[order], np.arange(count + 1)).tolist()
-    grouped = ids[order]
-    return [grouped[bounds[i] : bounds[i + 1]] for i in range(count)]
-
-
 def _joined_terms(items: Sequence[_Retained]) -> Terms | None:
     """The terms of `items` as one batch, or None if any lacks them (the index analyses then)."""
     present = [item.terms for item in items if item.terms is not None]
@@ -677,30 +673,16 @@ def _joined_terms(items: Sequence[_Retained]) -> Terms | None:
 
 
 def _stored_matrix(
-    reader: Reader, ids: Sequence[str], embedder: str
+    reader: Reader, keys: list[bytes], embedder: str
 ) -> tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.bool_] | None]:
-    """Rows for `RecallIndex.add` from the stored vectors of `ids` that `embedder` made.
+    """Rows for `RecallIndex.add` from the stored vectors of the record `keys` that `embedder` made.
 
     One pass over the vectors table and whole-array work after it, instead of a lookup and a
     decode per record: at 100k records this is a sizeable part of a rebuild. Vectors of another
     embedder or of another width count as missing (the backfill embeds those again).
     """
     prefix = embedder.encode("utf-8") + b"\0"
-    stored = list(reader.raw_items(VECTORS))
-    keys = [record_id.encode("utf-8") for record_id in ids]
-    rows: list[int]
-    values: list[bytes]
-    if len(stored) == len(keys) and all(key == wanted for (key, _), wanted in zip(stored, keys, strict=True)):
-        # Both tables are keyed by record id, so with a vector for every record they line up.
-        rows, values = list(range(len(ids))), [value for _, value in stored]
-    else:
-        row_of = {key: row for row, key in enumerate(keys)}
-        rows, values = [], []
-        for key, value in stored:
-            row = row_of.get(key)
-            if row is not None:
-                rows.append(row)
-                values.append(value)
+    rows, values = _aligned(reader, VECTORS, keys)
     width = next((len(value) for value in values if value.startswith(prefix)), 0)
     if not width or (width - len(prefix)) % 4:
         return None, None
@@ -710,13 +692,56 @@ def _stored_matrix(
     ours = (raw[:, : len(prefix)] == np.frombuffer(prefix, dtype=np.uint8)).all(axis=1)
     chosen = np.asarray(rows, dtype=np.intp)[keep][ours]
     vectors = np.ascontiguousarray(raw[ours, len(prefix) :]).view(np.float32)
-    present = np.zeros(len(ids), dtype=bool)
+    present = np.zeros(len(keys), dtype=bool)
     present[chosen] = True
-    if len(chosen) == len(ids) and bool((chosen == np.arange(len(ids))).all()):
+    if len(chosen) == len(keys) and bool((chosen == np.arange(len(keys))).all()):
         return vectors, present
-    matrix = np.zeros((len(ids), vectors.shape[1]), dtype=np.float32)
+    matrix = np.zeros((len(keys), vectors.shape[1]), dtype=np.float32)
     matrix[chosen] = vectors
     return matrix, present
+
+
+def _stored_terms(reader: Reader, keys: list[bytes]) -> Terms:
+    """`(row, term)` pairs for `RecallIndex.add`: stored terms, and an analysis of the texts without.
+
+    `keys` are the records' keys in the records table. Records written before terms were stored,
+    committed by another path (an import) or stored by an older analysis have their text read and
+    analysed here, as every record's once was.
+    """
+    rows, values = _aligned(reader, TERMS, keys)
+    (docs, terms), covered = decode_terms(rows, values, len(keys))
+    missing = np.flatnonzero(~covered)
+    if not len(missing):
+        return docs, terms
+    # Read in the same transaction as the keys, so every record is there; "" keeps rows aligned regardless.
+    records = (reader.get(RECORDS, keys[row].decode("utf-8")) for row in missing.tolist())
+    texts = [indexed_text(record) if record is not None else "" for record in records]
+    analysed_docs, analysed_terms = term_ids_batch(texts)
+    return (
+        np.concatenate((docs, missing[analysed_docs].astype(np.int32))),
+        np.concatenate((terms, analysed_terms)),
+    )
+
+
+def _aligned(reader: Reader, table: Table[bytes], keys: list[bytes]) -> tuple[list[int], list[bytes]]:
+    """The stored values of `table` for the record `keys`: which row each belongs to, and the value.
+
+    One pass over the table rather than a lookup per key: at 100k records, a sizeable part of a
+    rebuild. Keys without a value are left out.
+    """
+    stored_keys, stored = reader.raw_columns(table)
+    if stored_keys == keys:
+        # The table is keyed by record id like the records, so with a value for every record they line up.
+        return list(range(len(keys))), stored
+    row_of = {key: row for row, key in enumerate(keys)}
+    rows: list[int] = []
+    values: list[bytes] = []
+    for key, value in zip(stored_keys, stored, strict=True):
+        row = row_of.get(key)
+        if row is not None:
+            rows.append(row)
+            values.append(value)
+    return rows, values
 
 
 def _stack(

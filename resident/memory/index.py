@@ -24,7 +24,7 @@ from resident.memory.fusion import parse_time_window, rrf, temporal_rank
 from resident.memory.keyword import KeywordIndex
 from resident.memory.text import Terms
 from resident.memory.vectors import VectorIndex
-from resident.messages.memory import Lifecycle, ReplicationState
+from resident.messages.memory import Activation, Lifecycle, ReplicationState
 
 __all__ = ["MAX_K", "Hit", "IndexEntry", "RecallIndex"]
 
@@ -48,7 +48,10 @@ class IndexEntry(msgspec.Struct, frozen=True, kw_only=True):
     """What the index keeps of a memory record; `text` is its summary, a newline, and its body.
 
     A msgspec struct rather than a dataclass: a rebuild makes one per record, and at 100k records
-    the dataclass's per-field `__setattr__` alone took a third of a second.
+    the dataclass's per-field `__setattr__` alone took a third of a second. Its fields carry the
+    names and types of `MemoryRecord`'s, so a rebuild decodes stored records straight into entries
+    (msgspec skips the fields an entry does not have); `text` is then left empty, and the record's
+    keyword terms come with the entries instead.
 
     Time ranking uses `occurred_at` (when it happened), not `recorded_at` (when it was written down).
     """
@@ -57,11 +60,10 @@ class IndexEntry(msgspec.Struct, frozen=True, kw_only=True):
     bank: str
     lifecycle: Lifecycle
     replication: ReplicationState
-    domain: str | None = None
-    project: str | None = None
+    activation: Activation = msgspec.field(default_factory=Activation)
     occurred_at: float
     recorded_at: float
-    text: str
+    text: str = ""
 
 
 class Hit(msgspec.Struct, frozen=True):
@@ -147,8 +149,8 @@ class RecallIndex:
         self._reserve(first + count)
         rows = slice(first, first + count)
         self._bank[rows] = self._bank_names.intern_all([entry.bank for entry in entries])
-        self._domain[rows] = self._domain_names.intern_all([entry.domain for entry in entries])
-        self._project[rows] = self._project_names.intern_all([entry.project for entry in entries])
+        self._domain[rows] = self._domain_names.intern_all([entry.activation.domain for entry in entries])
+        self._project[rows] = self._project_names.intern_all([entry.activation.project for entry in entries])
         self._lifecycle[rows] = lifecycle
         self._replication[rows] = replication
         self._occurred_at[rows] = [entry.occurred_at for entry in entries]

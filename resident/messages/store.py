@@ -9,7 +9,7 @@ __all__ = ["Commit", "Committed", "GetWriterStatistics", "Published", "WriterSta
 
 
 class Commit(Message, frozen=True, tag="commit"):
-    """One write: events to project and append together, plus derived cache entries (vectors).
+    """One write: events to project and append together, plus derived cache entries (vectors, terms).
 
     The write is committed whole or refused whole; it shares its transaction with whatever else
     was queued at the writer (group commit).
@@ -17,6 +17,8 @@ class Commit(Message, frozen=True, tag="commit"):
 
     events: tuple[AnyEvent, ...]
     vectors: tuple[tuple[str, bytes], ...] = ()
+    # Each record's keyword term ids (`resident.memory.stored_terms`), so a rebuild need not analyse it.
+    terms: tuple[tuple[str, bytes], ...] = ()
 
 
 class Committed(Message, frozen=True, tag="committed"):

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import lmdb
 import msgspec
@@ -33,7 +33,7 @@ from resident.messages.events import AnyEvent, decode_event, encode_event
 from resident.messages.store import Commit, Committed
 from resident.store.home import CURRENT_FILE, current_store_dir, finish_restore, private_file
 from resident.store.projections import project
-from resident.store.tables import EVENTS, META, SCHEMA_VERSION, STATE_TABLES, TABLES, VECTORS, Table
+from resident.store.tables import EVENTS, META, SCHEMA_VERSION, STATE_TABLES, TABLES, TERMS, VECTORS, Table
 from resident.store.view import DictView, TxnView
 
 __all__ = [
@@ -86,10 +86,19 @@ class Reader:
                     return
                 yield key_bytes.decode("utf-8"), table.decode(bytes(value))
 
-    def values(self, table: Table[T]) -> list[T]:
-        """Every value of `table`, decoded, in key order (the bulk read of a rebuild)."""
-        with self._txn.cursor(db=self._dbs[table.name]) as cursor:
-            return [table.decode(bytes(value)) for value in cursor.iternext(keys=False, values=True)]
+    def raw_columns(self, table: Table[Any]) -> tuple[list[bytes], list[bytes]]:
+        """Every key and every encoded value of `table`, as two lists in key order.
+
+        The bulk read of a rebuild: each list comes from one cursor pass driven by LMDB's binding
+        in C, about three times faster at 100k rows than iterating items in Python.
+        """
+        db = self._dbs[table.name]
+        # Readers run with `buffers=False`, so LMDB hands out bytes, never memoryviews.
+        with self._txn.cursor(db=db) as cursor:
+            keys = cast("list[bytes]", list(cursor.iternext(keys=True, values=False)))
+        with self._txn.cursor(db=db) as cursor:
+            values = cast("list[bytes]", list(cursor.iternext(keys=False, values=True)))
+        return keys, values
 
     def raw_items(self, table: Table[Any]) -> Iterator[tuple[bytes, bytes]]:
         """Every (key, encoded value) of `table`, in key order."""
@@ -329,7 +338,7 @@ class Store:
 def _apply_write(
     txn: lmdb.Transaction, dbs: dict[str, Any], write: Commit, seq: int, view: TxnView | None = None
 ) -> tuple[Outcome, int]:
-    events_db, vectors_db = dbs[EVENTS.name], dbs[VECTORS.name]
+    events_db, vectors_db, terms_db = dbs[EVENTS.name], dbs[VECTORS.name], dbs[TERMS.name]
     if view is None:
         view = TxnView(txn, dbs)
     applied: list[AnyEvent] = []
@@ -357,6 +366,8 @@ def _apply_write(
         return (None, refusal, ()), start
     for key, vector in write.vectors:
         txn.put(key.encode("utf-8"), vector, db=vectors_db)
+    for key, term_ids in write.terms:
+        txn.put(key.encode("utf-8"), term_ids, db=terms_db)
     return (Committed(last_seq=seq - 1 if applied else None, applied=len(applied)), None, tuple(applied)), seq
 
 

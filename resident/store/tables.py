@@ -2,8 +2,8 @@
 
 Values are msgpack-encoded `resident.messages` structs, one type per table, so a decode error
 means corruption or an incompatible writer, never an ambiguity. Tables marked `derived` hold
-caches that can be recomputed (embedding vectors); every other table is state that the event
-log rebuilds exactly.
+caches that can be recomputed (embedding vectors, the keyword terms of each record's text);
+every other table is state that the event log rebuilds exactly.
 
 Schema rules: adding a table, or a defaulted field to a stored struct, keeps `SCHEMA_VERSION`;
 renaming or removing either, or changing what a field means, bumps it.
@@ -78,6 +78,7 @@ MEMORY_CONFIG: Table[MemoryConfig] = Table("memory_config", MemoryConfig)
 BANKS: Table[Bank] = Table("banks", Bank)
 RECORDS: Table[MemoryRecord] = Table("records", MemoryRecord)
 VECTORS: Table[bytes] = Table("vectors", bytes, derived=True, raw=True)
+TERMS: Table[bytes] = Table("terms", bytes, derived=True, raw=True)
 MEMBERS: Table[MemberEntry] = Table("members", MemberEntry)
 REPLICATION: Table[ReplicationStatus] = Table("replication", ReplicationStatus)
 REALM_CURSOR: Table[RealmCursor] = Table("realm_cursor", RealmCursor)
@@ -86,7 +87,7 @@ EXECUTIONS: Table[Execution] = Table("executions", Execution)
 CORRECTIONS: Table[Correction] = Table("corrections", Correction)
 
 TABLES: tuple[Table[Any], ...] = (
-    META, EVENTS, MEMORY_CONFIG, BANKS, RECORDS, VECTORS, MEMBERS, REPLICATION, REALM_CURSOR,
+    META, EVENTS, MEMORY_CONFIG, BANKS, RECORDS, VECTORS, TERMS, MEMBERS, REPLICATION, REALM_CURSOR,
     GRANTS, EXECUTIONS, CORRECTIONS,
 )
 # State the event log rebuilds: everything except the log itself, metadata and derived caches.
