@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from resident.errors import InvalidInput
-from resident.memory.embedding import Embedder, HashEmbedder
+from resident.memory.embedding import _TABLE_HALVES, Embedder, HashEmbedder, _damp, _damping_table
 
 texts = st.text(alphabet="abcdeñóü XYZ 09,.-'记忆系统发布测试カナ한국\u0301\x00🙂ß", max_size=60)
 
@@ -109,3 +109,24 @@ def test_embedding_is_bit_identical_in_another_process() -> None:
         [sys.executable, "-c", code, json.dumps(sample)], capture_output=True, text=True, env=env, check=True
     )
     assert result.stdout.strip() == HashEmbedder().embed(sample).tobytes().hex()
+
+
+def test_the_damping_table_holds_what_the_float32_formula_gives() -> None:
+    halves = np.random.default_rng(5).permutation(np.arange(-_TABLE_HALVES, _TABLE_HALVES))
+    signed = (halves * 0.5).astype(np.float32)
+    expected = np.copysign(np.log(np.abs(signed) + np.float32(1.0)), signed)
+    assert _damping_table()[halves + _TABLE_HALVES].tobytes() == expected.tobytes()
+
+
+def test_damping_by_table_and_by_log_give_the_same_bits() -> None:
+    sums = np.random.default_rng(6).integers(-_TABLE_HALVES, _TABLE_HALVES, 4096).astype(np.float64)
+    by_table, by_log = np.empty(4096, dtype=np.float32), np.empty(4096, dtype=np.float32)
+    _damp(sums, 1.0, by_table)
+    _damp(sums, float(1 << 40), by_log)
+    assert by_table.tobytes() == by_log.tobytes()
+
+
+def test_a_text_with_counts_beyond_the_damping_table_embeds_to_a_unit_row() -> None:
+    # One word 10 thousand times: 15 thousand halves in one cell, past the table.
+    (row,) = HashEmbedder().embed(["ab " * 10_000])
+    assert abs(float(np.linalg.norm(row)) - 1) < 1e-5

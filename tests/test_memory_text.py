@@ -9,10 +9,11 @@ import subprocess
 import sys
 import unicodedata
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from resident.memory.text import STOPWORDS, analyse, normalize, term_id, term_ids, term_ids_batch
+from resident.memory.text import STOPWORDS, analyse, normalize, prefix_hash, term_id, term_ids, term_ids_batch
 
 # Latin with and without accents, Cyrillic, Greek, digits of two scripts, CJK of three scripts,
 # punctuation and spaces, and the awkward ones: combining marks, NUL, emoji, fullwidth forms,
@@ -107,6 +108,18 @@ def test_each_text_of_a_batch_gets_exactly_its_own_tokens(batch: list[str]) -> N
     for index, text in enumerate(batch):
         assert sorted(terms[docs == index].tolist()) == sorted(term_ids(text).tolist())
     assert ((docs >= 0) & (docs < len(batch))).all()
+
+
+@settings(deadline=None)
+@given(st.lists(texts, min_size=1, max_size=8))
+def test_an_analysis_carries_the_prefix_hash_and_the_document_of_every_codepoint(batch: list[str]) -> None:
+    (part,) = analyse(batch)
+    assert part.prefix.tobytes() == prefix_hash(part.codepoints).tobytes()
+    # A document's codepoints follow the NUL that ends the one before.
+    nuls = np.flatnonzero(part.codepoints == 0)
+    expected = np.searchsorted(nuls, np.arange(len(part.codepoints)), side="right")
+    assert part.codepoint_doc.tolist() == expected.tolist()
+    assert len(nuls) == len(batch) - 1
 
 
 def test_a_batch_larger_than_one_slice_keeps_documents_apart() -> None:

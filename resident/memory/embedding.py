@@ -10,6 +10,7 @@ same bits in every process.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -17,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from resident.errors import InvalidInput
-from resident.memory.text import Analysis, analyse, prefix_hash, span_hashes
+from resident.memory.text import Analysis, analyse, span_hashes
 
 __all__ = ["Embedder", "HashEmbedder"]
 
@@ -26,11 +27,26 @@ __all__ = ["Embedder", "HashEmbedder"]
 _TRIGRAM_WEIGHT = 1.0
 _WORD_WEIGHT = 1.5
 _CJK_WEIGHT = 1.0
-_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+# Constants that meet arrays are 0-d arrays of the array's type, which a ufunc call takes faster
+# than a numpy scalar or a Python int (it matters when the arrays are a single short text's).
+_MULTIPLIER = np.array(0x9E3779B97F4A7C15, dtype=np.uint64)
 # Salts keep the feature kinds apart, so the word "ab" and the n-gram "ab" are different features.
-_SALT_TRIGRAM = np.uint64(0x243F6A8885A308D3 * 3 & ((1 << 64) - 1))
-_SALT_WORD = np.uint64(0x13198A2E03707344)
-_SALT_CJK = np.uint64(0xA4093822299F31D0)
+_SALT_TRIGRAM = np.array(0x243F6A8885A308D3 * 3 & ((1 << 64) - 1), dtype=np.uint64)
+_SALT_WORD = np.array(0x13198A2E03707344, dtype=np.uint64)
+_SALT_CJK = np.array(0xA4093822299F31D0, dtype=np.uint64)
+_ONE = np.array(1, dtype=np.int64)
+# Features are counted in halves, in which every weight is a whole number, so the sums in a row are
+# whole numbers too. A feature counts its trigram weight, by sign (a lookup, which is faster than
+# converting the sign to float), scaled by its kind.
+_SIGNED_TRIGRAM_HALVES = np.array([2 * _TRIGRAM_WEIGHT, -2 * _TRIGRAM_WEIGHT])
+_CJK_SCALE = np.array(_CJK_WEIGHT / _TRIGRAM_WEIGHT)
+_WORD_SCALE = np.array(_WORD_WEIGHT / _TRIGRAM_WEIGHT)
+_LARGEST_HALVES = 2 * max(_TRIGRAM_WEIGHT, _WORD_WEIGHT, _CJK_WEIGHT)
+# Sums of fewer than this many halves either way are damped through a table (64 KiB), not by `log`.
+_TABLE_HALVES = 1 << 13
+_TABLE_OFFSET = np.array(_TABLE_HALVES, dtype=np.int32)
+_INT32_SAFE_HALVES = 1 << 30
+_ONE_F32 = np.array(1.0, dtype=np.float32)
 
 
 class Embedder(Protocol):
@@ -58,7 +74,9 @@ class HashEmbedder:
         if dim < 1 or dim & (dim - 1):
             raise InvalidInput(f"hash embedder dim must be a positive power of two, got {dim}")
         self._dim = dim
-        self._bits = dim.bit_length() - 1
+        # A feature's bucket and sign are the top log2(dim) + 1 bits of its multiplicative hash.
+        self._bucket_shift = np.array(64 - dim.bit_length(), dtype=np.uint64)
+        self._dim_int64 = np.array(dim, dtype=np.int64)
 
     @property
     def name(self) -> str:
@@ -79,49 +97,105 @@ class HashEmbedder:
         caller may also use for keyword indexing: the analysis is most of the work."""
         out = np.zeros((count, self._dim), dtype=np.float32)
         for part in parts:
-            out[part.first_doc : part.first_doc + part.n_docs] = self._embed_slice(part)
+            self._embed_slice(part, out[part.first_doc : part.first_doc + part.n_docs])
         return out
 
-    def _embed_slice(self, part: Analysis) -> npt.NDArray[np.float32]:
-        # Every feature adds its signed weight to one cell (document x dimension) of a flat array;
-        # one weighted bincount adds them all. Features that must not count go to an extra cell.
-        dim = self._dim
-        discard = part.n_docs * dim
-        codepoints = part.codepoints
+    def _embed_slice(self, part: Analysis, out: npt.NDArray[np.float32]) -> None:
+        """Write the rows of `part`'s documents into `out`, which is `part.n_docs` rows of zeros."""
         # Character trigrams inside kept words and CJK runs carry stems and inflections across the
         # three languages; stopwords, spaces and punctuation contribute none.
-        kept = _kept_positions(part, len(codepoints))
-        whole = kept[:-2] & kept[1:-1] & kept[2:] if len(codepoints) >= 3 else kept[:0]
-        starts = np.flatnonzero(whole)
-        doc_of = np.cumsum(codepoints == 0, dtype=np.int64)
-        trigrams = span_hashes(prefix_hash(codepoints), 3)[starts] ^ _SALT_TRIGRAM
-        features = (
-            (trigrams, doc_of[starts], _TRIGRAM_WEIGHT),
-            (part.word_id ^ _SALT_WORD, part.word_doc.astype(np.int64) - part.first_doc, _WORD_WEIGHT),
-            (part.cjk_id ^ _SALT_CJK, part.cjk_doc.astype(np.int64) - part.first_doc, _CJK_WEIGHT),
+        starts = _trigram_starts(part)
+        n_trigrams, n_cjk = len(starts), len(part.cjk_id)
+        # All features in one array, trigrams then CJK characters then words, each salted by kind.
+        hashes = np.empty(n_trigrams + n_cjk + len(part.word_id), dtype=np.uint64)
+        docs = np.empty(len(hashes), dtype=np.int64)
+        if n_trigrams:
+            span_hashes(part.prefix, 3).take(starts, out=hashes[:n_trigrams], mode="clip")
+            hashes[:n_trigrams] ^= _SALT_TRIGRAM
+            docs[:n_trigrams] = part.codepoint_doc[starts]
+        if n_cjk:
+            np.bitwise_xor(part.cjk_id, _SALT_CJK, out=hashes[n_trigrams : n_trigrams + n_cjk])
+            docs[n_trigrams : n_trigrams + n_cjk] = part.cjk_doc
+        np.bitwise_xor(part.word_id, _SALT_WORD, out=hashes[n_trigrams + n_cjk :])
+        docs[n_trigrams + n_cjk :] = part.word_doc
+        # The top bits of a multiplicative hash: the bucket, and below it the sign.
+        hashes *= _MULTIPLIER
+        hashes >>= self._bucket_shift
+        bucket_sign = hashes.view(np.int64)
+        # Every feature adds its signed weight to one cell (document x dimension) of a flat array,
+        # and one weighted bincount adds them all. In halves, as whole numbers, the float64 sums are
+        # exact and do not depend on the order of the features.
+        halves = _SIGNED_TRIGRAM_HALVES.take(bucket_sign & _ONE, mode="clip")
+        if n_cjk:
+            halves[n_trigrams : n_trigrams + n_cjk] *= _CJK_SCALE
+        halves[n_trigrams + n_cjk :] *= _WORD_SCALE
+        if part.first_doc:
+            docs -= part.first_doc
+        docs *= self._dim_int64
+        bucket_sign >>= _ONE
+        docs += bucket_sign
+        # A weighted bincount gives float64 (numpy's stubs say intp whatever the weights).
+        sums: npt.NDArray[np.float64] = np.bincount(  # type: ignore[assignment]
+            docs, weights=halves, minlength=part.n_docs * self._dim
         )
-        cells: list[npt.NDArray[np.int64]] = []
-        weights: list[npt.NDArray[np.float32]] = []
-        for hashes, docs, weight in features:
-            bucket_sign = _bucket_sign(hashes, self._bits + 1)
-            cells.append(docs * dim + (bucket_sign >> 1))
-            weights.append(np.float32(weight) - np.float32(2 * weight) * (bucket_sign & 1).astype(np.float32))
-        sums = np.bincount(np.concatenate(cells), weights=np.concatenate(weights), minlength=discard)
-        signed = sums[:discard].astype(np.float32)
-        # log(1 + |x|) rather than log1p: numpy vectorises float32 log but not log1p (5x faster here).
-        damped = np.copysign(np.log(np.abs(signed) + np.float32(1.0)), signed).reshape(part.n_docs, dim)
-        norms = np.linalg.norm(damped, axis=1, keepdims=True)
-        return (damped / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
+        _damp(sums, _LARGEST_HALVES * len(halves), out.reshape(-1))
+        # What np.linalg.norm(out, axis=1) computes, without its ten microseconds of dispatch.
+        norms = np.sqrt(np.add.reduce(out * out, axis=1, keepdims=True))
+        norms[norms == 0] = 1
+        out /= norms
 
 
-def _kept_positions(part: Analysis, length: int) -> npt.NDArray[np.bool_]:
-    """Which codepoints belong to a kept (non-stopword) word or are CJK characters."""
-    edges = np.bincount(part.word_start, minlength=length + 1) - np.bincount(part.word_end, minlength=length + 1)
-    kept: npt.NDArray[np.bool_] = np.cumsum(edges[:length]) > 0
-    kept[part.cjk_pos] = True
-    return kept
+def _damp(sums: npt.NDArray[np.float64], bound: float, out: npt.NDArray[np.float32]) -> None:
+    """`sign(x) * log(1 + |x|)` in float32 into `out`, for each `x` of `sums` / 2 (`sums` counts
+    halves, whole numbers of at most `bound` either way).
+
+    The sums are nearly all small, so a table of the damped value of each answers for them; the
+    table holds what the float32 computation gives, so the bits are the same either way.
+    """
+    # Converting float64 to int32 is three times as fast as to int64 (AVX2 has an instruction for
+    # the one, not the other), and exact: sums that might not fit take the `log` path.
+    if bound < _INT32_SAFE_HALVES:
+        index = sums.astype(np.int32)
+        index += _TABLE_OFFSET
+        # A negative index reads as a huge unsigned one, so one maximum checks both ends.
+        if bound < _TABLE_HALVES or not len(index) or index.view(np.uint32).max() < 2 * _TABLE_HALVES:
+            _damping_table().take(index, out=out, mode="clip")
+            return
+    signed = (sums * 0.5).astype(np.float32)
+    # log(1 + |x|) rather than log1p: numpy vectorises float32 log but not log1p (5x faster here).
+    np.abs(signed, out=out)
+    out += _ONE_F32
+    np.log(out, out=out)
+    np.copysign(out, signed, out=out)
 
 
-def _bucket_sign(hashes: npt.NDArray[np.uint64], bits: int) -> npt.NDArray[np.int64]:
-    """The top `bits` bits of a multiplicative hash: bucket in the high part, sign in the lowest bit."""
-    return ((hashes * _MULTIPLIER) >> np.uint64(64 - bits)).astype(np.int64)
+@functools.cache
+def _damping_table() -> npt.NDArray[np.float32]:
+    """The damped value of every sum from `-_TABLE_HALVES` to `_TABLE_HALVES - 1` halves, by the
+    sum plus `_TABLE_HALVES`, computed by the same float32 operations as `_damp`'s fallback."""
+    signed = (np.arange(-_TABLE_HALVES, _TABLE_HALVES) * 0.5).astype(np.float32)
+    table = np.abs(signed)
+    table += _ONE_F32
+    np.log(table, out=table)
+    np.copysign(table, signed, out=table)
+    table.flags.writeable = False
+    return table
+
+
+def _trigram_starts(part: Analysis) -> npt.NDArray[np.intp]:
+    """Where a trigram starts whose three codepoints all belong to kept (non-stopword) words or are
+    CJK characters."""
+    length = len(part.codepoints)
+    if length < 3:
+        return np.zeros(0, dtype=np.intp)
+    # +1 where a kept word starts, -1 where it ends: the running sum is 1 inside kept words.
+    kept = np.zeros(length + 1, dtype=np.int32)
+    kept[part.word_start] = 1
+    kept[part.word_end] = -1
+    np.add.accumulate(kept, out=kept)
+    inside = kept[:length].astype(np.bool_)
+    if len(part.cjk_pos):
+        inside[part.cjk_pos] = True
+    whole = inside[:-2] & inside[1:-1]
+    whole &= inside[2:]
+    return whole.nonzero()[0]
