@@ -7,6 +7,9 @@ another path, or before terms were stored) or with an older analysis's tag are a
 
 from __future__ import annotations
 
+import hashlib
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import numpy as np
 import pytest
 
 from resident.ids import new_id
+from resident.memory.embedding import HashEmbedder
 from resident.memory.records import make_record
 from resident.memory.stored_terms import TERMS_TAG, decode_terms, encode_terms, split_terms
 from resident.memory.text import term_ids, term_ids_batch
@@ -100,3 +104,44 @@ def test_stored_terms_round_trip_and_values_of_another_tag_or_a_torn_length_are_
     assert sorted(zip(got_docs.tolist(), got_terms.tolist(), strict=True)) == expected
     empty, nothing = decode_terms([], [], 2)
     assert (len(empty[0]), len(empty[1]), nothing.tolist()) == (0, 0, [False, False])
+
+
+# What homes store depends on these: term ids (in the terms table) and hash-embedder vectors (in
+# the vectors table, tagged "hash"). If either digest changes, records stored by earlier releases
+# no longer match what queries are analysed into. Change the analysis only on purpose: bump
+# `TERMS_TAG` (stored terms are then analysed again) and give the hash embedder a new name
+# (stored vectors are then embedded again), then update the digests here.
+PINNED_SAMPLE = [
+    "Deploying to staging needs the migration first",
+    "la exportación del libro mayor falla",
+    "账本导出在预发布数据库只读时失败",
+    "Ünïcödé \uff26\uff35\uff2c\uff2c \ufb01 ß 😀",  # full-width FULL, the fi ligature
+]
+PINNED_TERMS = "b74fe4556d32b1a898c8f2e18254aee73311bd73e16352fcccf7616ca9781705"
+# Signs only: float32 `log` may differ in its last bit between CPUs, the features' cells and signs may not.
+PINNED_VECTOR_SIGNS = "cd779d0c5e7e916db8fde2a49f6abd2cc2b1e06cfefb4a8318587c040a8b40b3"
+
+
+def test_the_analysis_and_the_hash_embedding_that_homes_store_have_not_changed() -> None:
+    docs, terms = term_ids_batch(PINNED_SAMPLE)
+    pairs = sorted(zip(docs.tolist(), terms.tolist(), strict=True))
+    assert hashlib.sha256(repr(pairs).encode()).hexdigest() == PINNED_TERMS, "bump TERMS_TAG, see above"
+    signs = np.sign(HashEmbedder().embed(PINNED_SAMPLE)).astype(np.int8)
+    assert hashlib.sha256(signs.tobytes()).hexdigest() == PINNED_VECTOR_SIGNS, "rename the hash embedder"
+
+
+def test_the_analysis_tables_are_built_while_the_substrate_starts_not_by_the_first_request(tmp_path: Path) -> None:
+    # A fresh process, so no other test has built the (process-wide, cached) tables already.
+    code = (
+        "import sys\n"
+        "from resident.memory import text\n"
+        "from resident.messages.memory import GetSubstrateStatus\n"
+        "from resident.runtime import Runtime\n"
+        "with Runtime.open(sys.argv[1], realm='none') as rt:\n"
+        "    rt.wiring.substrate.ask(GetSubstrateStatus(), 60.0)  # answered once setup is done\n"
+        "    print(text._tables.cache_info().currsize)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "home")], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert result.stdout.strip() == "1"

@@ -38,7 +38,7 @@ from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.index import IndexEntry, RecallIndex
 from resident.memory.records import MAX_QUERY_CHARS, clean_query
 from resident.memory.stored_terms import decode_terms, encode_terms, split_terms
-from resident.memory.text import Analysis, Terms, analyse, term_ids_batch, terms_of
+from resident.memory.text import Analysis, Terms, analyse, term_ids, term_ids_batch, terms_of
 from resident.memory.visibility import can_see, can_see_bank, is_served
 from resident.messages.memory import (
     Bank,
@@ -79,6 +79,8 @@ INDEX_DELAY = 0.02
 USAGE_FLUSH_SECONDS = 0.25
 USAGE_BATCH = 64
 EmbedderFactory = Callable[[str], Embedder]
+# Latin, accented and CJK text: analysing it touches every table the analysis builds lazily.
+_WARM_UP_TEXT = "Warm-up: análisis 预热"
 # A stored record decoded as just what the index keeps of it (see `IndexEntry`).
 _STORED_ENTRY = msgspec.msgpack.Decoder(IndexEntry)
 
@@ -113,7 +115,7 @@ def _stored_vector(raw: bytes | None, embedder: str) -> npt.NDArray[np.float32] 
     return values if stored_by == embedder else None
 
 
-def _entry(record: MemoryRecord) -> IndexEntry:
+def _entry(record: MemoryRecord, text: str = "") -> IndexEntry:
     return IndexEntry(
         id=record.id,
         bank=record.bank,
@@ -122,7 +124,7 @@ def _entry(record: MemoryRecord) -> IndexEntry:
         activation=record.activation,
         occurred_at=record.occurred_at,
         recorded_at=record.recorded_at,
-        text=indexed_text(record),
+        text=text or indexed_text(record),
     )
 
 
@@ -155,6 +157,8 @@ class _Retained:
     embedder: str = ""
     # The keyword terms of the record's text, from the analysis its embedding was made from.
     terms: npt.NDArray[np.uint64] | None = None
+    # The record's `indexed_text`, when the caller made it already.
+    text: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +218,9 @@ class Substrate(SupervisedActor):
             config = reader.get(MEMORY_CONFIG, "memory")
         self._enabled = config is not None and config.enabled
         self._use_embedder(config.embedder if config is not None else "hash")
+        # Text analysis builds its Unicode tables on first use, which takes a second or more.
+        # Requests wait for `setup` anyway; without this the first remember or recall would.
+        term_ids(_WARM_UP_TEXT)
         self._rebuild()
 
     def teardown(self) -> None:
@@ -370,7 +377,10 @@ class Substrate(SupervisedActor):
             stored = ((message.record.id, encode_vector(name, vector)),) if vector is not None else ()
             self.writer.tell(
                 Commit(events=events, vectors=stored, terms=((message.record.id, encode_terms(terms[position])),)),
-                ForwardReply(self.context.address, _Retained(message.record, vector, reply, name, terms[position])),
+                ForwardReply(
+                    self.context.address,
+                    _Retained(message.record, vector, reply, name, terms[position], texts[position]),
+                ),
             )
         if vectors is None:
             self._queue_backfill(self._backfill_delay)
@@ -439,7 +449,7 @@ class Substrate(SupervisedActor):
                 self._learn_bank(item.record)
         name = self._embedder_name()
         matrix, present = _stack([item.vector if item.embedder == name else None for item in fresh])
-        self._index.add([_entry(item.record) for item in fresh], matrix, present, _joined_terms(fresh))
+        self._index.add([_entry(item.record, item.text) for item in fresh], matrix, present, _joined_terms(fresh))
         if present is None or not present.all():
             self._queue_backfill(self._backfill_delay)
 
