@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from resident.errors import InvalidInput, RecordNotFound
+from resident.memory import index as index_module
 from resident.memory.embedding import HashEmbedder
 from resident.memory.index import MAX_K, IndexEntry, RecallIndex
 from resident.messages.memory import Activation, Lifecycle, ReplicationState
@@ -310,3 +311,24 @@ def test_search_never_returns_a_record_the_filters_exclude(
     query_words = set(query.split())
     expected = {e.id for e in entries if allowed(e) and query_words & set(e.text.split())}
     assert expected <= set(returned)
+
+
+def test_a_bulk_add_indexes_exactly_what_the_same_records_added_in_small_batches_give() -> None:
+    # Large enough for the bulk path (vectors stored on a second thread); some rows lack a vector.
+    count = index_module._PARALLEL_ROWS + 500
+    texts = [f"{WORDS[i % len(WORDS)]} report {i} {WORDS[(i * 7) % len(WORDS)]} batch {i % 97}" for i in range(count)]
+    records = [entry(f"r{i}", text, days_ago=i % 50) for i, text in enumerate(texts)]
+    vectors = EMBEDDER.embed(texts)
+    present = np.arange(count) % 11 != 0
+    bulk, batched = RecallIndex(), RecallIndex()
+    bulk.add(records, vectors, present)
+    for first in range(0, count, 4_000):
+        rows = slice(first, first + 4_000)
+        batched.add(records[rows], vectors[rows], present[rows])
+    assert bulk.missing_vector_ids() == batched.missing_vector_ids()
+    for query in ("deploy report 17", "migración datos", "发布 版本 batch 5"):
+        vector = EMBEDDER.embed([query])[0]
+        found = bulk.search(query, vector, BANKS, None, None, NOW, k=20)
+        expected = batched.search(query, vector, BANKS, None, None, NOW, k=20)
+        assert [hit.id for hit in found] == [hit.id for hit in expected]
+        assert [hit.score for hit in found] == pytest.approx([hit.score for hit in expected])

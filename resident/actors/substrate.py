@@ -25,6 +25,7 @@ import gc
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -62,7 +63,7 @@ from resident.messages.memory import (
 from resident.messages.replication import RecordConflicted, RecordInvalidated, RecordsSynced
 from resident.messages.store import Commit, Published
 from resident.store.projections import MEMORY_OFF_MESSAGE
-from resident.store.store import Reader, Store
+from resident.store.store import Buffer, Reader, Store
 from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS, TERMS, VECTORS, Table
 from resident.supervisor import Address, ChildContext, Completed, ForwardReply, Reply, SupervisedActor, settle_all
 
@@ -250,13 +251,22 @@ class Substrate(SupervisedActor):
         """Build the in-memory index from LMDB; vectors of another embedder count as missing."""
         started = time.perf_counter()
         index = RecallIndex()
-        with _bulk_load(), self.store.reader() as reader:
+        # Zero-copy: the records, vectors and terms are read straight from the map (a few hundred
+        # MB at 100k records); copying them first cost more in page faults than in copying.
+        with _bulk_load(), self.store.reader(zero_copy=True) as reader:
             self._banks = dict(reader.items(BANKS))
             keys, raw_records = reader.raw_columns(RECORDS)
-            # Only what the index keeps is decoded; the texts' terms come from the terms table.
-            entries = [_STORED_ENTRY.decode(raw) for raw in raw_records]
-            matrix, present = _stored_matrix(reader, keys, self._embedder_name())
-            index.add(entries, matrix, present, _stored_terms(reader, keys))
+            rows, vectors = _aligned(reader, VECTORS, keys)
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="resident-rebuild") as pool:
+                # The vectors are mostly copied, which lets go of the interpreter lock: assembled
+                # on the other core while this thread decodes records and terms. (The views they
+                # are copied from stay valid: the read transaction outlives the pool.)
+                stacked = pool.submit(_stored_matrix, rows, vectors, len(keys), self._embedder_name())
+                # Only what the index keeps is decoded; the texts' terms come from the terms table.
+                entries = [_STORED_ENTRY.decode(raw) for raw in raw_records]
+                terms = _stored_terms(reader, keys)
+                matrix, present = stacked.result()
+            index.add(entries, matrix, present, terms)
         self._index = index
         self._filling.clear()
         self._rebuild_seconds = time.perf_counter() - started
@@ -683,31 +693,36 @@ def _joined_terms(items: Sequence[_Retained]) -> Terms | None:
 
 
 def _stored_matrix(
-    reader: Reader, keys: list[bytes], embedder: str
+    rows: list[int], values: list[Buffer], count: int, embedder: str
 ) -> tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.bool_] | None]:
-    """Rows for `RecallIndex.add` from the stored vectors of the record `keys` that `embedder` made.
+    """Rows for `RecallIndex.add` from stored vectors (`_aligned`'s) of `count` records that `embedder` made.
 
-    One pass over the vectors table and whole-array work after it, instead of a lookup and a
-    decode per record: at 100k records this is a sizeable part of a rebuild. Vectors of another
-    embedder or of another width count as missing (the backfill embeds those again).
+    Whole-array work over all of them instead of a decode per record: at 100k records this is a
+    sizeable part of a rebuild. Vectors of another embedder or of another width count as missing
+    (the backfill embeds those again).
     """
     prefix = embedder.encode("utf-8") + b"\0"
-    rows, values = _aligned(reader, VECTORS, keys)
-    width = next((len(value) for value in values if value.startswith(prefix)), 0)
+    width = next((len(value) for value in values if value[: len(prefix)] == prefix), 0)
     if not width or (width - len(prefix)) % 4:
         return None, None
     keep = [i for i, value in enumerate(values) if len(value) == width]
     kept = values if len(keep) == len(values) else [values[i] for i in keep]
-    raw = np.frombuffer(b"".join(kept), dtype=np.uint8).reshape(len(kept), width)
+    joined = b"".join(kept)
+    raw = np.frombuffer(joined, dtype=np.uint8).reshape(len(kept), width)
     ours = (raw[:, : len(prefix)] == np.frombuffer(prefix, dtype=np.uint8)).all(axis=1)
     chosen = np.asarray(rows, dtype=np.intp)[keep][ours]
-    vectors = np.ascontiguousarray(raw[ours, len(prefix) :]).view(np.float32)
-    present = np.zeros(len(keys), dtype=bool)
+    dim = (width - len(prefix)) // 4
+    present = np.zeros(count, dtype=bool)
     present[chosen] = True
-    if len(chosen) == len(keys) and bool((chosen == np.arange(len(keys))).all()):
-        return vectors, present
-    matrix = np.zeros((len(keys), vectors.shape[1]), dtype=np.float32)
-    matrix[chosen] = vectors
+    if len(chosen) == count and bool((chosen == np.arange(count)).all()):
+        # Every record has one of ours, in order: the rows are read where they lie in the joined
+        # values, past each prefix, rather than copied out (100 MB at 100k records).
+        in_place: npt.NDArray[np.float32] = np.ndarray(
+            (count, dim), dtype=np.float32, buffer=joined, offset=len(prefix), strides=(width, 4)
+        )
+        return in_place, present
+    matrix = np.zeros((count, dim), dtype=np.float32)
+    matrix[chosen] = np.ascontiguousarray(raw[ours, len(prefix) :]).view(np.float32)
     return matrix, present
 
 
@@ -733,7 +748,7 @@ def _stored_terms(reader: Reader, keys: list[bytes]) -> Terms:
     )
 
 
-def _aligned(reader: Reader, table: Table[bytes], keys: list[bytes]) -> tuple[list[int], list[bytes]]:
+def _aligned(reader: Reader, table: Table[bytes], keys: list[bytes]) -> tuple[list[int], list[Buffer]]:
     """The stored values of `table` for the record `keys`: which row each belongs to, and the value.
 
     One pass over the table rather than a lookup per key: at 100k records, a sizeable part of a
@@ -745,7 +760,7 @@ def _aligned(reader: Reader, table: Table[bytes], keys: list[bytes]) -> tuple[li
         return list(range(len(keys))), stored
     row_of = {key: row for row, key in enumerate(keys)}
     rows: list[int] = []
-    values: list[bytes] = []
+    values: list[Buffer] = []
     for key, value in zip(stored_keys, stored, strict=True):
         row = row_of.get(key)
         if row is not None:

@@ -13,6 +13,7 @@ the caller asks. The substrate calls the index from one thread only.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, tzinfo
 
 import msgspec
@@ -35,6 +36,8 @@ _ACTIVE = _LIFECYCLES["active"]
 _LAST_SERVED = _REPLICATIONS["synced"]
 _NONE = -1
 _MIN_CAPACITY = 1024
+# Adds of at least this many rows store their vectors on a second thread (see `add`).
+_PARALLEL_ROWS = 20_000
 # RRF weights: time is a weaker signal than content unless the query names a time window. On the
 # labeled recall set, recency at half a content channel's weight knocked the right record out of
 # first place for one query in five; at a quarter it only breaks near-ties.
@@ -142,8 +145,18 @@ class RecallIndex:
             raise InvalidInput("every record id must be new to the index and appear once per add")
         lifecycle = _codes(_LIFECYCLES, "lifecycle", [entry.lifecycle for entry in entries])
         replication = _codes(_REPLICATIONS, "replication", [entry.replication for entry in entries])
-        self._vectors.append(len(entries), vectors, has_vector)
-        self._keyword.add([entry.text for entry in entries], terms)
+        real = self._vectors.check(len(entries), vectors, has_vector)
+        texts = [entry.text for entry in entries]
+        if vectors is not None and len(entries) >= _PARALLEL_ROWS:
+            # A bulk add (a rebuild): storing vectors is copying, which lets go of the interpreter
+            # lock, so it runs on the other core while this thread builds the keyword postings.
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="resident-index") as pool:
+                stored = pool.submit(self._vectors.store, len(entries), vectors, real)
+                self._keyword.add(texts, terms)
+                stored.result()
+        else:
+            self._vectors.store(len(entries), vectors, real)
+            self._keyword.add(texts, terms)
 
         first, count = len(self._ids), len(entries)
         self._reserve(first + count)

@@ -42,7 +42,9 @@ def split_terms(terms: Terms, count: int) -> list[npt.NDArray[np.uint64]]:
     return [grouped[bounds[i] : bounds[i + 1]] for i in range(count)]
 
 
-def decode_terms(rows: Sequence[int], values: Sequence[bytes], count: int) -> tuple[Terms, npt.NDArray[np.bool_]]:
+def decode_terms(
+    rows: Sequence[int], values: Sequence[bytes | memoryview], count: int
+) -> tuple[Terms, npt.NDArray[np.bool_]]:
     """The `(row, term)` pairs of stored values (value i belongs to row `rows[i]` of `count`),
     and which rows they covered; values of another tag or a torn length are skipped.
 

@@ -61,13 +61,28 @@ class VectorIndex:
         present: npt.NDArray[np.bool_] | None = None,
     ) -> None:
         """Add `n_rows` rows; `vectors` (n_rows, dim) or None for none, `present` says which are real."""
+        self.store(n_rows, vectors, self.check(n_rows, vectors, present))
+
+    def check(
+        self,
+        n_rows: int,
+        vectors: npt.NDArray[np.floating] | None,
+        present: npt.NDArray[np.bool_] | None = None,
+    ) -> npt.NDArray[np.bool_]:
+        """What `append` would add, checked without adding it: which of the rows are real vectors.
+
+        For a caller that must know a batch is valid before it changes anything else.
+        """
         if vectors is None:
-            real = np.zeros(n_rows, dtype=np.bool_)
-        else:
-            real = np.ones(n_rows, dtype=np.bool_) if present is None else np.asarray(present, dtype=np.bool_)
-            if real.shape != (n_rows,):
-                raise InvalidInput(f"present must have one flag per row ({n_rows}), got shape {real.shape}")
-            self._check(vectors, n_rows)
+            return np.zeros(n_rows, dtype=np.bool_)
+        real = np.ones(n_rows, dtype=np.bool_) if present is None else np.asarray(present, dtype=np.bool_)
+        if real.shape != (n_rows,):
+            raise InvalidInput(f"present must have one flag per row ({n_rows}), got shape {real.shape}")
+        self._check(vectors, n_rows)
+        return real
+
+    def store(self, n_rows: int, vectors: npt.NDArray[np.floating] | None, real: npt.NDArray[np.bool_]) -> None:
+        """Add rows `check` accepted (`real` is what it returned)."""
         start = self._count
         self._reserve(start + n_rows)
         self._present[start : start + n_rows] = real
