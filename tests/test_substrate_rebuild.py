@@ -19,13 +19,14 @@ import pytest
 from resident.ids import new_id
 from resident.memory.embedding import HashEmbedder
 from resident.memory.records import make_record
-from resident.memory.stored_terms import TERMS_TAG, decode_terms, encode_terms, split_terms
+from resident.memory.stored_terms import TERMS_TAG, decode_terms, encode_terms, is_current, split_terms
 from resident.memory.text import term_ids, term_ids_batch
 from resident.messages.memory import Activation, RecallHit, RecordAdmitted
 from resident.messages.store import Commit
 from resident.runtime import Runtime
 from resident.store.tables import TERMS
-from tests.memory_helpers import open_runtime
+from tests.memory_helpers import open_runtime, wait_until
+from tests.store_helpers import open_home
 
 MEMORIES = (
     "the ledger export fails when the staging database is read-only",
@@ -64,31 +65,62 @@ def test_remember_stores_the_terms_of_each_record_and_a_rebuild_from_them_ranks_
         assert _scores(reopened) == _approx(live)
 
 
-def test_records_without_stored_terms_or_with_an_older_tag_are_analysed_at_rebuild(tmp_path: Path) -> None:
+def _commit_directly(rt: Runtime, bank: str, text: str) -> str:
+    """Commit a record the way an import does: through the writer, with no vector and no terms."""
+    now = time.time()
+    record = make_record(
+        record_id=new_id("mem"), owner="deven", scope="AGENT_CORE", bank=bank, text=text, summary=None,
+        kind="experience", counterpart=None, world=None, importance=0.5, importance_reason="", confidence=1.0,
+        activation=Activation(), supersedes=None, canonical=False, delegated=False, source="test",
+        occurred_at=None, cites=(), now=now,
+    )
+    rt.write(Commit(events=(RecordAdmitted(at=now, record=record),)))
+    return record.id
+
+
+def _terms_of(rt: Runtime, ids: list[str]) -> dict[str, bytes | None]:
+    with rt.store.reader() as reader:
+        return {record_id: reader.raw(TERMS, record_id) for record_id in ids}
+
+
+def _all_current(rt: Runtime, ids: list[str]) -> bool:
+    return all(is_current(raw) for raw in _terms_of(rt, ids).values())
+
+
+def _forget_terms(home: Path, ids: list[str]) -> None:
+    """Make `home` look written before terms were stored, for `ids` (the runtime has no API for it)."""
+    with open_home(home) as store, store._env.begin(write=True) as txn:
+        for record_id in ids:
+            assert txn.delete(record_id.encode(), db=store._dbs[TERMS.name])
+
+
+def test_records_stored_without_terms_get_them_and_missing_or_stale_terms_are_analysed_at_rebuild(
+    tmp_path: Path,
+) -> None:
     home = tmp_path / "home"
     with open_runtime(home) as rt:
         rt.memory.enable()
         deven = rt.member("deven")
         first, second = (deven.remember(text) for text in MEMORIES[:2])
+        imported = [_commit_directly(rt, first.bank, text) for text in MEMORIES[2:]]
+        ids = [first.id, second.id, *imported]
+        # Indexing what another writer committed stores its terms, so restarts need not analyse it.
+        assert wait_until(lambda: _all_current(rt, ids), timeout=10.0), _terms_of(rt, ids)
+        for record_id, text in zip(imported, MEMORIES[2:], strict=True):
+            raw = _terms_of(rt, [record_id])[record_id]
+            assert raw is not None
+            assert sorted(np.frombuffer(raw[len(TERMS_TAG) :], dtype="<u8").tolist()) == sorted(term_ids(text).tolist())
         # Terms of an older analysis: the tag differs, so they must not be trusted.
-        stale = b"terms-v0" + np.arange(5, dtype="<u8").tobytes()
-        rt.write(Commit(events=(), terms=((second.id, stale),)))
-        # Committed by another path (as an import does): a record with no terms stored at all.
-        now = time.time()
-        for text in MEMORIES[2:]:
-            record = make_record(
-                record_id=new_id("mem"), owner="deven", scope="AGENT_CORE", bank=first.bank, text=text,
-                summary=None, kind="experience", counterpart=None, world=None, importance=0.5,
-                importance_reason="", confidence=1.0, activation=Activation(), supersedes=None,
-                canonical=False, delegated=False, source="test", occurred_at=None, cites=(), now=now,
-            )
-            rt.write(Commit(events=(RecordAdmitted(at=now, record=record),)))
+        rt.write(Commit(events=(), terms=((second.id, b"terms-v0" + np.arange(5, dtype="<u8").tobytes()),)))
         live = _scores(rt)
-        with rt.store.reader() as reader:
-            assert sum(1 for _ in reader.raw_items(TERMS)) == 2
     assert sum(len(hits) for hits in live.values()) >= len(MEMORIES)
+    _forget_terms(home, imported)
     with open_runtime(home) as reopened:
         assert _scores(reopened) == _approx(live)
+        # What the rebuild had to analyse is stored again, for the next rebuild.
+        assert wait_until(lambda: _all_current(reopened, ids), timeout=10.0), _terms_of(reopened, ids)
+    with open_runtime(home) as again:
+        assert _scores(again) == _approx(live)
 
 
 def test_stored_terms_round_trip_and_values_of_another_tag_or_a_torn_length_are_skipped() -> None:

@@ -38,7 +38,7 @@ from resident.errors import EmbedderUnavailable, InvalidInput, MemoryDisabled
 from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.index import IndexEntry, RecallIndex
 from resident.memory.records import MAX_QUERY_CHARS, clean_query
-from resident.memory.stored_terms import decode_terms, encode_terms, split_terms
+from resident.memory.stored_terms import decode_terms, encode_terms, is_current, split_terms
 from resident.memory.text import Analysis, Terms, analyse, term_ids, term_ids_batch, terms_of
 from resident.memory.visibility import can_see, can_see_bank, is_served
 from resident.messages.memory import (
@@ -79,6 +79,9 @@ BACKFILL_MAX_DELAY = 30.0
 INDEX_DELAY = 0.02
 USAGE_FLUSH_SECONDS = 0.25
 USAGE_BATCH = 64
+# Terms written back for records stored without them go in commits of this many (a home written
+# before terms were stored has all its records to fill in at its first rebuild).
+TERMS_FILL_BATCH = 5_000
 EmbedderFactory = Callable[[str], Embedder]
 # Latin, accented and CJK text: analysing it touches every table the analysis builds lazily.
 _WARM_UP_TEXT = "Warm-up: análisis 预热"
@@ -264,9 +267,11 @@ class Substrate(SupervisedActor):
                 stacked = pool.submit(_stored_matrix, rows, vectors, len(keys), self._embedder_name())
                 # Only what the index keeps is decoded; the texts' terms come from the terms table.
                 entries = [_STORED_ENTRY.decode(raw) for raw in raw_records]
-                terms = _stored_terms(reader, keys)
+                terms, unstored = _stored_terms(reader, keys)
                 matrix, present = stacked.result()
             index.add(entries, matrix, present, terms)
+        if unstored:
+            self._store_terms(unstored)
         self._index = index
         self._filling.clear()
         self._rebuild_seconds = time.perf_counter() - started
@@ -504,14 +509,19 @@ class Substrate(SupervisedActor):
     def _index_committed(self, records: Sequence[MemoryRecord]) -> None:
         """Index records another writer committed (an import, a direct commit), with their stored vectors.
 
-        Records that came without a vector are embedded now, and the vectors stored, so that a
-        restart does not have to embed them again.
+        Records that came without a vector are embedded now, and those without keyword terms
+        analysed, and both are stored, so that a restart does not have to do it again.
         """
         name = self._embedder_name()
+        texts = [indexed_text(record) for record in records]
         with self.store.reader() as reader:
             vectors = [_stored_vector(reader.raw(VECTORS, record.id), name) for record in records]
+            unstored = [row for row, record in enumerate(records) if not is_current(reader.raw(TERMS, record.id))]
+        terms = split_terms(term_ids_batch(texts), len(texts))
+        if unstored:
+            self._store_terms([(records[row].id, terms[row]) for row in unstored])
         missing = [row for row, vector in enumerate(vectors) if vector is None]
-        embedded = self._embed([indexed_text(records[row]) for row in missing]) if missing else None
+        embedded = self._embed([texts[row] for row in missing]) if missing else None
         if embedded is not None:
             for position, row in enumerate(missing):
                 vectors[row] = embedded[position]
@@ -522,7 +532,23 @@ class Substrate(SupervisedActor):
                     vectors=tuple((record_id, encode_vector(name, embedded[i])) for i, record_id in enumerate(ids)),
                 )
             )
-        self._queue_index([_Retained(r, v, None, name) for r, v in zip(records, vectors, strict=True)])
+        self._queue_index(
+            [
+                _Retained(record, vectors[row], None, name, terms[row], texts[row])
+                for row, record in enumerate(records)
+            ]
+        )
+
+    def _store_terms(self, terms: Sequence[tuple[str, npt.NDArray[np.uint64]]]) -> None:
+        """Store the keyword terms of records that were stored without them, in a few commits.
+
+        Best effort, like recall counts: nobody waits, and a lost write only means analysing those
+        texts again at the next rebuild. The terms table is a derived cache that no event rebuilds,
+        so the commits carry no event.
+        """
+        for first in range(0, len(terms), TERMS_FILL_BATCH):
+            chunk = terms[first : first + TERMS_FILL_BATCH]
+            self.writer.tell(Commit(events=(), terms=tuple((record_id, encode_terms(ids)) for record_id, ids in chunk)))
 
     # -- backfill of missing vectors ----------------------------------------------------------------
 
@@ -726,26 +752,29 @@ def _stored_matrix(
     return matrix, present
 
 
-def _stored_terms(reader: Reader, keys: list[bytes]) -> Terms:
-    """`(row, term)` pairs for `RecallIndex.add`: stored terms, and an analysis of the texts without.
+def _stored_terms(reader: Reader, keys: list[bytes]) -> tuple[Terms, list[tuple[str, npt.NDArray[np.uint64]]]]:
+    """`(row, term)` pairs for `RecallIndex.add`: stored terms, and an analysis of the texts without;
+    and the terms of those, by record id, to be stored.
 
     `keys` are the records' keys in the records table. Records written before terms were stored,
-    committed by another path (an import) or stored by an older analysis have their text read and
-    analysed here, as every record's once was.
+    or stored by an older analysis, have their text read and analysed here, as every record's
+    once was.
     """
     rows, values = _aligned(reader, TERMS, keys)
     (docs, terms), covered = decode_terms(rows, values, len(keys))
     missing = np.flatnonzero(~covered)
     if not len(missing):
-        return docs, terms
+        return (docs, terms), []
+    ids = [keys[row].decode("utf-8") for row in missing.tolist()]
     # Read in the same transaction as the keys, so every record is there; "" keeps rows aligned regardless.
-    records = (reader.get(RECORDS, keys[row].decode("utf-8")) for row in missing.tolist())
-    texts = [indexed_text(record) if record is not None else "" for record in records]
-    analysed_docs, analysed_terms = term_ids_batch(texts)
-    return (
+    texts = [indexed_text(record) if record is not None else "" for record in (reader.get(RECORDS, i) for i in ids)]
+    analysed = term_ids_batch(texts)
+    analysed_docs, analysed_terms = analysed
+    joined = (
         np.concatenate((docs, missing[analysed_docs].astype(np.int32))),
         np.concatenate((terms, analysed_terms)),
     )
+    return joined, list(zip(ids, split_terms(analysed, len(ids)), strict=True))
 
 
 def _aligned(reader: Reader, table: Table[bytes], keys: list[bytes]) -> tuple[list[int], list[Buffer]]:

@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from resident.memory.text import Terms
 
-__all__ = ["TERMS_TAG", "decode_terms", "encode_terms", "split_terms"]
+__all__ = ["TERMS_TAG", "decode_terms", "encode_terms", "is_current", "split_terms"]
 
 # Change the tag whenever `resident.memory.text` tokenises or hashes differently: stored terms
 # are then analysed again instead of being matched against queries analysed the new way.
@@ -31,6 +31,11 @@ _TAG_WORD = np.frombuffer(TERMS_TAG, dtype=_WORD)[0]
 def encode_terms(term_ids: npt.NDArray[np.uint64]) -> bytes:
     """One record's term ids as a stored value."""
     return TERMS_TAG + np.asarray(term_ids, dtype=_WORD).tobytes()
+
+
+def is_current(value: bytes | None) -> bool:
+    """Whether a stored value holds terms of the current analysis (None: nothing stored)."""
+    return value is not None and value.startswith(TERMS_TAG) and not len(value) % _WORD.itemsize
 
 
 def split_terms(terms: Terms, count: int) -> list[npt.NDArray[np.uint64]]:
