@@ -473,6 +473,30 @@ def test_activation_narrows_recall(on: Runtime) -> None:
     assert {hit.id for hit in deven.recall("release", activation={"project": "zeus"})} == {home.id, anywhere.id}
 
 
+def test_a_rollback_and_a_readmit_sent_together_for_one_withheld_record_cannot_both_apply(on: Runtime) -> None:
+    deven = on.member("deven")
+    withheld = deven.remember("a memory realm rejects")
+    _withhold(on, withheld.id, "conflict")
+    # The rollback a second caller's reconcile had already sent when this readmit committed: both
+    # passed the member's check while the record was still active.
+    late_rollback = RecordRetracted(at=time.time(), id=withheld.id, by="deven", reason="race", only_if_active=True)
+    deven.reconcile(withheld.id, readmit=True, text="a corrected memory realm accepts")
+    with pytest.raises(InvalidInput, match="already reconciled"):
+        on.write(Commit(events=(late_rollback,)))
+    with on.store.reader() as reader:
+        record = reader.get(RECORDS, withheld.id)
+    assert record is not None
+    assert record.lifecycle == "superseded"
+    # The rollback that reconcile sends carries that condition; a plain forget does not.
+    rejected = deven.remember("another memory realm rejects")
+    _withhold(on, rejected.id, "invalidated")
+    deven.reconcile(rejected.id, rollback=True)
+    forgotten = deven.remember("a memory forgotten the plain way")
+    deven.forget(forgotten.id)
+    retracted = {e.id: e.only_if_active for e in events_of(on) if isinstance(e, RecordRetracted)}
+    assert retracted == {rejected.id: True, forgotten.id: False}
+
+
 # -- asyncio ---------------------------------------------------------------------------------------
 
 

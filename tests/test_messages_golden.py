@@ -154,7 +154,7 @@ def samples() -> dict[str, Any]:
         BankCreated(at=AT, bank=_bank()),
         RecordAdmitted(at=AT, record=_record()),
         RecordSuperseded(at=AT, id="01HZX3K9Q0000000000000000D", by="01HZX3K9Q0000000000000000A"),
-        RecordRetracted(at=AT, id="01HZX3K9Q0000000000000000A", by="deven", reason="it was wrong"),
+        RecordRetracted(at=AT, id="01HZX3K9Q0000000000000000A", by="deven", reason="it was wrong", only_if_active=True),
         RecordsRecalled(at=AT, ids=("01HZX3K9Q0000000000000000A", "01HZX3K9Q0000000000000000B")),
         VectorsFilled(at=AT, ids=("01HZX3K9Q0000000000000000A",), embedder="llama"),
         MemberImported(at=AT, member="victor", world="world-2", records=42),

@@ -171,7 +171,7 @@ class MemberActor(SupervisedActor):
         now = self.clock.time()
         if message.rollback:
             reason = f"reconciled by rollback ({record.replication}: {record.replication_reason})"
-            event = RecordRetracted(at=now, id=record.id, by=self.member.name, reason=reason)
+            event = RecordRetracted(at=now, id=record.id, by=self.member.name, reason=reason, only_if_active=True)
             self.writer.tell(Commit(events=(event,)), self.defer())
             return
         corrected = Remember(

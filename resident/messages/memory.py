@@ -155,6 +155,9 @@ class RecordRetracted(Event, frozen=True, tag="record.retracted"):
     id: str
     by: str
     reason: str = ""
+    # A reconcile rollback: it applies only while the record is still active, so it cannot also
+    # apply after a readmit sent at the same time superseded the record.
+    only_if_active: bool = False
 
 
 class RecordsRecalled(Event, frozen=True, tag="records.recalled"):

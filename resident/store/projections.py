@@ -177,7 +177,10 @@ def _supersede(view: View, event: RecordSuperseded) -> None:
 
 def _retractable(view: View, event: RecordRetracted) -> bool:
     _require_memory(view)
-    return bool(_existing(view, event.id).lifecycle != "retracted")
+    record = _existing(view, event.id)
+    if event.only_if_active and record.lifecycle != "active":
+        raise InvalidInput(f"record {event.id} was already reconciled ({record.lifecycle})")
+    return bool(record.lifecycle != "retracted")
 
 
 @projection(RecordRetracted, check=_retractable)
