@@ -53,12 +53,9 @@ class TxnView:
 
     def get(self, table: Table[T], key: str) -> T | None:
         entry = (table.name, key)
-        view: TxnView | None = self
-        while view is not None:
-            value = view._seen.get(entry, _UNSEEN)
-            if value is not _UNSEEN:
-                return value  # type: ignore[no-any-return]
-            view = view._parent
+        value = self._remembered(entry)
+        if value is not _UNSEEN:
+            return value  # type: ignore[no-any-return]
         raw = self._txn.get(key.encode("utf-8"), db=self._dbs[table.name])
         decoded = None if raw is None else table.decode(bytes(raw))
         self._seen[entry] = decoded
@@ -72,17 +69,24 @@ class TxnView:
     def insert(self, table: Table[T], key: str, value: T) -> bool:
         _refuse_events(table)
         entry = (table.name, key)
-        view: TxnView | None = self
-        while view is not None:
-            seen = view._seen.get(entry)
-            if seen is not None:
-                return False
-            view = view._parent
+        remembered = self._remembered(entry)
+        if remembered is not _UNSEEN and remembered is not None:
+            return False
         # One B-tree descent that refuses an existing key, instead of a lookup and then a put.
         if not self._txn.put(key.encode("utf-8"), table.encode(value), db=self._dbs[table.name], overwrite=False):
             return False
         self._seen[entry] = value
         return True
+
+    def _remembered(self, entry: tuple[str, str]) -> Any:
+        """What this view or one it is nested in read or wrote under `entry`, else `_UNSEEN`."""
+        view: TxnView | None = self
+        while view is not None:
+            value = view._seen.get(entry, _UNSEEN)
+            if value is not _UNSEEN:
+                return value
+            view = view._parent
+        return _UNSEEN
 
     def nested(self, txn: lmdb.Transaction) -> TxnView:
         """A view over `txn`, a transaction nested in this view's one."""
