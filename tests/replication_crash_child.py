@@ -5,8 +5,11 @@
 Opens HOME replicating to REALM_URL, turns memory on, prints `ready`, then writes COUNT records
 one at a time; each line `ack ID` is printed only once `remember` returned (the write is durable).
 Every fifth record asks to be canonical through a delegated path, which Realm puts in conflict.
-Replication runs on its own in the background (every write is pushed as it lands); after the
-last write the child asks for a sync, prints `synced N` (N still pending), and waits to be killed.
+Replication runs on its own in the background (every write is pushed as it lands). After every
+`SYNC_EVERY` records the child also waits for a sync: the parent holds the answer to one of the
+first three replicate requests, and on a fast machine background pushes may carry all the records
+in fewer requests than that, so the syncs guarantee one request per group of records. After the
+last write the child prints `synced N` (N still pending) and waits to be killed.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from tests.replication_support import FAST
 # A held answer must not time out before the parent decides when to kill.
 SETTINGS = dataclasses.replace(FAST, request_timeout=10.0)
 IDLE_LIMIT = 60.0
+# Records written before each wait for a sync (so COUNT records make at least COUNT / SYNC_EVERY requests).
+SYNC_EVERY = 10
 
 
 def say(line: str) -> None:
@@ -46,6 +51,8 @@ def main(home: Path, realm_url: str, prefix: str, count: int) -> None:
             delegated=conflicting,
         )
         say(f"ack {receipt.id}")
+        if (index + 1) % SYNC_EVERY == 0 and index + 1 < count:
+            runtime.replication.sync(timeout=20.0)
     result = runtime.replication.sync(timeout=20.0)
     say(f"synced {result.pending}")
     # Bounded: a parent that never kills us does not leave a process behind for long.

@@ -106,6 +106,8 @@ def _run_until_held(
     home: Path, proxy: AnswerHoldingProxy, prefix: str, rng: random.Random, *, kill_while_held: bool, log: Path
 ) -> list[str]:
     """Run one child until Realm answered its k-th push, kill it; the ids it acknowledged."""
+    # The child waits for a sync after each ten of its 30 records, so it makes at least three
+    # replicate requests, whatever the machine's speed: the held one always comes.
     proxy.hold_answer(after=rng.randrange(3))
     with log.open("ab") as errors:
         child = subprocess.Popen(
