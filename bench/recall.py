@@ -19,11 +19,14 @@ Everything runs through `Runtime.open` on fresh homes, without Realm (records st
   side by side with naive LMDB: one `sync=True` write transaction per write, putting the same
   record and `RecordAdmitted` event bytes. Each round runs naive, threads, naive, asyncio, naive;
   a configuration's ratio is to the mean of the naive runs on either side of it, and the median
-  over the rounds (two; one with --quick) is the figure.
+  over the rounds (two; one with --quick) is the figure. Each run also reports the process's CPU
+  time per write (all threads), and each runtime run the CPU budget its target leaves: the CPU
+  per write at which a runtime bound by its one interpreter would just reach the target at the
+  naive rate around it (1 s / (target x naive writes/s)).
 
 fsync cost on this shared 2-core machine swings over minutes, so only ratios within one run mean
-anything. Targets: recall p99 <= 25 ms at 100k; rebuild <= 3 s at 100k; 5x8 threads >= 3x naive;
-256 asyncio tasks >= 8x naive.
+anything; CPU per write moves far less. Targets: recall p99 <= 25 ms at 100k; rebuild <= 3 s at
+100k; 5x8 threads >= 3x naive; 256 asyncio tasks >= 8x naive.
 
     python bench/recall.py [--json] [--quick] [--seconds S] [--dir DIR]
 """
@@ -95,6 +98,7 @@ TARGETS = {
     "threads_ratio": 3.0,
     "asyncio_ratio": 8.0,
 }
+_TARGET_OF = {"remember, threads": TARGETS["threads_ratio"], "remember, asyncio": TARGETS["asyncio_ratio"]}
 _ENCODER = msgspec.msgpack.Encoder()
 
 
@@ -279,6 +283,7 @@ def naive_lmdb(directory: Path, seconds: float) -> dict[str, Any]:
     records, events = env.open_db(b"records"), env.open_db(b"events")
     latencies: list[float] = []
     seq = 0
+    cpu = time.process_time()
     started = time.perf_counter()
     deadline = started + seconds
     try:
@@ -290,12 +295,14 @@ def naive_lmdb(directory: Path, seconds: float) -> dict[str, Any]:
                 txn.put(event_key(seq), event, db=events, append=True)
             latencies.append(time.perf_counter() - now)
     finally:
+        elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu
         env.close()
-    return _throughput("naive lmdb", 1, latencies, time.perf_counter() - started, None)
+    return _throughput("naive lmdb", 1, latencies, elapsed, None, cpu)
 
 
 def _throughput(
-    mode: str, writers: int, latencies: list[float], seconds: float, per_commit: float | None
+    mode: str, writers: int, latencies: list[float], seconds: float, per_commit: float | None, cpu_seconds: float
 ) -> dict[str, Any]:
     return {
         "mode": mode,
@@ -306,6 +313,7 @@ def _throughput(
         "p50_ms": 1000 * (statistics.median(latencies) if latencies else 0.0),
         "p99_ms": 1000 * _percentile(latencies, 0.99),
         "writes_per_commit": per_commit,
+        "cpu_us_per_write": 1e6 * cpu_seconds / len(latencies) if latencies else None,
     }
 
 
@@ -336,6 +344,7 @@ def remember_threads(directory: Path, seconds: float) -> dict[str, Any]:
                 own.append(time.perf_counter() - now)
 
         threads = []
+        cpu = time.process_time()
         started = time.perf_counter()
         for name in MEMBERS:
             for _ in range(THREADS_PER_MEMBER):
@@ -347,11 +356,12 @@ def remember_threads(directory: Path, seconds: float) -> dict[str, Any]:
         for thread in threads:
             thread.join()
         elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu
         per_commit = _per_commit(before, _writer_statistics(rt))
     finally:
         rt.close()
     flat = [latency for own in latencies for latency in own]
-    return _throughput("remember, threads", len(threads), flat, elapsed, per_commit)
+    return _throughput("remember, threads", len(threads), flat, elapsed, per_commit, cpu)
 
 
 def remember_tasks(directory: Path, seconds: float) -> dict[str, Any]:
@@ -375,11 +385,13 @@ def remember_tasks(directory: Path, seconds: float) -> dict[str, Any]:
             await asyncio.gather(*(write(MEMBERS[i % len(MEMBERS)], deadline) for i in range(TASKS)))
             return time.perf_counter() - started
 
+        cpu = time.process_time()
         elapsed = asyncio.run(run())
+        cpu = time.process_time() - cpu
         per_commit = _per_commit(before, _writer_statistics(rt))
     finally:
         rt.close()
-    return _throughput("remember, asyncio", TASKS, latencies, elapsed, per_commit)
+    return _throughput("remember, asyncio", TASKS, latencies, elapsed, per_commit, cpu)
 
 
 def throughput(base: Path, seconds: float, rounds: int) -> dict[str, Any]:
@@ -390,6 +402,8 @@ def throughput(base: Path, seconds: float, rounds: int) -> dict[str, Any]:
     """
     runs: list[dict[str, Any]] = []
     ratios: dict[str, list[float]] = {"remember, threads": [], "remember, asyncio": []}
+    cpu: dict[str, list[float]] = {mode: [] for mode in ratios}
+    budgets: dict[str, list[float]] = {mode: [] for mode in ratios}
     for round_number in range(rounds):
         sequence: list[dict[str, Any]] = []
         for step, configuration in enumerate(("naive", "threads", "naive", "asyncio", "naive")):
@@ -406,9 +420,18 @@ def throughput(base: Path, seconds: float, rounds: int) -> dict[str, Any]:
             around = statistics.fmean([sequence[position - 1]["per_s"], sequence[position + 1]["per_s"]])
             sequence[position]["baseline_per_s"] = around
             sequence[position]["ratio"] = sequence[position]["per_s"] / around
-            ratios[sequence[position]["mode"]].append(sequence[position]["ratio"])
+            mode = sequence[position]["mode"]
+            sequence[position]["cpu_budget_us"] = 1e6 / (_TARGET_OF[mode] * around)
+            ratios[mode].append(sequence[position]["ratio"])
+            cpu[mode].append(sequence[position]["cpu_us_per_write"] or 0.0)
+            budgets[mode].append(sequence[position]["cpu_budget_us"])
         runs += sequence
-    return {"runs": runs, "ratios": {mode: statistics.median(values) for mode, values in ratios.items()}}
+    return {
+        "runs": runs,
+        "ratios": {mode: statistics.median(values) for mode, values in ratios.items()},
+        "cpu_us_per_write": {mode: statistics.median(values) for mode, values in cpu.items()},
+        "cpu_budget_us": {mode: statistics.median(values) for mode, values in budgets.items()},
+    }
 
 
 # -- report ----------------------------------------------------------------------------------------
@@ -457,16 +480,25 @@ def print_table(report: dict[str, Any]) -> None:
     writes = report["remember"]
     print(
         f"\n{'round':>5} {'mode':<18} {'writers':>7} {'writes':>7} {'per s':>8} {'p50 ms':>7} {'p99 ms':>7} "
-        f"{'w/commit':>8} {'ratio':>6}"
+        f"{'w/commit':>8} {'cpu µs/w':>8} {'budget':>7} {'ratio':>6}"
     )
     for item in writes["runs"]:
         per_commit = f"{item['writes_per_commit']:.1f}" if item["writes_per_commit"] else "-"
         ratio = f"{item['ratio']:.2f}" if "ratio" in item else ""
+        budget = f"{item['cpu_budget_us']:.0f}" if "cpu_budget_us" in item else ""
+        cpu = f"{item['cpu_us_per_write']:.1f}" if item["cpu_us_per_write"] else "-"
         print(
             f"{item['round']:>5} {item['mode']:<18} {item['writers']:>7} {item['writes']:>7} {item['per_s']:>8.0f} "
-            f"{item['p50_ms']:>7.2f} {item['p99_ms']:>7.2f} {per_commit:>8} {ratio:>6}"
+            f"{item['p50_ms']:>7.2f} {item['p99_ms']:>7.2f} {per_commit:>8} {cpu:>8} {budget:>7} {ratio:>6}"
         )
     print("median ratios: " + ", ".join(f"{mode} {ratio:.2f}x" for mode, ratio in writes["ratios"].items()))
+    print(
+        "median CPU per write against the target's budget: "
+        + ", ".join(
+            f"{mode} {writes['cpu_us_per_write'][mode]:.0f} µs (budget {writes['cpu_budget_us'][mode]:.0f} µs)"
+            for mode in writes["ratios"]
+        )
+    )
     print("\ntargets: " + ", ".join(f"{name} {'met' if ok else 'MISSED'}" for name, ok in report["met"].items()))
 
 
