@@ -77,6 +77,7 @@ if not __package__:
     # Run as `python bench/recall.py`: make the repository root importable for the sibling module.
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.recall_index import synthetic_queries, synthetic_texts
+from bench.timing import Stopwatch
 
 SIZES = (1_000, 10_000, 100_000)
 QUICK_SIZES = (1_000, 10_000)
@@ -283,9 +284,8 @@ def naive_lmdb(directory: Path, seconds: float) -> dict[str, Any]:
     records, events = env.open_db(b"records"), env.open_db(b"events")
     latencies: list[float] = []
     seq = 0
-    cpu = time.process_time()
-    started = time.perf_counter()
-    deadline = started + seconds
+    watch = Stopwatch()
+    deadline = watch.started + seconds
     try:
         while (now := time.perf_counter()) < deadline:
             key, record, event = _naive_payload(seq)
@@ -295,8 +295,7 @@ def naive_lmdb(directory: Path, seconds: float) -> dict[str, Any]:
                 txn.put(event_key(seq), event, db=events, append=True)
             latencies.append(time.perf_counter() - now)
     finally:
-        elapsed = time.perf_counter() - started
-        cpu = time.process_time() - cpu
+        elapsed, cpu = watch.stop()
         env.close()
     return _throughput("naive lmdb", 1, latencies, elapsed, None, cpu)
 
@@ -344,8 +343,7 @@ def remember_threads(directory: Path, seconds: float) -> dict[str, Any]:
                 own.append(time.perf_counter() - now)
 
         threads = []
-        cpu = time.process_time()
-        started = time.perf_counter()
+        watch = Stopwatch()
         for name in MEMBERS:
             for _ in range(THREADS_PER_MEMBER):
                 own: list[float] = []
@@ -355,8 +353,7 @@ def remember_threads(directory: Path, seconds: float) -> dict[str, Any]:
             thread.start()
         for thread in threads:
             thread.join()
-        elapsed = time.perf_counter() - started
-        cpu = time.process_time() - cpu
+        elapsed, cpu = watch.stop()
         per_commit = _per_commit(before, _writer_statistics(rt))
     finally:
         rt.close()
@@ -385,9 +382,9 @@ def remember_tasks(directory: Path, seconds: float) -> dict[str, Any]:
             await asyncio.gather(*(write(MEMBERS[i % len(MEMBERS)], deadline) for i in range(TASKS)))
             return time.perf_counter() - started
 
-        cpu = time.process_time()
+        watch = Stopwatch()
         elapsed = asyncio.run(run())
-        cpu = time.process_time() - cpu
+        _, cpu = watch.stop()
         per_commit = _per_commit(before, _writer_statistics(rt))
     finally:
         rt.close()

@@ -36,6 +36,7 @@ import platform
 import shutil
 import sqlite3
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -56,6 +57,11 @@ from resident.messages.store import Commit, GetWriterStatistics, WriterStatistic
 from resident.store.home import HomeLock, ensure_home
 from resident.store.store import Store, event_key
 from resident.supervisor import Address, ChildSpec, SupervisionTree, SupervisorSpec
+
+if not __package__:
+    # Run as `python bench/store_writes.py`: make the repository root importable for the sibling module.
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.timing import Stopwatch
 
 BANK = "agent_core/deven"
 BODY = (
@@ -131,9 +137,8 @@ def naive_lmdb(directory: Path, seconds: float) -> Result:
     records, events = env.open_db(b"records"), env.open_db(b"events")
     latencies: list[float] = []
     seq = 0
-    cpu = time.process_time()
-    started = time.perf_counter()
-    deadline = started + seconds
+    watch = Stopwatch()
+    deadline = watch.started + seconds
     while (now := time.perf_counter()) < deadline:
         event = admission()
         seq += 1
@@ -141,8 +146,7 @@ def naive_lmdb(directory: Path, seconds: float) -> Result:
             txn.put(event.record.id.encode(), _ENCODER.encode(event.record), db=records)
             txn.put(event_key(seq), _ENCODER.encode(event), db=events, append=True)
         latencies.append(time.perf_counter() - now)
-    elapsed = time.perf_counter() - started
-    cpu = time.process_time() - cpu
+    elapsed, cpu = watch.stop()
     env.close()
     return _result("naive lmdb", 1, latencies, elapsed, 1.0, cpu)
 
@@ -179,14 +183,12 @@ def sqlite_wal(directory: Path, writers: int, seconds: float) -> Result:
     threads = [threading.Thread(target=write, args=(worker,)) for worker in range(writers)]
     for thread in threads:
         thread.start()
-    cpu = time.process_time()
-    started = time.perf_counter()
-    deadline = started + seconds
+    watch = Stopwatch()
+    deadline = watch.started + seconds
     start.wait()
     for thread in threads:
         thread.join()
-    elapsed = time.perf_counter() - started
-    cpu = time.process_time() - cpu
+    elapsed, cpu = watch.stop()
     return _result("sqlite wal full", writers, [x for mine in latencies for x in mine], elapsed, 1.0, cpu)
 
 
@@ -244,19 +246,15 @@ def store_alone(directory: Path, seconds: float) -> Result:
     """
     with prepared_store(directory) as store:
         latencies: list[float] = []
-        commits = 0
-        cpu = time.process_time()
-        started = time.perf_counter()
-        deadline = started + seconds
+        watch = Stopwatch()
+        deadline = watch.started + seconds
         while (now := time.perf_counter()) < deadline:
             batch = [Commit(events=(admission(),)) for _ in range(STORE_ALONE_BATCH)]
             for _, error, _ in store.commit(batch):
                 assert error is None, error
-            commits += 1
             latencies += [time.perf_counter() - now] * STORE_ALONE_BATCH
-        elapsed = time.perf_counter() - started
-        cpu = time.process_time() - cpu
-    return _result("store alone", STORE_ALONE_BATCH, latencies, elapsed, len(latencies) / max(1, commits), cpu)
+        elapsed, cpu = watch.stop()
+    return _result("store alone", STORE_ALONE_BATCH, latencies, elapsed, float(STORE_ALONE_BATCH), cpu)
 
 
 def _statistics(address: Address) -> WriterStatistics:
@@ -283,14 +281,12 @@ def writer_threads(directory: Path, writers: int, seconds: float) -> Result:
         for thread in threads:
             thread.start()
         before = _statistics(address)
-        cpu = time.process_time()
-        started = time.perf_counter()
-        deadline = started + seconds
+        watch = Stopwatch()
+        deadline = watch.started + seconds
         start.wait()
         for thread in threads:
             thread.join()
-        elapsed = time.perf_counter() - started
-        cpu = time.process_time() - cpu
+        elapsed, cpu = watch.stop()
         after = _statistics(address)
     per_commit = (after.writes - before.writes) / max(1, after.commits - before.commits)
     flat = [x for mine in latencies for x in mine]
@@ -313,9 +309,9 @@ def writer_tasks(directory: Path, writers: int, seconds: float) -> Result:
             return time.perf_counter() - started
 
         before = _statistics(address)
-        cpu = time.process_time()
+        watch = Stopwatch()
         elapsed = asyncio.run(run())
-        cpu = time.process_time() - cpu
+        _, cpu = watch.stop()
         after = _statistics(address)
     per_commit = (after.writes - before.writes) / max(1, after.commits - before.commits)
     return _result("writer, asyncio", writers, latencies, elapsed, per_commit, cpu)
