@@ -23,6 +23,12 @@ Everything runs through `Runtime.open` on fresh homes, without Realm (records st
   time per write (all threads), and each runtime run the CPU budget its target leaves: the CPU
   per write at which a runtime bound by its one interpreter would just reach the target at the
   naive rate around it (1 s / (target x naive writes/s)).
+* **the pipeline alone** — in the same rounds, one thread does what a commit of `remember`s costs
+  (shape the records, analyse and embed them as one batch, commit them durably with their vectors
+  and terms, index them) with no actor, caller or hand-off, in commits of 40 (all the threads'
+  writes at once) and of 256 (all the tasks'). Every runtime configuration does the same work on
+  the same interpreter, so short of overlapping fsync with that work (its wall time beyond its CPU
+  time shows how little that could add) these are the ceilings of the ratios this stack can reach.
 
 fsync cost on this shared 2-core machine swings over minutes, so only ratios within one run mean
 anything; CPU per write moves far less. Targets: recall p99 <= 25 ms at 100k; rebuild <= 3 s at
@@ -44,7 +50,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -57,9 +63,10 @@ import numpy.typing as npt
 from resident.actors.substrate import encode_vector, indexed_text
 from resident.ids import new_id
 from resident.memory.embedding import HashEmbedder
+from resident.memory.index import IndexEntry, RecallIndex
 from resident.memory.records import make_record
 from resident.memory.stored_terms import encode_terms, split_terms
-from resident.memory.text import term_ids_batch
+from resident.memory.text import analyse, term_ids_batch, terms_of
 from resident.messages.memory import (
     Activation,
     Bank,
@@ -77,6 +84,7 @@ if not __package__:
     # Run as `python bench/recall.py`: make the repository root importable for the sibling module.
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.recall_index import synthetic_queries, synthetic_texts
+from bench.store_writes import prepared_store
 from bench.timing import Stopwatch
 
 SIZES = (1_000, 10_000, 100_000)
@@ -99,7 +107,16 @@ TARGETS = {
     "threads_ratio": 3.0,
     "asyncio_ratio": 8.0,
 }
-_TARGET_OF = {"remember, threads": TARGETS["threads_ratio"], "remember, asyncio": TARGETS["asyncio_ratio"]}
+# The pipeline alone, in commits as large as each configuration's callers allow: 40 threads have
+# at most 40 writes in flight, 256 tasks at most 256.
+ALONE_THREADS = f"alone, {len(MEMBERS) * THREADS_PER_MEMBER}/commit"
+ALONE_TASKS = f"alone, {TASKS}/commit"
+_TARGET_OF = {
+    "remember, threads": TARGETS["threads_ratio"],
+    "remember, asyncio": TARGETS["asyncio_ratio"],
+    ALONE_THREADS: TARGETS["threads_ratio"],
+    ALONE_TASKS: TARGETS["asyncio_ratio"],
+}
 _ENCODER = msgspec.msgpack.Encoder()
 
 
@@ -265,15 +282,20 @@ def _text(serial: int) -> str:
     return f"{BODY} (#{serial})"
 
 
-def _naive_payload(serial: int) -> tuple[bytes, bytes, bytes]:
-    """The record and event bytes one `remember` stores, and the record's key."""
-    now = time.time()
-    record = make_record(
+def _shaped(serial: int, now: float) -> MemoryRecord:
+    """A record as deven's member actor shapes a `remember` of `_text(serial)` into its own bank."""
+    return make_record(
         record_id=new_id("mem"), owner="deven", scope="AGENT_CORE", bank="agent_core/deven", text=_text(serial),
         summary=SUMMARY, kind="experience", counterpart=None, world=None, importance=0.5, importance_reason="",
         confidence=1.0, activation=Activation(), supersedes=None, canonical=False, delegated=False,
         source="manual", occurred_at=None, cites=(), now=now, author="deven",
     )
+
+
+def _naive_payload(serial: int) -> tuple[bytes, bytes, bytes]:
+    """The record and event bytes one `remember` stores, and the record's key."""
+    now = time.time()
+    record = _shaped(serial, now)
     return record.id.encode(), _ENCODER.encode(record), _ENCODER.encode(RecordAdmitted(at=now, record=record))
 
 
@@ -391,29 +413,85 @@ def remember_tasks(directory: Path, seconds: float) -> dict[str, Any]:
     return _throughput("remember, asyncio", TASKS, latencies, elapsed, per_commit, cpu)
 
 
+def remember_alone(directory: Path, seconds: float, batch: int, mode: str) -> dict[str, Any]:
+    """A `remember`'s work done by one thread, `batch` writes at a time, with nothing in between.
+
+    Each batch is shaped into records (the member's part), analysed and hash-embedded as one batch,
+    committed durably with its events, vectors and terms through `Store.commit`, and added to a
+    recall index (the substrate's and writer's parts): what a commit of `remember`s costs, without
+    actors, callers or hand-offs. A runtime configuration does all of this too, on the same
+    interpreter, so it can beat this figure only by overlapping fsync with its own work. Latency
+    is per batch and means little; the throughput and CPU per write are the point.
+    """
+    embedder = HashEmbedder()
+    index = RecallIndex()
+    latencies: list[float] = []
+    with prepared_store(directory) as store:
+        watch = Stopwatch()
+        deadline = watch.started + seconds
+        while (now := time.perf_counter()) < deadline:
+            records = [_shaped(len(latencies) + i, time.time()) for i in range(batch)]
+            texts = [indexed_text(record) for record in records]
+            parts = list(analyse(texts))
+            vectors = embedder.embed_analysed(parts, batch)
+            terms = terms_of(parts)
+            per_record = split_terms(terms, batch)
+            writes = [
+                Commit(
+                    events=(RecordAdmitted(at=record.recorded_at, record=record),),
+                    vectors=((record.id, encode_vector(embedder.name, vectors[i])),),
+                    terms=((record.id, encode_terms(per_record[i])),),
+                )
+                for i, record in enumerate(records)
+            ]
+            for _, error, _ in store.commit(writes):
+                assert error is None, error
+            index.add(
+                [
+                    IndexEntry(id=r.id, bank=r.bank, lifecycle=r.lifecycle, replication=r.replication,
+                               activation=r.activation, occurred_at=r.occurred_at, recorded_at=r.recorded_at,
+                               text=texts[i])
+                    for i, r in enumerate(records)
+                ],
+                vectors,
+                None,
+                terms,
+            )
+            latencies += [time.perf_counter() - now] * batch
+        elapsed, cpu = watch.stop()
+    return _throughput(mode, 1, latencies, elapsed, float(batch), cpu)
+
+
 def throughput(base: Path, seconds: float, rounds: int) -> dict[str, Any]:
-    """Each round: naive, threads, naive, asyncio, naive; a run's ratio is to the naive runs around it.
+    """Each round: naive, threads, naive, asyncio, naive, alone (40), naive, alone (256), naive.
+
+    A run's ratio is to the naive runs around it.
 
     fsync cost here drifts within seconds (other work shares the disk), so every configuration is
     compared with the naive runs just before and just after it, and the rounds' median is reported.
     """
     runs: list[dict[str, Any]] = []
-    ratios: dict[str, list[float]] = {"remember, threads": [], "remember, asyncio": []}
+    ratios: dict[str, list[float]] = {mode: [] for mode in _TARGET_OF}
     cpu: dict[str, list[float]] = {mode: [] for mode in ratios}
     budgets: dict[str, list[float]] = {mode: [] for mode in ratios}
+    configurations: dict[str, Callable[[Path], dict[str, Any]]] = {
+        "naive": lambda directory: naive_lmdb(directory, seconds),
+        "threads": lambda directory: remember_threads(directory, seconds),
+        "asyncio": lambda directory: remember_tasks(directory, seconds),
+        "alone-threads": lambda directory: remember_alone(
+            directory, seconds, len(MEMBERS) * THREADS_PER_MEMBER, ALONE_THREADS
+        ),
+        "alone-asyncio": lambda directory: remember_alone(directory, seconds, TASKS, ALONE_TASKS),
+    }
+    order = ("naive", "threads", "naive", "asyncio", "naive", "alone-threads", "naive", "alone-asyncio", "naive")
     for round_number in range(rounds):
         sequence: list[dict[str, Any]] = []
-        for step, configuration in enumerate(("naive", "threads", "naive", "asyncio", "naive")):
+        for step, configuration in enumerate(order):
             with _home(base, f"round{round_number}-{step}-{configuration}") as directory:
-                if configuration == "naive":
-                    result = naive_lmdb(directory, seconds)
-                elif configuration == "threads":
-                    result = remember_threads(directory, seconds)
-                else:
-                    result = remember_tasks(directory, seconds)
+                result = configurations[configuration](directory)
             result["round"] = round_number
             sequence.append(result)
-        for position in (1, 3):
+        for position in range(1, len(order), 2):
             around = statistics.fmean([sequence[position - 1]["per_s"], sequence[position + 1]["per_s"]])
             sequence[position]["baseline_per_s"] = around
             sequence[position]["ratio"] = sequence[position]["per_s"] / around
@@ -428,6 +506,7 @@ def throughput(base: Path, seconds: float, rounds: int) -> dict[str, Any]:
         "ratios": {mode: statistics.median(values) for mode, values in ratios.items()},
         "cpu_us_per_write": {mode: statistics.median(values) for mode, values in cpu.items()},
         "cpu_budget_us": {mode: statistics.median(values) for mode, values in budgets.items()},
+        "alone_batches": {ALONE_THREADS: len(MEMBERS) * THREADS_PER_MEMBER, ALONE_TASKS: TASKS},
     }
 
 
