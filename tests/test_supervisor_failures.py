@@ -11,7 +11,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pykka
@@ -319,24 +319,38 @@ def test_a_nested_supervisor_giving_up_too_often_makes_the_root_escalate(clock: 
 
 
 def test_asks_racing_repeated_crashes_are_all_answered(clock: ManualClock, journal: Journal) -> None:
+    crashes = 40
     spec = SupervisorSpec("root", [worker("w", journal)], intensity=1_000_000, period=1.0)
     with running_tree(spec, clock) as tree:
         address = tree.address("w")
-        stop = threading.Event()
+        progress = threading.Condition()
+        answered = [0]
 
-        def crash_repeatedly() -> None:
-            while not stop.is_set():
+        # Each crash waits for a few more answers rather than for wall time, so the crashes land
+        # among the asks on any machine, however fast or loaded.
+        def answered_at_least(wanted: int) -> Callable[[], bool]:
+            return lambda: answered[0] >= wanted
+
+        def crash_while_asks_flow() -> None:
+            for _ in range(crashes):
+                with progress:
+                    progress.wait_for(answered_at_least(answered[0] + 5), timeout=WAIT)
                 address.tell(Crash())
-                stop.wait(0.002)
 
-        crasher = threading.Thread(target=crash_repeatedly, name="test-crasher")
+        crasher = threading.Thread(target=crash_while_asks_flow, name="test-crasher")
         crasher.start()
+        answers: list[Any] = []
         try:
-            answers = [address.ask(Echo(n), timeout=2.0) for n in range(500)]
+            while crasher.is_alive() or len(answers) < 500:
+                answers.append(address.ask(Echo(len(answers)), timeout=2.0))
+                with progress:
+                    answered[0] += 1
+                    progress.notify_all()
         except AskTimeout as error:  # a lost message: report it as a failure, not an error
             pytest.fail(f"an ask racing a crash was never answered: {error}")
         finally:
-            stop.set()
             crasher.join(WAIT)
-        assert answers == list(range(500))
-        assert tree.child("w").total_restarts > 10
+        assert answers == list(range(len(answers)))
+        # Asked after the last crash was sent, so answered only once every crash has been handled.
+        assert address.ask(Echo("last"), timeout=2.0) == "last"
+        assert tree.child("w").total_restarts == crashes
