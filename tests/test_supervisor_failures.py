@@ -324,31 +324,37 @@ def test_asks_racing_repeated_crashes_are_all_answered(clock: ManualClock, journ
     with running_tree(spec, clock) as tree:
         address = tree.address("w")
         progress = threading.Condition()
-        answered = [0]
+        answers: list[Any] = []
+        asks_ended = threading.Event()
 
         # Each crash waits for a few more answers rather than for wall time, so the crashes land
         # among the asks on any machine, however fast or loaded.
         def answered_at_least(wanted: int) -> Callable[[], bool]:
-            return lambda: answered[0] >= wanted
+            return lambda: asks_ended.is_set() or len(answers) >= wanted
 
         def crash_while_asks_flow() -> None:
             for _ in range(crashes):
                 with progress:
-                    progress.wait_for(answered_at_least(answered[0] + 5), timeout=WAIT)
+                    progress.wait_for(answered_at_least(len(answers) + 5), timeout=WAIT)
+                if asks_ended.is_set():
+                    return
                 address.tell(Crash())
 
         crasher = threading.Thread(target=crash_while_asks_flow, name="test-crasher")
         crasher.start()
-        answers: list[Any] = []
         try:
             while crasher.is_alive() or len(answers) < 500:
-                answers.append(address.ask(Echo(len(answers)), timeout=2.0))
+                answer = address.ask(Echo(len(answers)), timeout=2.0)
                 with progress:
-                    answered[0] += 1
+                    answers.append(answer)
                     progress.notify_all()
         except AskTimeout as error:  # a lost message: report it as a failure, not an error
             pytest.fail(f"an ask racing a crash was never answered: {error}")
         finally:
+            # A failed ask must not leave the crasher waiting out its timeouts.
+            asks_ended.set()
+            with progress:
+                progress.notify_all()
             crasher.join(WAIT)
         assert answers == list(range(len(answers)))
         # Asked after the last crash was sent, so answered only once every crash has been handled.
