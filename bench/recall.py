@@ -187,7 +187,7 @@ def load(rt: Runtime, texts: Sequence[str], start: int, embedder: HashEmbedder) 
         record_texts = [indexed_text(r) for r in records]
         vectors: npt.NDArray[np.float32] = embedder.embed(record_texts)
         terms = split_terms(term_ids_batch(record_texts), len(records))
-        rt.write(
+        rt._internal.write(
             Commit(
                 events=tuple(RecordAdmitted(at=now, record=r) for r in records),
                 vectors=tuple((r.id, encode_vector(embedder.name, vectors[i])) for i, r in enumerate(records)),
@@ -228,7 +228,7 @@ def recall_and_rebuild(base: Path, sizes: Sequence[int]) -> tuple[list[dict[str,
         rt = Runtime.open(home, realm="none")
         try:
             rt.memory.enable()
-            rt.write(Commit(events=(
+            rt._internal.write(Commit(events=(
                 BankCreated(at=time.time(), bank=Bank(name="agent_core/deven", scope="AGENT_CORE", owner="deven")),
                 BankCreated(at=time.time(), bank=Bank(
                     name="world_shared/team", scope="WORLD_SHARED", owner="team", world="team"

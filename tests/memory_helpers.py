@@ -41,7 +41,7 @@ def open_runtime(home: Path, *, worlds: Mapping[str, Sequence[str]] | None = Non
 
 def events_of(rt: Runtime) -> list[Any]:
     """Every event in the home's log, oldest first."""
-    with rt.store.reader() as reader:
+    with rt._internal.store.reader() as reader:
         return [event for _, event in reader.events()]
 
 

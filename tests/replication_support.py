@@ -86,7 +86,7 @@ def record_status(runtime: Runtime, record_id: str) -> RecordReplication:
 
 def local_records(runtime: Runtime) -> dict[str, MemoryRecord]:
     """Every record of an open runtime's home, as stored (withheld ones too)."""
-    with runtime.store.reader() as reader:
+    with runtime._internal.store.reader() as reader:
         return dict(reader.items(RECORDS))
 
 

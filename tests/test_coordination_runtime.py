@@ -20,7 +20,7 @@ def rt(tmp_path):
 
 
 def events_of(rt, kind):
-    with rt.store.reader() as reader:
+    with rt._internal.store.reader() as reader:
         return [event for _, event in reader.events() if isinstance(event, kind)]
 
 
@@ -60,7 +60,7 @@ def test_a_child_grant_wider_than_its_parent_is_refused_and_nothing_is_recorded(
     with pytest.raises(GrantExceeded, match="cannot widen"):
         rt.coordinator.dispatch("x", "deven", role="implement", parent_grant=grant, actions={"recall"},
                                 scopes={"WORLD_SHARED"})
-    with rt.store.reader() as reader:
+    with rt._internal.store.reader() as reader:
         assert reader.count(EXECUTIONS) == 0
 
 
@@ -93,7 +93,7 @@ def test_a_correction_is_an_event_on_the_execution(rt):
     session.finish("succeeded")
     correction = rt.coordinator.correct(session.execution.id, "used the wrong branch")
     assert [e.correction.id for e in events_of(rt, CorrectionRecorded)] == [correction.id]
-    with rt.store.reader() as reader:
+    with rt._internal.store.reader() as reader:
         assert reader.get(EXECUTIONS, session.execution.id).corrections == 1
     with pytest.raises(UnknownExecution):
         rt.coordinator.correct("exec_nope", "x")

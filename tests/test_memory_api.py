@@ -68,7 +68,7 @@ def _withhold(rt: Runtime, record_id: str, state: str) -> None:
         if state == "conflict"
         else RecordInvalidated(at=time.time(), id=record_id, reason="realm invalidated it")
     )
-    rt.write(Commit(events=(event,)))
+    rt._internal.write(Commit(events=(event,)))
 
 
 # -- off by default ------------------------------------------------------------------------------
@@ -88,7 +88,7 @@ def test_a_fresh_home_refuses_remember_and_recall_naming_the_enable_command_and_
     with pytest.raises(MemoryDisabled, match="resident memory enable"):
         rt.apps.recall("notes", "note")
     assert event_count(rt) == before
-    with rt.store.reader() as reader:
+    with rt._internal.store.reader() as reader:
         assert reader.count(RECORDS) == 0
     assert rt.memory.status().enabled is False
 
@@ -137,7 +137,7 @@ def test_disable_deletes_nothing_and_re_enabling_recalls_the_old_records(on: Run
         deven.recall("billing deploys")
     with pytest.raises(MemoryDisabled):
         deven.remember("written while off")
-    with on.store.reader() as reader:
+    with on._internal.store.reader() as reader:
         assert reader.get(RECORDS, receipt.id) is not None
         assert reader.count(RECORDS) == 1
     assert on.memory.enable() is True
@@ -154,7 +154,7 @@ def test_remember_returns_a_receipt_only_once_the_record_and_its_event_are_durab
         receipt = rt.member("deven").remember("staging deploys need the migration first", summary="migrate first")
         assert receipt.replication == "pending"
         assert receipt.bank == "agent_core/deven"
-        with rt.store.reader() as reader:
+        with rt._internal.store.reader() as reader:
             stored = reader.get(RECORDS, receipt.id)
         assert stored is not None
         assert stored.replication == "pending"
@@ -400,7 +400,7 @@ def test_bad_text_is_refused_with_text_invalid_and_writes_nothing(
     before = event_count(on)
     with pytest.raises(TextInvalid):
         on.member("deven").remember(text, summary=summary)
-    with on.store.reader() as reader:
+    with on._internal.store.reader() as reader:
         assert reader.count(RECORDS) == 0
     assert event_count(on) == before
 
@@ -482,8 +482,8 @@ def test_a_rollback_and_a_readmit_sent_together_for_one_withheld_record_cannot_b
     late_rollback = RecordRetracted(at=time.time(), id=withheld.id, by="deven", reason="race", only_if_active=True)
     deven.reconcile(withheld.id, readmit=True, text="a corrected memory realm accepts")
     with pytest.raises(InvalidInput, match="already reconciled"):
-        on.write(Commit(events=(late_rollback,)))
-    with on.store.reader() as reader:
+        on._internal.write(Commit(events=(late_rollback,)))
+    with on._internal.store.reader() as reader:
         record = reader.get(RECORDS, withheld.id)
     assert record is not None
     assert record.lifecycle == "superseded"
@@ -652,8 +652,8 @@ def test_a_forget_or_supersede_that_races_a_disable_is_refused_in_the_transactio
         RecordSuperseded(at=1.0, id=receipt.id, by="mem_other"),
     ):
         with pytest.raises(MemoryDisabled):
-            on.write(Commit(events=(event,)))
-    with on.store.reader() as reader:
+            on._internal.write(Commit(events=(event,)))
+    with on._internal.store.reader() as reader:
         record = reader.get(RECORDS, receipt.id)
     assert record is not None
     assert record.lifecycle == "active"

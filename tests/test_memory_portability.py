@@ -49,7 +49,7 @@ def source(tmp_path: Path) -> Iterator[tuple[Runtime, dict[str, str]]]:
     ids["superseded"] = old.id
     ids["current"] = deven.remember("the deploy window is thursday", supersedes=old.id).id
     now = time.time()
-    rt.write(
+    rt._internal.write(
         Commit(
             events=(
                 RecordConflicted(at=now, id=ids["conflict"], reason="non-canonical promotion"),
@@ -145,7 +145,7 @@ def test_importing_the_same_file_again_skips_what_is_already_there(
 
 
 def _record_count(rt: Runtime) -> int:
-    with rt.store.reader() as reader:
+    with rt._internal.store.reader() as reader:
         return reader.count(RECORDS)
 
 

@@ -91,7 +91,7 @@ def withhold(rt: Runtime, record_id: str, state: str) -> None:
         if state == "conflict"
         else RecordInvalidated(at=time.time(), id=record_id, reason="realm invalidated the cached record")
     )
-    rt.write(Commit(events=(event,)))
+    rt._internal.write(Commit(events=(event,)))
 
 
 class VisibilityMachine(RuleBasedStateMachine):

@@ -75,7 +75,7 @@ def _hold_first_batch(
 ) -> tuple[Future[Receipt], list[Future[Receipt]], SubstrateStatus]:
     """Hold one memory's commit, then send `LATER` more; returns once all of them wait in the substrate."""
     releases.append(held)
-    monkeypatch.setattr(rt.store, "commit", held)
+    monkeypatch.setattr(rt._internal.store, "commit", held)
     deven = rt.member("deven")
     first = pool.submit(deven.remember, "the first memory holds the writer")
     assert held.entered.wait(10)
@@ -89,7 +89,7 @@ def _hold_first_batch(
 def test_memories_arriving_while_a_batch_is_at_the_writer_wait_and_go_as_one_batch(
     runtime: Runtime, pool: ThreadPoolExecutor, releases: list[HeldCommit], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    held = HeldCommit(runtime.store.commit)
+    held = HeldCommit(runtime._internal.store.commit)
     first, later, waiting = _hold_first_batch(runtime, pool, held, releases, monkeypatch)
     held.release.set()
 
@@ -104,7 +104,7 @@ def test_memories_arriving_while_a_batch_is_at_the_writer_wait_and_go_as_one_bat
 def test_a_writer_dying_with_the_batch_in_flight_does_not_hold_back_the_memories_behind_it(
     runtime: Runtime, pool: ThreadPoolExecutor, releases: list[HeldCommit], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    held = HeldCommit(runtime.store.commit, fail_first=True)
+    held = HeldCommit(runtime._internal.store.commit, fail_first=True)
     first, later, waiting = _hold_first_batch(runtime, pool, held, releases, monkeypatch)
     held.release.set()
 

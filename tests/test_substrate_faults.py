@@ -104,7 +104,7 @@ def test_every_acknowledged_write_survives_substrate_crashes_and_no_call_hangs(t
         assert sum(refused.values()) <= len(acknowledged) // 20, refused
         assert rt.statistics().child("substrate").total_restarts == crashes
 
-        with rt.store.reader() as reader:
+        with rt._internal.store.reader() as reader:
             assert all(reader.get(RECORDS, record_id) is not None for _, record_id, _ in acknowledged)
         for member, record_id, text in acknowledged:
             assert rt.member(member).get(record_id).body == text
@@ -191,7 +191,7 @@ def test_writes_and_keyword_recall_go_on_while_the_embedder_fails_and_vectors_ar
             top = deven.recall(record.body, k=1)[0]
             assert (top.id, round(top.semantic, 3)) == (receipt.id, 1.0)
         name = make_embedder(fake.url).name
-        with rt.store.reader() as reader:
+        with rt._internal.store.reader() as reader:
             stored = [reader.raw(VECTORS, r.id) for r in receipts]
         assert all(raw is not None and raw.startswith(name.encode()) for raw in stored)
         # Each missing vector was embedded and written once, not again while its write was in flight.

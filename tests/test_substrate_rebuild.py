@@ -53,7 +53,7 @@ def test_remember_stores_the_terms_of_each_record_and_a_rebuild_from_them_ranks_
     with open_runtime(home) as rt:
         rt.memory.enable()
         receipts = [rt.member("deven").remember(text) for text in MEMORIES]
-        with rt.store.reader() as reader:
+        with rt._internal.store.reader() as reader:
             stored = [reader.raw(TERMS, receipt.id) for receipt in receipts]
         live = _scores(rt)
     for text, raw in zip(MEMORIES, stored, strict=True):
@@ -74,12 +74,12 @@ def _commit_directly(rt: Runtime, bank: str, text: str) -> str:
         activation=Activation(), supersedes=None, canonical=False, delegated=False, source="test",
         occurred_at=None, cites=(), now=now,
     )
-    rt.write(Commit(events=(RecordAdmitted(at=now, record=record),)))
+    rt._internal.write(Commit(events=(RecordAdmitted(at=now, record=record),)))
     return record.id
 
 
 def _terms_of(rt: Runtime, ids: list[str]) -> dict[str, bytes | None]:
-    with rt.store.reader() as reader:
+    with rt._internal.store.reader() as reader:
         return {record_id: reader.raw(TERMS, record_id) for record_id in ids}
 
 
@@ -111,7 +111,7 @@ def test_records_stored_without_terms_get_them_and_missing_or_stale_terms_are_an
             assert raw is not None
             assert sorted(np.frombuffer(raw[len(TERMS_TAG) :], dtype="<u8").tolist()) == sorted(term_ids(text).tolist())
         # Terms of an older analysis: the tag differs, so they must not be trusted.
-        rt.write(Commit(events=(), terms=((second.id, b"terms-v0" + np.arange(5, dtype="<u8").tobytes()),)))
+        rt._internal.write(Commit(events=(), terms=((second.id, b"terms-v0" + np.arange(5, dtype="<u8").tobytes()),)))
         live = _scores(rt)
     assert sum(len(hits) for hits in live.values()) >= len(MEMORIES)
     _forget_terms(home, imported)

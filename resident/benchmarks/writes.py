@@ -284,7 +284,7 @@ def _replication_lag(runtime: Runtime, realm_url: str | None, notes: list[str]) 
     if counts.pending:
         notes.append(f"{counts.pending} records were still pending after 120 s")
     lags: list[float] = []
-    with runtime.store.reader() as reader:
+    with runtime._internal.store.reader() as reader:
         for _, event in reader.events():
             if isinstance(event, RecordsSynced):
                 for record_id in event.ids:

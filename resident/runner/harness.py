@@ -246,7 +246,7 @@ class RunHarness:
             self._define(at.step.as_, result.new_id)
 
     def _state(self, record_id: str) -> str:
-        with self.runtime.store.reader() as reader:
+        with self.runtime._internal.store.reader() as reader:
             record = reader.get(RECORDS, record_id)
         return "missing" if record is None else record.replication
 

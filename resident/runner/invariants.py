@@ -22,7 +22,7 @@ class Invariant:
 
 
 def _writes_kept(runtime: Runtime, metrics: RunMetrics) -> Invariant:
-    with runtime.store.reader() as reader:
+    with runtime._internal.store.reader() as reader:
         missing = sorted(i for i in metrics.acknowledged if reader.get(RECORDS, i) is None)
     detail = f"{len(metrics.acknowledged)} acknowledged writes, all in the store"
     if missing:
@@ -32,7 +32,7 @@ def _writes_kept(runtime: Runtime, metrics: RunMetrics) -> Invariant:
 
 def _nothing_withheld_served(runtime: Runtime, metrics: RunMetrics) -> Invariant:
     problems = [f"recall served withheld {i}" for i in metrics.served_withheld]
-    with runtime.store.reader() as reader:
+    with runtime._internal.store.reader() as reader:
         withheld = [r for _, r in reader.items(RECORDS) if r.replication in WITHHELD]
     for record in withheld:
         author = record.author or record.owner

@@ -44,8 +44,8 @@ class Apps:
         """Create an APP_PRIVATE or WORKSPACE_PRIVATE bank (`ScopeNotAllowed` for any other scope)."""
         self._runtime.check_open()
         bank = app_bank(app_or_workspace, parse_scope(scope), name, at=self._runtime.clock.time())
-        self._runtime.write(Commit(events=(BankCreated(at=bank.created_at, bank=bank),)))
-        with self._runtime.store.reader() as reader:
+        self._runtime._internal.write(Commit(events=(BankCreated(at=bank.created_at, bank=bank),)))
+        with self._runtime._internal.store.reader() as reader:
             created = reader.get(BANKS, bank.name)
         return created if created is not None else bank
 
@@ -53,7 +53,7 @@ class Apps:
         """The banks this app (or workspace) owns and can see."""
         self._runtime.check_open()
         principal = _principal(app_or_workspace, scope)
-        with self._runtime.store.reader() as reader:
+        with self._runtime._internal.store.reader() as reader:
             return [bank for _, bank in reader.items(BANKS) if can_see_bank(principal, bank)]
 
     def remember(
@@ -73,7 +73,7 @@ class Apps:
         runtime = self._runtime
         runtime.check_open()
         runtime.memory.require_enabled()
-        with runtime.store.reader() as reader:
+        with runtime._internal.store.reader() as reader:
             target = reader.get(BANKS, bank)
         if target is None:
             raise UnknownBank(f"no bank named {bank}; create it with rt.apps.create_bank(...)")

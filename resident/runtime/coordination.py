@@ -105,7 +105,7 @@ class CoordinatorControl:
         grant = issue_root(
             new_id("grant"), holder=holder, actions=actions, scopes=scopes, expires_at=now + ttl, now=now
         )
-        runtime.write(Commit(events=(GrantIssued(at=now, grant=grant),)))
+        runtime._internal.write(Commit(events=(GrantIssued(at=now, grant=grant),)))
         return grant
 
     def dispatch(
@@ -161,5 +161,5 @@ class CoordinatorControl:
 
     def executions(self) -> list[Execution]:
         """Every recorded execution, oldest first."""
-        with self._runtime.store.reader() as reader:
+        with self._runtime._internal.store.reader() as reader:
             return sorted((e for _, e in reader.items(EXECUTIONS)), key=lambda e: e.started_at)

@@ -34,7 +34,7 @@ class MemoryControl:
             raise InvalidInput(f"unknown memory provider {provider!r}; the provider is: {', '.join(PROVIDERS)}")
         spec = check_embedder_spec(embedder)
         event = MemorySwitchedOn(at=self._runtime.clock.time(), provider=provider, embedder=spec)
-        committed: Committed = self._runtime.write(Commit(events=(event,)))
+        committed: Committed = self._runtime._internal.write(Commit(events=(event,)))
         if committed.applied:
             # The substrate turns on (and switches embedder) when it hears of the event; the next
             # request should find it on, embedding with the embedder just admitted.
@@ -43,7 +43,8 @@ class MemoryControl:
 
     def disable(self) -> bool:
         """Stop new writes and recalls; nothing is deleted. False if memory was already off."""
-        committed: Committed = self._runtime.write(Commit(events=(MemorySwitchedOff(at=self._runtime.clock.time()),)))
+        switched_off = MemorySwitchedOff(at=self._runtime.clock.time())
+        committed: Committed = self._runtime._internal.write(Commit(events=(switched_off,)))
         if committed.applied:
             self._settle()  # so that no recall after this returns is still served
         return committed.applied > 0
@@ -57,7 +58,7 @@ class MemoryControl:
 
     def require_enabled(self) -> None:
         """Raise `MemoryDisabled` (naming the command that turns memory on) unless memory is on."""
-        with self._runtime.store.reader() as reader:
+        with self._runtime._internal.store.reader() as reader:
             config = reader.get(MEMORY_CONFIG, "memory")
         if config is None or not config.enabled:
             raise MemoryDisabled(MEMORY_OFF_MESSAGE)
@@ -66,7 +67,7 @@ class MemoryControl:
         """Wait until the substrate has taken in every change committed so far.
 
         Writes through `remember` are indexed before they return; records committed another way
-        (an import, `rt.write(Commit(...))`) reach the substrate as published events just after
+        (an import, a raw commit through the internal write path) reach the substrate as published events just after
         their commit. This waits for those: the writer has published everything it committed
         once it answers a later message, and the substrate handles messages in order.
         """
@@ -79,7 +80,7 @@ class MemoryControl:
         """On or off, provider and embedder, substrate health, and record counts by state."""
         runtime = self._runtime
         runtime.check_open()
-        with runtime.store.reader() as reader:
+        with runtime._internal.store.reader() as reader:
             config = reader.get(MEMORY_CONFIG, "memory")
         state = runtime.statistics().child("substrate").state
         try:

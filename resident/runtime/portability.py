@@ -37,7 +37,7 @@ def export_member(runtime: Runtime, name: str, path: Path) -> int:
     """Write `name`'s AGENT_CORE and AGENT_DYADIC records to `path` (atomically, 0600); the count."""
     runtime.check_open()
     member = runtime.config.member(name)
-    with runtime.store.reader() as reader:
+    with runtime._internal.store.reader() as reader:
         banks = [bank for _, bank in reader.items(BANKS)]
         records = [record for _, record in reader.items(RECORDS)]
     document = build_export(
@@ -77,7 +77,7 @@ def import_member(runtime: Runtime, path: Path, world: str | None = None) -> Imp
             )
     now = runtime.clock.time()
     runtime.memory.require_enabled()
-    with runtime.store.reader() as reader:
+    with runtime._internal.store.reader() as reader:
         fresh = [r for r in document.records if reader.get(RECORDS, r.id) is None]
     events: list[object] = [BankCreated(at=now, bank=bank) for bank in document.banks]
     # Replication starts over: this home's Realm has not accepted these records yet.
@@ -92,7 +92,7 @@ def import_member(runtime: Runtime, path: Path, world: str | None = None) -> Imp
                 at=now, member=document.member, world=world or DEFAULT_WORLD, records=len(fresh), role=document.role
             )
         )
-    runtime.write(Commit(events=tuple(events)))  # type: ignore[arg-type]
+    runtime._internal.write(Commit(events=tuple(events)))  # type: ignore[arg-type]
     try:
         # Recall right after an import should find the records: wait until the substrate has them.
         runtime.memory.wait_indexed()

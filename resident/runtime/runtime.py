@@ -52,6 +52,23 @@ __all__ = ["Runtime"]
 logger = logging.getLogger(__name__)
 
 
+class Internals:
+    """What the facade keeps to itself: the store and the raw write path.
+
+    Neither checks visibility, withholding or grants, so they are not part of the public API;
+    the facade's own modules, tests and benchmarks reach them through `Runtime._internal`.
+    """
+
+    def __init__(self, runtime: Runtime, store: Store) -> None:
+        self._runtime = runtime
+        self.store = store
+
+    def write(self, commit: Commit, timeout: float | None = None) -> Any:
+        """Commit events through the writer and wait for durability."""
+        self._runtime.check_open()
+        return self._runtime.wiring.writer.ask(commit, timeout)
+
+
 class Runtime:
     """One open home and its running actor tree."""
 
@@ -67,7 +84,7 @@ class Runtime:
         wiring: Wiring,
     ) -> None:
         self.home = home
-        self.store = store
+        self._internal = Internals(self, store)
         self.config = config
         self.clock = clock
         self.wiring = wiring
@@ -141,7 +158,7 @@ class Runtime:
         finally:
             for address in self.wiring.addresses.values():
                 address.close("the runtime is closed", RuntimeStopped)
-            self.store.close()
+            self._internal.store.close()
             self._lock.release()
             if self._owns_clock and isinstance(self.clock, SystemClock):
                 self.clock.close()
@@ -184,7 +201,7 @@ class Runtime:
     ) -> Reconciled:
         """Reconcile a withheld record as the member who wrote it (see `Member.reconcile`)."""
         self.check_open()
-        with self.store.reader() as reader:
+        with self._internal.store.reader() as reader:
             record = reader.get(RECORDS, record_id)
         if record is None:
             raise RecordNotFound(f"no memory record {record_id}")
@@ -228,7 +245,7 @@ class Runtime:
     def backup(self, dest: str | os.PathLike[str]) -> BackupManifest:
         """A consistent, compacted copy of this home in `dest`, with a checksummed manifest."""
         self.check_open()
-        return backup_home(self.store, self.home, Path(dest))
+        return backup_home(self._internal.store, self.home, Path(dest))
 
     @staticmethod
     def restore(src: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> BackupManifest:
@@ -236,11 +253,6 @@ class Runtime:
         return restore_home(Path(src), ensure_home(resolve_home(home)))
 
     # -- plumbing shared by the surfaces ----------------------------------------------------------
-
-    def write(self, commit: Commit, timeout: float | None = None) -> Any:
-        """Commit events through the writer and wait for durability."""
-        self.check_open()
-        return self.wiring.writer.ask(commit, timeout)
 
     def ask_member(self, name: str, message: Any, timeout: float | None) -> Any:
         self.check_open()
