@@ -20,6 +20,7 @@ __all__ = [
     "EmbedderUnavailable",
     "ExportInvalid",
     "GrantExceeded",
+    "GrantInvalid",
     "HomeInUse",
     "InvalidInput",
     "MemoryDisabled",
@@ -201,3 +202,7 @@ class OwnerOnlyAction(GrantExceeded):
 
 class UnknownExecution(ResidentError, LookupError):
     """No execution with that id was recorded by the coordinator."""
+
+
+class GrantInvalid(ResidentError, PermissionError):
+    """A grant token that is malformed, unknown, or whose execution ended or grant expired."""

@@ -34,6 +34,8 @@ from resident.messages.coordination import (
     ExecutionStarted,
     Grant,
     GrantIssued,
+    GrantToken,
+    GrantTokenIssued,
 )
 from resident.messages.events import EVENT_DECODER, AnyEvent
 from resident.messages.members import MemberEntry
@@ -142,6 +144,12 @@ def _execution() -> Execution:
     )
 
 
+def _grant_token() -> GrantToken:
+    return GrantToken(
+        digest="5e" * 32, grant="grant_01hzx3k9q0", member="deven", execution="exec_01hzx3k9q0", issued_at=AT
+    )
+
+
 def _correction() -> Correction:
     return Correction(id="corr_01hzx3k9q0", execution="exec_01hzx3k9q0", note="use the v2 API", by="owner", at=AT)
 
@@ -169,6 +177,7 @@ def samples() -> dict[str, Any]:
             at=AT, id="exec_01hzx3k9q0", outcome="failed", result_digest="ef" * 32, error="tests failed", steps=9
         ),
         CorrectionRecorded(at=AT, correction=_correction()),
+        GrantTokenIssued(at=AT, token=_grant_token()),
     ]
     manifest = BackupManifest(
         format=BACKUP_FORMAT,
@@ -189,6 +198,7 @@ def samples() -> dict[str, Any]:
         _grant(),
         _execution(),
         _correction(),
+        _grant_token(),
         manifest,
     ]
     found: dict[str, Any] = {f"event/{type(event).__struct_config__.tag}": event for event in events}

@@ -27,6 +27,8 @@ from resident.messages.coordination import (
     GetProgress,
     Grant,
     GrantIssued,
+    GrantToken,
+    GrantTokenIssued,
     MemberProgress,
     Progress,
 )
@@ -103,10 +105,13 @@ class Coordinator(SupervisedActor):
             id=new_id("exec"), task=message.task, member=member.name, role=message.role, grant=grant.id,
             started_at=now,
         )
-        self._record(
-            (GrantIssued(at=now, grant=grant), ExecutionStarted(at=now, execution=execution)),
-            Dispatched(execution, grant),
-        )
+        events: tuple[Any, ...] = (GrantIssued(at=now, grant=grant), ExecutionStarted(at=now, execution=execution))
+        if message.token_digest:
+            token = GrantToken(
+                digest=message.token_digest, grant=grant.id, member=member.name, execution=execution.id, issued_at=now
+            )
+            events = (*events, GrantTokenIssued(at=now, token=token))
+        self._record(events, Dispatched(execution, grant))
 
     def _finish(self, message: FinishExecution) -> None:
         event = ExecutionFinished(

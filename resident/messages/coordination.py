@@ -19,6 +19,8 @@ __all__ = [
     "GetProgress",
     "Grant",
     "GrantIssued",
+    "GrantToken",
+    "GrantTokenIssued",
     "MemberProgress",
     "Outcome",
     "Progress",
@@ -38,6 +40,20 @@ class Grant(Record, frozen=True):
     issued_at: float
     issued_by: str
     parent: str | None = None
+
+
+class GrantToken(Record, frozen=True):
+    """The stored side of a member session's grant token: only its digest, never the token.
+
+    A token stands for one execution's grant. It is good while that execution is running and the
+    grant has not expired; nothing else needs to be recorded to end it.
+    """
+
+    digest: str
+    grant: str
+    member: str
+    execution: str
+    issued_at: float
 
 
 class Execution(Record, frozen=True):
@@ -74,6 +90,10 @@ class GrantIssued(Event, frozen=True, tag="grant.issued"):
     grant: Grant
 
 
+class GrantTokenIssued(Event, frozen=True, tag="grant.token.issued"):
+    token: GrantToken
+
+
 class ExecutionStarted(Event, frozen=True, tag="execution.started"):
     execution: Execution
 
@@ -103,6 +123,9 @@ class Dispatch(Message, frozen=True, tag="coordinator.dispatch"):
     scopes: tuple[Scope, ...]
     expires_at: float
     parent_grant: str | None = None
+    # The digest of the session's grant token, recorded with the execution (the token itself
+    # stays with the caller that dispatched).
+    token_digest: str = ""
 
 
 class FinishExecution(Message, frozen=True, tag="coordinator.finish"):

@@ -6,7 +6,13 @@ from typing import Union
 
 import msgspec
 
-from resident.messages.coordination import CorrectionRecorded, ExecutionFinished, ExecutionStarted, GrantIssued
+from resident.messages.coordination import (
+    CorrectionRecorded,
+    ExecutionFinished,
+    ExecutionStarted,
+    GrantIssued,
+    GrantTokenIssued,
+)
 from resident.messages.memory import (
     BankCreated,
     MemberImported,
@@ -48,6 +54,7 @@ AnyEvent = Union[  # noqa: UP007
     ExecutionStarted,
     ExecutionFinished,
     CorrectionRecorded,
+    GrantTokenIssued,
 ]
 
 EVENT_DECODER: msgspec.msgpack.Decoder[AnyEvent] = msgspec.msgpack.Decoder(AnyEvent)

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from resident.actors.coordinator import Dispatched
 from resident.coordination.grants import ROLE_ACTIONS, check, issue_root
-from resident.errors import InvalidInput
+from resident.coordination.tokens import new_token, token_digest
+from resident.errors import GrantInvalid, InvalidInput
 from resident.ids import new_id
 from resident.memory.banks import parse_scope
 from resident.messages.coordination import (
@@ -30,7 +31,7 @@ from resident.messages.coordination import (
 )
 from resident.messages.memory import SCOPES, RecallHit, Receipt, Reconciled
 from resident.messages.store import Commit
-from resident.store.tables import EXECUTIONS
+from resident.store.tables import EXECUTIONS, GRANT_TOKENS, GRANTS
 
 if TYPE_CHECKING:
     from resident.runtime.runtime import Runtime
@@ -50,10 +51,13 @@ def result_digest(parts: Iterable[str]) -> str:
 class Session:
     """A member at work on one execution; its callbacks are checked against its grant."""
 
-    def __init__(self, runtime: Runtime, dispatched: Dispatched) -> None:
+    def __init__(self, runtime: Runtime, dispatched: Dispatched, token: str) -> None:
         self._runtime = runtime
         self.execution = dispatched.execution
         self.grant = dispatched.grant
+        # Hand this to the member's harness (as $RESIDENT_GRANT_TOKEN) so that its calls back into
+        # the runtime act as this session; `rt.coordinator.session(token)` resumes it.
+        self.token = token
         self.member = runtime.member(dispatched.execution.member)
         self.steps = 0
         self.produced: list[str] = []
@@ -128,13 +132,37 @@ class CoordinatorControl:
             actions = ROLE_ACTIONS[role]
         now = runtime.clock.time()
         expires_at = parent_grant.expires_at if ttl is None else now + ttl
+        token = new_token()
         message = Dispatch(
             task=task, member=member, role=role, actions=tuple(actions),
             scopes=tuple(parse_scope(s) for s in (scopes if scopes is not None else parent_grant.scopes)),
-            expires_at=expires_at, parent_grant=parent_grant.id,
+            expires_at=expires_at, parent_grant=parent_grant.id, token_digest=token_digest(token),
         )
         dispatched: Dispatched = runtime.wiring.coordinator.ask(message)
-        return Session(runtime, dispatched)
+        return Session(runtime, dispatched, token)
+
+    def session(self, token: str) -> Session:
+        """The running session a grant token stands for (`GrantInvalid` when it stands for none).
+
+        This is how a member's harness, holding the token its session was started with, acts as
+        that member again, in this process or another one, within the same grant.
+        """
+        runtime = self._runtime
+        runtime.check_open()
+        digest = token_digest(token)
+        with runtime._internal.store.reader() as reader:
+            stored = reader.get(GRANT_TOKENS, digest)
+            execution = None if stored is None else reader.get(EXECUTIONS, stored.execution)
+            grant = None if stored is None else reader.get(GRANTS, stored.grant)
+        if stored is None or execution is None or grant is None:
+            raise GrantInvalid("this grant token is not known to this home; use the token of a session it started")
+        if execution.outcome != "running":
+            raise GrantInvalid(
+                f"the session's execution {execution.id} has ended ({execution.outcome}); its grant token is spent"
+            )
+        if runtime.clock.time() >= grant.expires_at:
+            raise GrantInvalid(f"grant {grant.id} of {grant.holder} expired; the task must be dispatched again")
+        return Session(runtime, Dispatched(execution, grant), token)
 
     def finish(self, execution_id: str, outcome: Outcome, *, result_digest: str = "", error: str = "",
                steps: int = 0) -> None:

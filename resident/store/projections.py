@@ -22,6 +22,7 @@ from resident.messages.coordination import (
     ExecutionFinished,
     ExecutionStarted,
     GrantIssued,
+    GrantTokenIssued,
 )
 from resident.messages.members import MemberEntry
 from resident.messages.memory import (
@@ -49,6 +50,7 @@ from resident.store.tables import (
     BANKS,
     CORRECTIONS,
     EXECUTIONS,
+    GRANT_TOKENS,
     GRANTS,
     MEMBERS,
     MEMORY_CONFIG,
@@ -287,6 +289,19 @@ def _new_grant(view: View, event: GrantIssued) -> bool:
 @projection(GrantIssued, check=_new_grant)
 def _grant_issued(view: View, event: GrantIssued) -> None:
     view.put(GRANTS, event.grant.id, event.grant)
+
+
+def _new_token(view: View, event: GrantTokenIssued) -> bool:
+    if view.get(GRANTS, event.token.grant) is None:
+        raise InvalidInput(f"a grant token names grant {event.token.grant}, which was never issued")
+    if view.get(GRANT_TOKENS, event.token.digest) is not None:
+        raise InvalidInput("that grant token was already issued; issue a new one")
+    return True
+
+
+@projection(GrantTokenIssued, check=_new_token)
+def _grant_token_issued(view: View, event: GrantTokenIssued) -> None:
+    view.put(GRANT_TOKENS, event.token.digest, event.token)
 
 
 @projection(ExecutionStarted)

@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from resident.messages.coordination import Correction, Execution, Grant
+from resident.messages.coordination import Correction, Execution, Grant, GrantToken
 from resident.messages.events import AnyEvent
 from resident.messages.members import MemberEntry
 from resident.messages.memory import Bank, MemoryConfig, MemoryRecord
@@ -28,6 +28,7 @@ __all__ = [
     "EVENTS",
     "EXECUTIONS",
     "GRANTS",
+    "GRANT_TOKENS",
     "MEMBERS",
     "MEMORY_CONFIG",
     "META",
@@ -85,10 +86,12 @@ REALM_CURSOR: Table[RealmCursor] = Table("realm_cursor", RealmCursor)
 GRANTS: Table[Grant] = Table("grants", Grant)
 EXECUTIONS: Table[Execution] = Table("executions", Execution)
 CORRECTIONS: Table[Correction] = Table("corrections", Correction)
+# Keyed by the token's digest: a session's token is looked up without ever being stored.
+GRANT_TOKENS: Table[GrantToken] = Table("grant_tokens", GrantToken)
 
 TABLES: tuple[Table[Any], ...] = (
     META, EVENTS, MEMORY_CONFIG, BANKS, RECORDS, VECTORS, TERMS, MEMBERS, REPLICATION, REALM_CURSOR,
-    GRANTS, EXECUTIONS, CORRECTIONS,
+    GRANTS, EXECUTIONS, CORRECTIONS, GRANT_TOKENS,
 )
 # State the event log rebuilds: everything except the log itself, metadata and derived caches.
 STATE_TABLES: tuple[Table[Any], ...] = tuple(
