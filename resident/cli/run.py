@@ -11,7 +11,7 @@ from resident.cli.common import UTF8, CliState, emit_json, json_option, open_run
 from resident.config import load_config
 from resident.coordination.default_plan import default_plan
 from resident.coordination.plan import render_plan
-from resident.runner.run import RunOptions, RunReport, run
+from resident.runner.run import MAX_WRITES, RunOptions, RunReport, run
 from resident.store.home import CONFIG_FILE, resolve_home
 
 __all__ = ["COMMANDS"]
@@ -48,7 +48,7 @@ def _report_json(report: RunReport) -> dict[str, object]:
 @click.command(name="run")
 @click.argument("plan", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--members", type=click.IntRange(2, 500), help="How many members take part (default: the whole roster).")
-@click.option("--writes", type=click.IntRange(1, 100_000), default=30, show_default=True,
+@click.option("--writes", type=click.IntRange(1, MAX_WRITES), default=30, show_default=True,
               help="Notes each member writes in the built-in plan (about).")
 @click.option("--realm", default="auto", show_default=True, metavar="auto|URL|none",
               help="auto: start a loopback Realm for the run; URL: use a running one; none: no replication.")

@@ -32,13 +32,16 @@ from resident.runner.invariants import Invariant, check_invariants
 from resident.runtime import Runtime
 from resident.store.home import CONFIG_FILE, HOME_ENV, ensure_home, resolve_home
 
-__all__ = ["RUN_REPLICATION", "RunOptions", "RunReport", "run"]
+__all__ = ["MAX_WRITES", "RUN_REPLICATION", "RunOptions", "RunReport", "run"]
 
 # A run shows an outage and its recovery in seconds, so replication retries and polls briskly.
 RUN_REPLICATION = ReplicationSettings(
     wait_initial=0.1, wait_max=0.5, jitter=0.1, retry_later=1.0, poll_interval=0.3, request_timeout=1.0
 )
 FINAL_SYNC_TIMEOUT = 30.0
+# The largest `--writes` the built-in plan is tested at (tests/test_run_sizes.py): every size
+# the option allows must pass, so the option allows no more than what is proven.
+MAX_WRITES = 10_000
 
 
 @dataclass(frozen=True)
@@ -98,8 +101,8 @@ def _plan(options: RunOptions, config: Config) -> Plan:
     names = [m.name for m in chosen]
     if options.plan is not None:
         return load_plan(options.plan, members=config.member_names(), coordinator=config.coordinator)
-    if not 1 <= options.writes <= 100_000:
-        raise InvalidInput("--writes must be 1..100000")
+    if not 1 <= options.writes <= MAX_WRITES:
+        raise InvalidInput(f"--writes must be 1..{MAX_WRITES}")
     plan = default_plan(
         [(m.name, m.role) for m in chosen], config.coordinator, writes=options.writes,
         with_realm=options.realm != "none",
