@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import pytest
 
@@ -18,9 +19,9 @@ from tests.test_run_command import resident
 BIG_RUNS_ENV = "RESIDENT_BIG_RUNS"
 
 
-def _passes(result) -> dict:
+def _passes(result) -> dict[str, Any]:
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    report = json.loads(result.stdout)
+    report: dict[str, Any] = json.loads(result.stdout)
     assert report["ok"] is True
     assert all(task["state"] == "succeeded" for task in report["tasks"].values())
     return report

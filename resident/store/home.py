@@ -22,6 +22,7 @@ from pathlib import Path
 import platformdirs
 
 from resident.errors import HomeInUse, InvalidInput
+from resident.files import fsync_dir, private_file, write_private_file
 
 __all__ = [
     "CONFIG_FILE",
@@ -67,12 +68,6 @@ def ensure_home(home: Path) -> Path:
     return home
 
 
-def private_file(path: Path) -> None:
-    """Make a file the runtime wrote readable by its owner only."""
-    with contextlib.suppress(FileNotFoundError):
-        path.chmod(0o600)
-
-
 def current_store_dir(home: Path) -> Path:
     """The live LMDB directory of `home` (named by `CURRENT`; `store.1` for a new home)."""
     pointer = home / CURRENT_FILE
@@ -83,28 +78,6 @@ def current_store_dir(home: Path) -> Path:
     if not name.startswith("store.") or "/" in name or "\\" in name:
         raise InvalidInput(f"{pointer} is corrupted (it names {name!r}); restore the home from a backup")
     return home / name
-
-
-def write_private_file(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` atomically: a private (`0600`) temporary file, fsync, rename, fsync.
-
-    Readers see the old content or the new, never a part; a failure leaves no temporary file behind.
-    """
-    temporary = path.with_name(f".{path.name}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        temporary.replace(path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
 
 
 def set_current_store_dir(home: Path, store_dir: Path) -> None:
@@ -126,15 +99,6 @@ def finish_restore(home: Path) -> None:
     pending.replace(home / CONFIG_FILE)
     fsync_dir(home)
     fsync_dir(pending.parent)
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make the creations, renames and removals of entries in `directory` durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class HomeLock:
