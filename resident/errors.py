@@ -21,8 +21,11 @@ __all__ = [
     "ExportInvalid",
     "GrantExceeded",
     "HomeInUse",
+    "HomeNotFound",
+    "HomeReadOnly",
     "InvalidInput",
     "MemoryDisabled",
+    "NotAHome",
     "NotVisible",
     "OwnerOnlyAction",
     "PlanInvalid",
@@ -201,3 +204,18 @@ class OwnerOnlyAction(GrantExceeded):
 
 class UnknownExecution(ResidentError, LookupError):
     """No execution with that id was recorded by the coordinator."""
+
+
+# -- homes (appended) ----------------------------------------------------------------------------
+
+
+class HomeNotFound(ResidentError, FileNotFoundError):
+    """There is no home at that path; read-only commands never create one."""
+
+
+class NotAHome(InvalidInput, FileExistsError):
+    """The path holds something other than a home (a file, or a folder of other files); it is never taken over."""
+
+
+class HomeReadOnly(ResidentError, PermissionError):
+    """The home is opened for reading only (its files or its file system are read-only); writes are refused."""

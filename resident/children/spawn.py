@@ -24,6 +24,9 @@ from resident.children.orphans import (
 
 __all__ = ["STOP_GRACE", "ChildProcess", "spawn_child"]
 
+# A child's log may hold what it was given; it is private, and never written through a planted symlink.
+_LOG_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+
 
 class ChildProcess:
     """One running child: its own process group, its pipe to the guard, its pid file.
@@ -102,12 +105,15 @@ def spawn_child(
         "--token", token, "--", module, *args,
     ]
     try:
-        with log.open("ab") as output:
+        output = os.open(log, _LOG_FLAGS, 0o600)
+        try:
             # This interpreter running our own guard and module; nothing in the command is user text.
             popen = subprocess.Popen(  # noqa: S603
                 command, stdin=subprocess.DEVNULL, stdout=output, stderr=output, pass_fds=(read_end,),
                 start_new_session=True, env=dict(env if env is not None else os.environ),
             )
+        finally:
+            os.close(output)
     except BaseException:
         os.close(write_end)
         raise

@@ -91,9 +91,12 @@ def json_option(func: F) -> F:
 
 
 @contextmanager
-def open_runtime(state: CliState) -> Iterator[Runtime]:
-    """The runtime of the selected home, closed when the command ends."""
-    with Runtime.open(state.home) as runtime:
+def open_runtime(state: CliState, *, create: bool = True) -> Iterator[Runtime]:
+    """The runtime of the selected home, closed when the command ends.
+
+    Commands that only read pass `create=False`: they never create a home, and say there is none.
+    """
+    with Runtime.open(state.home, create=create) as runtime:
         yield runtime
 
 

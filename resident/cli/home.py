@@ -87,7 +87,7 @@ def status(state: CliState, as_json: bool) -> None:
     while it restarts, and dead letters. With --json: an object with home, members, realm, memory
     and supervisor.
     """
-    with open_runtime(state) as runtime:
+    with open_runtime(state, create=False) as runtime:
         memory = runtime.memory.status()
         stats = runtime.statistics()
         if as_json:
@@ -136,7 +136,7 @@ def backup(state: CliState, dest: Path, as_json: bool) -> None:
     every file. The home must not be open elsewhere while it runs. Bring it back with
     `resident restore DEST`.
     """
-    with open_runtime(state) as runtime:
+    with open_runtime(state, create=False) as runtime:
         manifest = runtime.backup(dest)
     if as_json:
         emit_json({"backup": str(dest), "manifest": manifest})
