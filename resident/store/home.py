@@ -21,6 +21,7 @@ still opens, for reading only: the lock is shared and LMDB is opened read-only.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 from pathlib import Path
@@ -168,7 +169,7 @@ class HomeLock:
         if self.shared:
             self._fd = self._acquire_shared(path)
             return
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = self._open(path, os.O_RDWR | os.O_CREAT)
         self._flock(fd, fcntl.LOCK_EX)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
@@ -177,11 +178,21 @@ class HomeLock:
 
     def _acquire_shared(self, path: Path) -> int | None:
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = self._open(path, os.O_RDONLY)
         except FileNotFoundError:
             return None  # nobody ever opened this home for writing, and nobody can create the file now
         self._flock(fd, fcntl.LOCK_SH)
         return fd
+
+    def _open(self, path: Path, flags: int) -> int:
+        try:
+            return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as error:
+            if error.errno != errno.ELOOP:
+                raise
+            raise NotAHome(
+                f"{path} is a symlink; the runtime never follows one there — remove it and open the home again"
+            ) from None
 
     def _flock(self, fd: int, mode: int) -> None:
         try:

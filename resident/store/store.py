@@ -265,7 +265,7 @@ class Store:
             return self._fail_all(
                 writes,
                 HomeReadOnly(
-                    f"the home of {self.path} is open for reading only (this process may not write it); "
+                    f"home {self.path.parent} is open for reading only (this process may not write it); "
                     "nothing was written — make it writable and open it again to write"
                 ),
             )
