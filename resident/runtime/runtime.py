@@ -25,6 +25,7 @@ from resident.actors.replication import NO_REALM_NOTE, ReplicationSettings
 from resident.clock import Clock, SystemClock
 from resident.config import Config, MemberConfig, load_config
 from resident.errors import AskTimeout, InvalidInput, RecordNotFound, RuntimeStopped, SubstrateUnavailable
+from resident.ids import check_record_id
 from resident.memory.embedders import make_embedder
 from resident.memory.embedding import Embedder
 from resident.messages.backup import BackupManifest
@@ -213,7 +214,7 @@ class Runtime:
         """Reconcile a withheld record as the member who wrote it (see `Member.reconcile`)."""
         self.check_open()
         with self._internal.store.reader() as reader:
-            record = reader.get(RECORDS, record_id)
+            record = reader.get(RECORDS, check_record_id(record_id))
         if record is None:
             raise RecordNotFound(f"no memory record {record_id}")
         author = record.author or record.owner
