@@ -31,6 +31,7 @@ import click
 
 from resident.cli.common import CliState
 from resident.errors import RecordWithheld, ResidentError
+from resident.terminal import printable
 
 __all__ = [
     "EXIT_ERROR", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "EXIT_USAGE", "Terminated", "cli", "main",
@@ -125,7 +126,7 @@ def _wants_json(ctx: click.Context) -> bool:
 
 
 def _fail(ctx: click.Context, kind: str, message: str, code: int, details: dict[str, str] | None = None) -> NoReturn:
-    one_line = " ".join(message.split())
+    one_line = printable(" ".join(message.split()))
     if _wants_json(ctx):
         click.echo(json.dumps({"error": {"type": kind, "message": one_line, **(details or {})}}))
     elif kind in _UNNAMED:
@@ -180,7 +181,7 @@ class _OneLine(logging.Formatter):
     """Runtime log records as one line each: no tracebacks outside debug mode."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return f"resident: {record.levelname.lower()}: {' '.join(record.getMessage().split())}"
+        return f"resident: {record.levelname.lower()}: {printable(' '.join(record.getMessage().split()))}"
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]

@@ -13,6 +13,7 @@ from resident.coordination.default_plan import default_plan
 from resident.coordination.plan import render_plan
 from resident.runner.run import MAX_WRITES, RunOptions, RunReport, run
 from resident.store.home import CONFIG_FILE, resolve_home
+from resident.terminal import printable
 
 __all__ = ["COMMANDS"]
 
@@ -93,7 +94,7 @@ def run_command(
     if not report.ok:
         if not as_json:
             for failure in report.failures():
-                click.echo(f"error: invariant failed: {failure.name}: {failure.detail}", err=True)
+                click.echo(printable(f"error: invariant failed: {failure.name}: {failure.detail}"), err=True)
         raise SystemExit(1)
 
 
