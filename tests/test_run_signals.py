@@ -22,6 +22,8 @@ from resident import Runtime
 from resident.children import ChildRecord, stop_orphans
 from resident.children.orphans import wait_gone
 from resident.cli.main import EXIT_TERMINATED
+from resident.store.store import Store
+from resident.store.tables import RECORDS
 
 STARTED_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
@@ -50,10 +52,29 @@ def realm_child(tmp_path: Path, run: subprocess.Popen[str]) -> ChildRecord:
         time.sleep(0.05)
 
 
+def wait_playing(tmp_path: Path, run: subprocess.Popen[str], records: int) -> None:
+    """Wait until the run's plan is being played: its store holds `records` records (read beside it)."""
+    deadline = time.monotonic() + STARTED_TIMEOUT
+    while True:
+        homes = [h for h in tmp_path.glob("resident-run-*/home") if (h / "store.1" / "data.mdb").exists()]
+        if homes:
+            store = Store.open(homes[0], readonly=True)
+            try:
+                with store.reader() as reader:
+                    if reader.count(RECORDS) >= records:
+                        return
+            finally:
+                store.close()
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "the run never got to writing"
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
 def test_sigterm_stops_a_run_gracefully_with_exit_143_and_one_line(tmp_path, as_json):
     run = start_run(tmp_path, *(["--json"] if as_json else []))
     realm = realm_child(tmp_path, run)
+    wait_playing(tmp_path, run, records=200)
     run.send_signal(signal.SIGTERM)
     stdout, stderr = run.communicate(timeout=STOP_TIMEOUT)
     assert run.returncode == EXIT_TERMINATED, stderr
@@ -65,10 +86,10 @@ def test_sigterm_stops_a_run_gracefully_with_exit_143_and_one_line(tmp_path, as_
         assert stderr.count("error:") == 1
     assert wait_gone(realm.pid, STOP_TIMEOUT), "the Realm child outlived the run"
     assert not list((tmp_path / f"resident-{os.getuid()}-children").glob("*.json")), "its pid file was left"
-    # The home was closed cleanly: it is free, and opens.
+    # The home was closed cleanly and kept (the run did not succeed): it is free, and opens.
     (home,) = tmp_path.glob("resident-run-*/home")
-    with Runtime.open(home):
-        pass
+    with Runtime.open(home) as runtime, runtime._internal.store.reader() as reader:
+        assert reader.count(RECORDS) >= 200
 
 
 def test_a_run_killed_with_sigkill_takes_its_realm_child_down_with_it(tmp_path, monkeypatch):
