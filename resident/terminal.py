@@ -5,7 +5,7 @@ A memory, a name, a plan step or an error message may hold terminal control sequ
 what was printed, a bidi override reorders a line so it reads differently than it is. The runtime
 stores text as it was given (a pasted log with colour codes is a legitimate memory) and escapes
 it where it is printed: `printable` shows each such character as an escape (`\\x1b`, `\\u202e`),
-keeping tabs and newlines. See docs/terminal-output.md.
+keeping tabs and newlines. See docs/bad-input.md.
 
 This module imports nothing from the project.
 """
