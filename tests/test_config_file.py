@@ -26,7 +26,7 @@ MEMBERS = st.lists(
 URLS = st.none() | st.sampled_from(["http://127.0.0.1:8765", "http://localhost:9", "http://[::1]:80/realm"])
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(members=MEMBERS, pick=st.integers(min_value=0), url=URLS)
 def test_any_configuration_round_trips_through_the_file_unchanged(tmp_path_factory, members, pick, url):
     roster = tuple(MemberConfig(name, role, tuple(worlds)) for name, role, worlds in members)

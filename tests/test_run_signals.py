@@ -70,6 +70,7 @@ def wait_playing(tmp_path: Path, run: subprocess.Popen[str], records: int) -> No
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
 def test_sigterm_stops_a_run_gracefully_with_exit_143_and_one_line(tmp_path, as_json):
     run = start_run(tmp_path, *(["--json"] if as_json else []))
