@@ -49,6 +49,7 @@ class CliState:
 
 pass_state = click.make_pass_decorator(CliState)
 
+
 class _PrintableConsole(Console):
     """A console that passes every string it renders (printed or in a table cell) through `printable`."""
 

@@ -147,22 +147,21 @@ def _plan(options: RunOptions, config: Config) -> Plan:
     return plan
 
 
-def _prepare(options: RunOptions) -> tuple[Path, bool, Config, Plan, bool]:
-    """(home, scratch, config, plan, enable memory): everything checked before anything starts."""
+def _prepare(options: RunOptions) -> tuple[Path, bool, Plan, bool]:
+    """(home, scratch, plan, whether to turn memory on): everything checked before anything starts."""
     explicit = _explicit_home(options)
     if explicit is None:
         team = _scratch_team(options)
         plan = _plan(options, team)
-        return scratch_home("resident-run-", team), True, team, plan, True
+        return scratch_home("resident-run-", team), True, plan, True
     home = ensure_home(explicit)
-    config = load_config(home / CONFIG_FILE)
-    plan = _plan(options, config)
-    return home, False, config, plan, _memory_to_enable(home)
+    plan = _plan(options, load_config(home / CONFIG_FILE))
+    return home, False, plan, _memory_to_enable(home)
 
 
 def run(options: RunOptions, console: Console) -> RunReport:
     """Play the plan; everything is checked (plan, roster, memory) before anything runs."""
-    home, scratch, _, plan, enable_memory = _prepare(options)
+    home, scratch, plan, enable_memory = _prepare(options)
     started = time.monotonic()
     url, process = realm_for(options.realm, home / "run-realm")
     try:

@@ -70,20 +70,25 @@ def resolve_home(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(platformdirs.user_data_dir("resident", appauthor=False)).absolute()
 
 
+def _names(directory: Path) -> list[str]:
+    """The entries of `directory` (none when it does not exist)."""
+    try:
+        with os.scandir(directory) as entries:
+            return [entry.name for entry in entries]
+    except FileNotFoundError:
+        return []
+
+
 def is_home(directory: Path) -> bool:
     """Whether `directory` holds a home: its configuration, lock, store pointer or a store."""
-    try:
-        names = [entry.name for entry in os.scandir(directory)]
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    return any(name in _MARKERS or name.startswith("store.") for name in names)
+    return any(name in _MARKERS or name.startswith("store.") for name in _names(directory))
 
 
 def ensure_home(home: Path) -> Path:
     """The home, created private (`0700`, parents too) if absent; never a directory of other files."""
     if home.exists() and not home.is_dir():
         raise NotAHome(f"home {home} exists and is not a directory; pass another --home")
-    if home.is_dir() and any(os.scandir(home)) and not is_home(home):
+    if _names(home) and not is_home(home):
         raise NotAHome(
             f"{home} is a folder of other files, not a resident home; it was left as it was — "
             "pass an empty or new folder as --home"
