@@ -51,6 +51,8 @@ def test_resident_run_on_a_fresh_machine_finishes_within_a_minute_and_every_inva
     assert all(t["state"] == "succeeded" for t in report["tasks"].values())
     assert Path(report["home"]).is_relative_to(tmp_path)
     assert report["scratch_home"] is True
+    assert report["home_removed"] is True, "a scratch home of a run that succeeded is removed"
+    assert not list(tmp_path.glob("resident-run-*")), "the scratch home was left in the temporary folder"
     assert "Traceback" not in result.stderr
 
 

@@ -26,13 +26,6 @@ def records_in(home: Path) -> int:
         return reader.count(RECORDS)
 
 
-def test_a_scratch_home_is_removed_when_the_run_succeeds(tmp_path):
-    report = report_of(resident(tmp_path, *QUICK))
-    assert report["scratch_home"] is True
-    assert report["home_removed"] is True
-    assert not list(tmp_path.glob("resident-run-*")), "the scratch home was left in the temporary folder"
-
-
 def test_keep_keeps_the_scratch_home_of_a_run_that_succeeded(tmp_path):
     report = report_of(resident(tmp_path, *QUICK, "--keep"))
     assert report["home_removed"] is False

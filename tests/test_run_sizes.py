@@ -1,7 +1,9 @@
 """`resident run`'s built-in plan passes at every size `--writes` allows, as a user runs it.
 
 30 (the default) on a fresh machine is a test in test_run_command.py; here a short run and then 300
-run in one home, so the second run meets every record of the first. The recall checks of the plan
+run in one home, so the second run meets every record of the first. 3,000 and 10,000 take 10 to 30
+seconds on 2 cores: they run with RESIDENT_BIG_RUNS=1, and `python -m bench.run_sizes` measures
+all four sizes (bench/RESULTS.md). The recall checks of the plan
 look for one record by id with a query that names it, so growing the bulk of similar notes
 around it never hides it; these tests are what shows that.
 """
@@ -45,6 +47,7 @@ def test_the_built_in_plan_passes_at_300_writes_in_a_home_that_already_holds_a_r
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
+@pytest.mark.skipif(not os.environ.get(BIG_RUNS_ENV), reason=f"about 10 s on 2 cores; set {BIG_RUNS_ENV}=1 to run it")
 def test_the_built_in_plan_passes_at_3000_writes_per_member(tmp_path):
     report = _passes(resident(tmp_path, "run", "--writes", "3000", "--json", timeout=170))
     assert report["writes"] >= 4 * 3000
