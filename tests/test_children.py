@@ -93,14 +93,15 @@ def test_the_pid_file_is_private_and_names_the_child_its_token_and_its_parent(tm
         child.stop(GONE_TIMEOUT)
 
 
-def test_a_child_stops_by_itself_when_its_parent_is_killed_with_sigkill(tmp_path):
+def test_a_child_stops_by_itself_when_its_parent_is_killed_with_sigkill(tmp_path, private_tmp):
     ready = tmp_path / "ready.json"
     script = (
         "import sys, time; from pathlib import Path; from resident.children import spawn_child;"
         f"spawn_child('tests.guarded_child', [{str(ready)!r}], log=Path({str(tmp_path / 'log')!r}));"
         "print('spawned', flush=True); time.sleep(300)"
     )
-    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=ENV)
+    env = {**ENV, "TMPDIR": str(private_tmp)}  # the parent's pid files go where this test looks
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert parent.stdout is not None
         assert parent.stdout.readline() == "spawned\n"
@@ -110,6 +111,10 @@ def test_a_child_stops_by_itself_when_its_parent_is_killed_with_sigkill(tmp_path
         parent.wait()
     assert wait_gone(child, GONE_TIMEOUT), "the child outlived its parent's kill -9"
     assert "is gone" in (tmp_path / "log").read_text()
+    # Nobody could remove its pid file; the next sweep does, without signalling anything.
+    assert (children_dir() / f"{child}.json").exists()
+    assert stop_orphans() == []
+    assert not list(children_dir().glob("*.json"))
 
 
 def test_the_guard_stops_the_child_when_the_parents_pipe_closes_even_while_the_parent_lives(tmp_path):
