@@ -2,20 +2,25 @@
 
 Runtime state (whether memory is on, which embedder) lives in LMDB with its events; this file
 only holds what a person edits. A missing file means the defaults: the spec's team of five, all
-in one world named `team`, and no Realm. A malformed file is a `ConfigError` naming the line.
+in one world named `team`, and no Realm. A malformed file is a `ConfigError` naming the line;
+an empty one, a directory in its place, or a key this version does not know is one too.
+
+The file is read by msgspec into structs that forbid unknown fields, and written by tomli-w, so
+any text a person may put in it (a role with an emoji, quotes, control characters) comes back as
+it went in.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from resident.errors import ConfigError, InvalidInput, UnknownMember
+import msgspec
+import tomli_w
+
+from resident.errors import ConfigError, InvalidInput, UnknownMember, shorten
 from resident.realm.client import realm_base_url
 from resident.store.home import CONFIG_FILE, ensure_home, write_private_file
 
@@ -47,7 +52,7 @@ def validate_name(kind: str, name: str) -> str:
     """A member, world, app or workspace name: lower case, starts with a letter, at most 32 chars."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise ConfigError(
-            f"{kind} name {name!r} is not valid: use 1-32 lower-case letters, digits, '-' or '_', "
+            f"{kind} name {shorten(name)} is not valid: use 1-32 lower-case letters, digits, '-' or '_', "
             "starting with a letter"
         )
     return name
@@ -77,7 +82,7 @@ class Config:
             if member.name == name:
                 return member
         known = ", ".join(self.member_names())
-        raise UnknownMember(f"no member named {name!r}; the roster is: {known}")
+        raise UnknownMember(f"no member named {shorten(name)}; the roster is: {known}")
 
     def member_names(self) -> list[str]:
         return [m.name for m in (*self.members, *self.extra_members)]
@@ -117,66 +122,117 @@ def scratch_home(prefix: str, team: Config) -> Path:
     return home
 
 
+class _MemberTable(msgspec.Struct, forbid_unknown_fields=True):
+    role: str = "member"
+    worlds: list[str] = msgspec.field(default_factory=lambda: [DEFAULT_WORLD])
+
+
+class _TeamTable(msgspec.Struct, forbid_unknown_fields=True):
+    coordinator: str | None = None
+
+
+class _RealmTable(msgspec.Struct, forbid_unknown_fields=True):
+    url: str | None = None
+
+
+class _ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
+    """`resident.toml` as it is written: [team], [members.NAME] and [realm]."""
+
+    team: _TeamTable = msgspec.field(default_factory=_TeamTable)
+    members: dict[str, _MemberTable] = msgspec.field(default_factory=dict)
+    realm: _RealmTable = msgspec.field(default_factory=_RealmTable)
+
+
+_HEADER = (
+    "# resident home configuration: the team roster and the Realm server.\n"
+    "# Runtime state (memory on/off, the embedder) is not here: use `resident memory ...`.\n\n"
+)
+_ALLOWED = {
+    "the top level": "team, members, realm",
+    "[team]": "coordinator",
+    "[realm]": "url",
+}
+
+
 def load_config(path: Path) -> Config:
     """Read `resident.toml`; the defaults when it does not exist."""
     try:
-        text = path.read_bytes()
+        data = path.read_bytes()
     except FileNotFoundError:
         return default_config(path)
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a directory, not a configuration file; remove it or rename it") from None
     try:
-        data = tomllib.loads(text.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ConfigError(f"{path} is not valid UTF-8 (byte {error.start}); save it as UTF-8") from None
-    except tomllib.TOMLDecodeError as error:
-        # tomllib's message already names the line and column ("... (at line 3, column 7)").
+    try:
+        raw = msgspec.toml.decode(text)
+        parsed = msgspec.toml.decode(text, type=_ConfigFile)
+    except msgspec.ValidationError as error:
+        raise ConfigError(f"{path}: {_explain(str(error), raw)}") from None
+    except msgspec.DecodeError as error:
+        # The TOML parser's message already names the line and column ("... (at line 3, column 7)").
         raise ConfigError(f"{path} is not valid TOML: {error}") from None
-    return _parse(data, path)
-
-
-def _table(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
-    value = data.get(key, {})
-    if not isinstance(value, dict):
-        raise ConfigError(f"{path}: `{key}` must be a table ([{key}])")
-    return value
-
-
-def _unknown(section: str, data: dict[str, Any], allowed: set[str], path: Path) -> None:
-    unknown = sorted(set(data) - allowed)
-    if unknown:
+    if not raw:
         raise ConfigError(
-            f"{path}: unknown key `{unknown[0]}` in {section}; allowed: {', '.join(sorted(allowed))}"
+            f"{path} is empty; delete it to use the default team, or write one with `resident init --force`"
         )
+    return _parse(parsed, path)
 
 
-def _parse(data: dict[str, Any], path: Path) -> Config:
-    _unknown("the top level", data, {"team", "members", "realm"}, path)
-    team = _table(data, "team", path)
-    _unknown("[team]", team, {"coordinator"}, path)
-    members_table = _table(data, "members", path)
-    members: list[MemberConfig] = []
-    for name, body in members_table.items():
-        validate_name("member", name)
-        if not isinstance(body, dict):
-            raise ConfigError(f"{path}: [members.{name}] must be a table with `role` and `worlds`")
-        _unknown(f"[members.{name}]", body, {"role", "worlds"}, path)
-        role = body.get("role", "member")
-        worlds = body.get("worlds", [DEFAULT_WORLD])
-        if not isinstance(role, str):
-            raise ConfigError(f"{path}: [members.{name}] role must be a string")
-        if not isinstance(worlds, list) or not all(isinstance(w, str) for w in worlds):
-            raise ConfigError(f"{path}: [members.{name}] worlds must be a list of names")
-        members.append(MemberConfig(name, role, tuple(validate_name("world", w) for w in worlds)))
+def _explain(message: str, raw: dict[str, object]) -> str:
+    """msgspec's validation message, with its location written as the TOML table a person edits."""
+    problem, _, where = message.partition(" - at `")
+    where = where.rstrip("`")
+    if where.startswith("$.members[...]"):
+        name = _member_at_fault(raw)
+        table = f"[members.{name}]" if name else "a [members.NAME] table"
+        field_name = where.removeprefix("$.members[...]").lstrip(".")
+        location, allowed = (f"{table} {field_name}" if field_name else table), "role, worlds"
+    elif where:
+        parts = where.removeprefix("$.").split(".")
+        location = f"[{parts[0]}]" + (f" {'.'.join(parts[1:])}" if parts[1:] else "")
+        allowed = _ALLOWED.get(f"[{parts[0]}]", "")
+    else:
+        location, allowed = "the top level", _ALLOWED["the top level"]
+    if problem.startswith("Object contains unknown field"):
+        key = problem.removeprefix("Object contains unknown field ").strip()
+        return f"unknown key {key} in {location}; allowed: {allowed}"
+    return f"{location}: {problem}"
+
+
+def _member_at_fault(raw: dict[str, object]) -> str | None:
+    """Which [members.NAME] table does not validate (msgspec's location does not say)."""
+    members = raw.get("members")
+    if not isinstance(members, dict):
+        return None
+    for name, body in members.items():
+        try:
+            msgspec.convert(body, _MemberTable)
+        except msgspec.ValidationError:
+            return str(name) if _NAME.match(str(name)) else shorten(name)
+    return None
+
+
+def _parse(data: _ConfigFile, path: Path) -> Config:
+    try:
+        members = [
+            MemberConfig(
+                validate_name("member", name), body.role, tuple(validate_name("world", w) for w in body.worlds)
+            )
+            for name, body in data.members.items()
+        ]
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error.message}") from None
     if not members:
         members = list(default_config().members)
-    coordinator = team.get("coordinator", "samuel" if any(m.name == "samuel" for m in members) else members[0].name)
-    if not isinstance(coordinator, str) or coordinator not in {m.name for m in members}:
-        raise ConfigError(f"{path}: [team] coordinator {coordinator!r} is not one of the [members]")
-    realm = _table(data, "realm", path)
-    _unknown("[realm]", realm, {"url"}, path)
-    url = realm.get("url")
+    names = {m.name for m in members}
+    coordinator = data.team.coordinator or ("samuel" if "samuel" in names else members[0].name)
+    if coordinator not in names:
+        raise ConfigError(f"{path}: [team] coordinator {shorten(coordinator)} is not one of the [members]")
+    url = data.realm.url
     if url is not None:
-        if not isinstance(url, str):
-            raise ConfigError(f"{path}: [realm] url must be a string like \"http://127.0.0.1:8765\"")
         try:
             url = realm_base_url(url)
         except InvalidInput as error:
@@ -186,18 +242,10 @@ def _parse(data: dict[str, Any], path: Path) -> Config:
 
 def render_config(config: Config) -> str:
     """The TOML text `resident init` writes for `config`."""
-    # JSON string escapes are valid TOML basic strings, so json.dumps quotes safely.
-    lines = [
-        "# resident home configuration: the team roster and the Realm server.",
-        "# Runtime state (memory on/off, the embedder) is not here: use `resident memory ...`.",
-        "",
-        "[team]",
-        f"coordinator = {json.dumps(config.coordinator)}",
-        "",
-    ]
-    for member in config.members:
-        worlds = ", ".join(json.dumps(w) for w in member.worlds)
-        lines += [f"[members.{member.name}]", f"role = {json.dumps(member.role)}", f"worlds = [{worlds}]", ""]
+    document: dict[str, object] = {
+        "team": {"coordinator": config.coordinator},
+        "members": {m.name: {"role": m.role, "worlds": list(m.worlds)} for m in config.members},
+    }
     if config.realm_url:
-        lines += ["[realm]", f"url = {json.dumps(config.realm_url)}", ""]
-    return "\n".join(lines)
+        document["realm"] = {"url": config.realm_url}
+    return _HEADER + tomli_w.dumps(document)

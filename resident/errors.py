@@ -5,6 +5,10 @@ its meaning (attrs' convention), so `except PermissionError` catches `MemoryDisa
 `except ResidentError` does. Messages are one line and say what to do next; the CLI prints them
 as they are, and `--json` output carries `type` (the class name) and `message`.
 
+Messages stay short whatever they echo: `shorten` quotes a value a caller gave (a 5,000-character
+member name) cut to a readable length, and every message longer than `MESSAGE_LIMIT` is cut in
+its middle, where the echoed input sits, keeping its start (what failed) and its end (what to do).
+
 This module imports nothing from the project, so every layer may raise these.
 """
 
@@ -22,8 +26,11 @@ __all__ = [
     "GrantExceeded",
     "GrantInvalid",
     "HomeInUse",
+    "HomeNotFound",
+    "HomeReadOnly",
     "InvalidInput",
     "MemoryDisabled",
+    "NotAHome",
     "NotVisible",
     "OwnerOnlyAction",
     "PlanInvalid",
@@ -44,11 +51,37 @@ __all__ = [
     "UnknownMember",
     "UnknownScope",
     "WriteFailed",
+    "shorten",
 ]
+
+MESSAGE_LIMIT = 500
+_KEEP_HEAD = 200
+_KEEP_TAIL = 250
+SHORTEN_LIMIT = 64
+
+
+def shorten(value: object, limit: int = SHORTEN_LIMIT) -> str:
+    """`value` quoted for an error message (control characters escaped), cut after `limit` characters."""
+    text = str(value)
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}… ({len(text):,} characters)"
+
+
+def _cut(message: str) -> str:
+    if len(message) <= MESSAGE_LIMIT:
+        return message
+    cut = len(message) - _KEEP_HEAD - _KEEP_TAIL
+    return f"{message[:_KEEP_HEAD]}… [{cut:,} characters cut] …{message[-_KEEP_TAIL:]}"
 
 
 class ResidentError(Exception):
     """Root of every error the runtime raises on purpose."""
+
+    def __init__(self, *args: object) -> None:
+        if args and isinstance(args[0], str):
+            args = (_cut(args[0]), *args[1:])
+        super().__init__(*args)
 
     @property
     def message(self) -> str:
@@ -206,3 +239,18 @@ class UnknownExecution(ResidentError, LookupError):
 
 class GrantInvalid(ResidentError, PermissionError):
     """A grant token that is malformed, unknown, or whose execution ended or grant expired."""
+
+
+# -- homes (appended) ----------------------------------------------------------------------------
+
+
+class HomeNotFound(ResidentError, FileNotFoundError):
+    """There is no home at that path; read-only commands never create one."""
+
+
+class NotAHome(InvalidInput, FileExistsError):
+    """The path holds something other than a home (a file, or a folder of other files); it is never taken over."""
+
+
+class HomeReadOnly(ResidentError, PermissionError):
+    """The home is opened for reading only (its files or its file system are read-only); writes are refused."""

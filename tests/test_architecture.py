@@ -1,7 +1,9 @@
 """Who may import whom (ARCHITECTURE.md), checked on the source so a stray import fails a test.
 
 Leaf utilities every layer may use: `resident.errors`, `resident.clock`, `resident.ids`,
-`resident.loopback`. Beyond those, each package may reach only the packages below it.
+`resident.loopback`, `resident.files` (private files written whole) and `resident.children` (child
+processes), which import nothing of the project but other leaves. Beyond those, each package may
+reach only the packages below it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "resident"
-LEAVES = {"resident.errors", "resident.clock", "resident.ids", "resident.loopback"}
+LEAVES = {
+    "resident.errors", "resident.clock", "resident.ids", "resident.loopback", "resident.files", "resident.children",
+}
 
 # package -> the resident packages it may import (itself and the leaves always allowed)
 ALLOWED: dict[str, set[str]] = {
@@ -73,3 +77,16 @@ def test_the_memory_domain_does_no_storage_or_actor_work() -> None:
     # The llama client is the domain's one I/O adapter (an HTTP embedder); nothing in it opens LMDB.
     for path in (PACKAGE / "memory").rglob("*.py"):
         assert not {"lmdb", "pykka"} & {_package_of(m) for m in _imports(path)}, path
+
+
+@pytest.mark.parametrize("leaf", sorted(LEAVES))
+def test_leaf_modules_import_nothing_of_the_project_but_other_leaves(leaf: str) -> None:
+    name = leaf.split(".")[1]
+    paths = sorted((PACKAGE / name).rglob("*.py")) if (PACKAGE / name).is_dir() else [PACKAGE / f"{name}.py"]
+    problems = [
+        f"{path.relative_to(PACKAGE.parent)} imports {module}"
+        for path in paths
+        for module in _imports(path)
+        if _package_of(module).startswith("resident.") and _package_of(module) not in LEAVES
+    ]
+    assert not problems, "\n".join(problems)

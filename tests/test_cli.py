@@ -158,7 +158,7 @@ def test_a_home_in_use_by_another_process_names_its_pid(home: Path) -> None:
 
 
 def test_a_malformed_resident_toml_is_refused_naming_its_line(home: Path) -> None:
-    home.mkdir(mode=0o700)
+    expect_ok(invoke(home, "init"))
     (home / CONFIG_FILE).write_text('[team]\ncoordinator = "samuel"\n\n[members.deven\nrole = "dev"\n')
     expect_error(run_process(home, "status"), "ConfigError", naming=(CONFIG_FILE, "line 4"))
     expect_error(invoke(home, "memory", "status", "--json"), "ConfigError", naming=("line 4",))
@@ -186,6 +186,7 @@ def test_argv_that_is_not_utf8_is_refused_before_anything_is_written(home: Path)
 
 def test_coordination_commands_keep_the_error_contract(home: Path) -> None:
     # `run` itself is exercised by the coordination tests; here only what every command promises.
+    expect_ok(invoke(home, "init"))
     progress = expect_json(invoke(home, "progress", "--json"))
     assert isinstance(progress, dict)
     expect_error(invoke(home, "correct", "exe_nothing", "--note", "wrong", "--json"), "UnknownExecution")

@@ -124,6 +124,7 @@ def test_status_text_names_the_home_memory_and_every_actor_whole_in_a_narrow_ter
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(common.stdout, "width", 40)
+    expect_ok(invoke(home, "init"))
     text = expect_ok(invoke(home, "status")).stdout
     assert str(home) in text
     assert "memory   off — turn it on with `resident memory enable`" in text

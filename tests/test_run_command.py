@@ -51,6 +51,8 @@ def test_resident_run_on_a_fresh_machine_finishes_within_a_minute_and_every_inva
     assert all(t["state"] == "succeeded" for t in report["tasks"].values())
     assert Path(report["home"]).is_relative_to(tmp_path)
     assert report["scratch_home"] is True
+    assert report["home_removed"] is True, "a scratch home of a run that succeeded is removed"
+    assert not list(tmp_path.glob("resident-run-*")), "the scratch home was left in the temporary folder"
     assert "Traceback" not in result.stderr
 
 
@@ -76,10 +78,20 @@ def test_a_bad_plan_is_a_clear_error_before_anything_runs(tmp_path):
     assert not list(tmp_path.glob("resident-run-*/home/store.*")), "a store was created for a plan that never ran"
 
 
-def test_a_run_in_a_home_with_memory_off_is_refused_naming_the_command(tmp_path):
-    result = resident(tmp_path, "run", "--realm", "none", home=tmp_path / "mine")
+def test_a_run_in_an_existing_home_with_memory_off_is_refused_before_anything_starts(tmp_path):
+    home = tmp_path / "mine"
+    assert resident(tmp_path, "init", home=home).returncode == 0
+    with Runtime.open(home) as runtime:
+        events_before = runtime._internal.store.replay()
+    result = resident(tmp_path, "run", home=home)
     assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert "MemoryDisabled" in result.stderr
     assert "resident memory enable" in result.stderr
+    assert not (home / "run-realm").exists(), "a Realm was started for a run that was refused"
+    assert not list(tmp_path.glob("resident-*-children/*.json"))
+    with Runtime.open(home) as runtime:
+        assert runtime._internal.store.replay() == events_before, "the refused run wrote to the home"
 
 
 def test_bench_writes_reports_its_figures_as_json(tmp_path):

@@ -1,4 +1,9 @@
-"""What every `resident` subcommand shares: the CLI state, opening the runtime, reading and printing."""
+"""What every `resident` subcommand shares: the CLI state, opening the runtime, reading and printing.
+
+Stored text is printed, never obeyed (see `resident.terminal`): the `stdout` console passes every
+string it renders through `printable`, errors and log lines call it directly, and JSON output
+escapes the same characters as JSON escapes.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +18,11 @@ import click
 import msgspec
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from resident.errors import TextInvalid
 from resident.runtime import Runtime
+from resident.terminal import UNPRINTABLE, printable
 
 __all__ = [
     "UTF8",
@@ -41,9 +48,18 @@ class CliState:
 
 
 pass_state = click.make_pass_decorator(CliState)
+
+
+class _PrintableConsole(Console):
+    """A console that passes every string it renders (printed or in a table cell) through `printable`."""
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        return super().render_str(printable(text), **options)
+
+
 # Memories, ids and paths are user data: rich must print them as they are, so no markup
 # (`[/x]` in a memory is text, not a closing tag) and no emoji codes (`:thumbs_up:` stays text).
-stdout = Console(soft_wrap=True, highlight=False, markup=False, emoji=False)
+stdout = _PrintableConsole(soft_wrap=True, highlight=False, markup=False, emoji=False)
 
 
 class Utf8Text(click.ParamType[str]):
@@ -91,9 +107,12 @@ def json_option(func: F) -> F:
 
 
 @contextmanager
-def open_runtime(state: CliState) -> Iterator[Runtime]:
-    """The runtime of the selected home, closed when the command ends."""
-    with Runtime.open(state.home) as runtime:
+def open_runtime(state: CliState, *, create: bool = True) -> Iterator[Runtime]:
+    """The runtime of the selected home, closed when the command ends.
+
+    Commands that only read pass `create=False`: they never create a home, and say there is none.
+    """
+    with Runtime.open(state.home, create=create) as runtime:
         yield runtime
 
 
@@ -104,7 +123,8 @@ def emit_json(value: Any) -> None:
     if not _is_utf8(text):
         # A path made of undecodable bytes: escaped, the document is still valid JSON and printable.
         text = json.dumps(builtins, ensure_ascii=True)
-    click.echo(text)
+    # json escapes C0 controls itself; the others it writes raw. Outside strings they cannot occur.
+    click.echo(UNPRINTABLE.sub(lambda match: f"\\u{ord(match.group()):04x}", text))
 
 
 def _is_utf8(text: str) -> bool:

@@ -11,7 +11,7 @@ from resident.config import default_config, load_config, render_config
 from resident.errors import InvalidInput
 from resident.realm.client import realm_base_url
 from resident.runtime import Runtime
-from resident.store.home import CONFIG_FILE, ensure_home, resolve_home, write_private_file
+from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, resolve_home, write_private_file
 from resident.store.tables import SCHEMA_VERSION
 
 __all__ = ["COMMANDS"]
@@ -44,7 +44,8 @@ def init(state: CliState, realm_url: str | None, force: bool, as_json: bool) -> 
     The home is created private (0700) with the default team of five and memory off (turn it on
     with `resident memory enable`). On an existing home, resident.toml is left as it is unless
     --realm (which changes only the [realm] url) or --force (which starts over from the defaults)
-    is given. If the home cannot be opened (in use, another schema), resident.toml is not changed.
+    is given. If the home cannot be opened (in use, another schema), resident.toml is not changed:
+    the home is claimed before anything is written.
     """
     url = None
     if realm_url is not None:
@@ -54,21 +55,23 @@ def init(state: CliState, realm_url: str | None, force: bool, as_json: bool) -> 
             raise InvalidInput(f"--realm: {error}") from None
     home = ensure_home(resolve_home(state.home))
     path = home / CONFIG_FILE
-    previous = path.read_bytes() if path.exists() else None
-    config = default_config(path) if previous is None or force else load_config(path)
-    if url is not None:
-        config = config.with_realm(url)
-    content = render_config(config).encode("utf-8")
-    changed = previous is None or ((force or url is not None) and content != previous)
-    if changed:
-        _replace_config(path, content)
-    try:
-        with Runtime.open(home):
-            pass  # opening checks the schema and the lock, and stamps a new store with its version
-    except BaseException:
+    # The claim comes first: a home another process has open is refused before anything is written.
+    with HomeLock(home) as lock:
+        previous = path.read_bytes() if path.exists() else None
+        config = default_config(path) if previous is None or force else load_config(path)
+        if url is not None:
+            config = config.with_realm(url)
+        content = render_config(config).encode("utf-8")
+        changed = previous is None or ((force or url is not None) and content != previous)
         if changed:
-            _replace_config(path, previous)
-        raise
+            _replace_config(path, content)
+        try:
+            with Runtime.open(home, lock=lock):
+                pass  # opening checks the schema, and stamps a new store with its version
+        except BaseException:
+            if changed:
+                _replace_config(path, previous)
+            raise
     if as_json:
         emit_json({"home": str(home), "config": str(path), "realm": config.realm_url,
                    "created": previous is None, "changed": changed})
@@ -87,7 +90,7 @@ def status(state: CliState, as_json: bool) -> None:
     while it restarts, and dead letters. With --json: an object with home, members, realm, memory
     and supervisor.
     """
-    with open_runtime(state) as runtime:
+    with open_runtime(state, create=False) as runtime:
         memory = runtime.memory.status()
         stats = runtime.statistics()
         if as_json:
@@ -136,7 +139,7 @@ def backup(state: CliState, dest: Path, as_json: bool) -> None:
     every file. The home must not be open elsewhere while it runs. Bring it back with
     `resident restore DEST`.
     """
-    with open_runtime(state) as runtime:
+    with open_runtime(state, create=False) as runtime:
         manifest = runtime.backup(dest)
     if as_json:
         emit_json({"backup": str(dest), "manifest": manifest})

@@ -6,7 +6,9 @@ Every failure is one line on stderr and a non-zero exit status, never a tracebac
 * a usage mistake (unknown option, missing argument, a value outside its choices) exits 2, with
   a pointer to the command's `--help`;
 * an operating-system error (permission denied, no space left) exits 1 naming the OS error;
-* anything unexpected exits 70; `RESIDENT_DEBUG=1` shows the traceback instead.
+* anything unexpected exits 70; `RESIDENT_DEBUG=1` shows the traceback instead;
+* Ctrl-C (SIGINT) exits 130 and SIGTERM 143, both after the same graceful stop: the command's
+  cleanup runs (the runtime closes, child processes stop, the home is released).
 
 A command run with `--json` prints the error as `{"error": {"type", "message"}}` on stdout instead
 of the line on stderr, so a script always reads one valid JSON document.
@@ -18,25 +20,42 @@ import errno
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from types import FrameType
 from typing import Any, NoReturn
 
 import click
 
 from resident.cli.common import CliState
 from resident.errors import RecordWithheld, ResidentError
+from resident.terminal import printable
 
-__all__ = ["EXIT_ERROR", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_USAGE", "cli", "main"]
+__all__ = [
+    "EXIT_ERROR", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "EXIT_USAGE", "Terminated", "cli", "main",
+]
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 128 + signal.SIGTERM
 DEBUG_ENV = "RESIDENT_DEBUG"
 _ARGV = "resident.argv"
 # Errors whose text already says what they are; the others are printed as `error: Type: message`.
-_UNNAMED = frozenset({"UsageError", "InternalError", "Interrupted"})
+_UNNAMED = frozenset({"UsageError", "InternalError", "Interrupted", "Terminated"})
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises `KeyboardInterrupt`, so both stop a command the same way."""
+
+
+def _raise_terminated(_signum: int, _frame: FrameType | None) -> None:
+    # Once: a second SIGTERM must not cut short the cleanup the first one started.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated
 
 
 class ResidentGroup(click.Group):
@@ -61,6 +80,8 @@ class ResidentGroup(click.Group):
             raise
         except click.ClickException as error:
             _click_failure(ctx, error)
+        except Terminated:
+            _fail(ctx, "Terminated", "terminated by SIGTERM", EXIT_TERMINATED)
         except KeyboardInterrupt:
             _fail(ctx, "Interrupted", "interrupted", EXIT_INTERRUPTED)
         except OSError as error:
@@ -105,7 +126,7 @@ def _wants_json(ctx: click.Context) -> bool:
 
 
 def _fail(ctx: click.Context, kind: str, message: str, code: int, details: dict[str, str] | None = None) -> NoReturn:
-    one_line = " ".join(message.split())
+    one_line = printable(" ".join(message.split()))
     if _wants_json(ctx):
         click.echo(json.dumps({"error": {"type": kind, "message": one_line, **(details or {})}}))
     elif kind in _UNNAMED:
@@ -160,7 +181,7 @@ class _OneLine(logging.Formatter):
     """Runtime log records as one line each: no tracebacks outside debug mode."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return f"resident: {record.levelname.lower()}: {' '.join(record.getMessage().split())}"
+        return f"resident: {record.levelname.lower()}: {printable(' '.join(record.getMessage().split()))}"
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -185,4 +206,6 @@ def _configure_logging() -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the `resident` console script."""
     _configure_logging()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_terminated)
     cli.main(args=list(argv) if argv is not None else sys.argv[1:], prog_name="resident")

@@ -33,7 +33,7 @@ def export_command(state: CliState, name: str, file: Path, as_json: bool) -> Non
     FILE (written atomically, private) holds MEMBER's AGENT_CORE and AGENT_DYADIC records in a
     versioned format; WORLD_SHARED records and records Realm withheld are never exported.
     """
-    with open_runtime(state) as runtime:
+    with open_runtime(state, create=False) as runtime:
         count = export_member(runtime, name, file)
     if as_json:
         emit_json({"member": name, "file": str(file), "records": count})

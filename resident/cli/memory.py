@@ -125,7 +125,7 @@ def memory_status(state: CliState, as_json: bool) -> None:
     The provider and embedder, the substrate's health, and record counts by lifecycle (active,
     superseded, retracted) and by replication state (pending, synced, conflict, invalidated).
     """
-    with open_runtime(state) as runtime:
+    with open_runtime(state, create=False) as runtime:
         status = runtime.memory.status()
     if as_json:
         emit_json(status)
@@ -161,7 +161,7 @@ def show(state: CliState, record_id: str, member: str, as_json: bool) -> None:
     invalidated) is refused with RecordWithheld, its state and the reason; settle it with
     `resident reconcile ID`.
     """
-    with open_runtime(state) as runtime:
+    with open_runtime(state, create=False) as runtime:
         record = runtime.member(member).get(record_id)
     if as_json:
         emit_json(record)
@@ -297,7 +297,7 @@ def recall(
     three partial scores and replication).
     """
     text = read_text_argument(query)
-    with open_runtime(state) as runtime:
+    with open_runtime(state, create=False) as runtime:
         hits = runtime.member(member).recall(
             text, k=k, char_budget=budget, activation={"domain": domain, "project": project}
         )

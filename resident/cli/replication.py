@@ -43,7 +43,7 @@ def status_command(state: CliState, record_id: str | None, as_json: bool) -> Non
     Without ID: records per state, the Realm in use, and the last error. With ID: that record's
     state, the reason it is withheld (if it is), push attempts and the last error.
     """
-    with open_runtime(state) as runtime:
+    with open_runtime(state, create=False) as runtime:
         result = runtime.replication.status(record_id)
     if as_json:
         emit_json(result if isinstance(result, RecordReplication) else {**_counts_json(result)})

@@ -11,8 +11,9 @@ from resident.cli.common import UTF8, CliState, emit_json, json_option, open_run
 from resident.config import load_config
 from resident.coordination.default_plan import default_plan
 from resident.coordination.plan import render_plan
-from resident.runner.run import RunOptions, RunReport, run
+from resident.runner.run import MAX_WRITES, RunOptions, RunReport, run
 from resident.store.home import CONFIG_FILE, resolve_home
+from resident.terminal import printable
 
 __all__ = ["COMMANDS"]
 
@@ -28,6 +29,7 @@ def _report_json(report: RunReport) -> dict[str, object]:
         "ok": report.ok,
         "home": str(report.home),
         "scratch_home": report.scratch,
+        "home_removed": report.removed,
         "plan": report.plan,
         "realm": report.realm,
         "seconds": round(report.seconds, 3),
@@ -48,42 +50,51 @@ def _report_json(report: RunReport) -> dict[str, object]:
 @click.command(name="run")
 @click.argument("plan", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--members", type=click.IntRange(2, 500), help="How many members take part (default: the whole roster).")
-@click.option("--writes", type=click.IntRange(1, 100_000), default=30, show_default=True,
+@click.option("--writes", type=click.IntRange(1, MAX_WRITES), default=30, show_default=True,
               help="Notes each member writes in the built-in plan (about).")
 @click.option("--realm", default="auto", show_default=True, metavar="auto|URL|none",
               help="auto: start a loopback Realm for the run; URL: use a running one; none: no replication.")
 @click.option("--show-plan", is_flag=True, help="Print the plan as TOML (a starting point for your own) and exit.")
+@click.option("--home", "run_home", type=click.Path(file_okay=False, path_type=str),
+              help="Run in this home (as the global --home does) instead of a scratch home.")
+@click.option("--keep", is_flag=True, help="Keep the scratch home after a run that succeeded (a failed run's is kept).")
 @json_option
 @pass_state
 def run_command(
-    state: CliState, plan: Path | None, members: int | None, writes: int, realm: str, show_plan: bool, as_json: bool
+    state: CliState, plan: Path | None, members: int | None, writes: int, realm: str, show_plan: bool,
+    run_home: str | None, keep: bool, as_json: bool,
 ) -> None:
     """Run a multi-member coordination plan with live progress, then check its invariants.
 
     Without PLAN the built-in plan runs: every member writes and recalls memories concurrently,
     the substrate and a member crash and restart, Realm goes down and comes back, a delegated
     promotion conflicts and is reconciled, and the governance side invalidates a record.
-    Without --home (or $RESIDENT_HOME) the run uses a fresh scratch home and prints where it is.
-    Exits 1 naming the invariant that failed, if one does.
+    Without --home (or $RESIDENT_HOME) the run uses a fresh scratch home, removed after a run that
+    succeeded unless --keep. A home the run creates gets memory turned on; an existing home must
+    have memory on already. Exits 1 naming the invariant that failed, if one does.
     """
+    home = run_home if run_home is not None else state.home
     if show_plan:
-        config = load_config(resolve_home(state.home) / CONFIG_FILE)
+        config = load_config(resolve_home(home) / CONFIG_FILE)
         chosen = [(m.name, m.role) for m in config.members][: members or None]
         click.echo(render_plan(default_plan(chosen, config.coordinator, writes=writes)))
         return
-    options = RunOptions(plan=plan, members=members, writes=writes, realm=realm, home=state.home, live=not as_json)
+    options = RunOptions(
+        plan=plan, members=members, writes=writes, realm=realm, home=home, live=not as_json, keep=keep
+    )
     report = run(options, stdout)
     if as_json:
         emit_json(_report_json(report))
     else:
+        where = "scratch home removed (--keep keeps it)" if report.removed else f"home {report.home}"
         stdout.print(
             f"run {report.plan!r}: {report.metrics.writes} writes in {report.seconds:.1f} s "
-            f"({report.metrics.writes / report.seconds:.0f}/s); home {report.home}"
+            f"({report.metrics.writes / report.seconds:.0f}/s); {where}"
         )
     if not report.ok:
         if not as_json:
             for failure in report.failures():
-                click.echo(f"error: invariant failed: {failure.name}: {failure.detail}", err=True)
+                click.echo(printable(f"error: invariant failed: {failure.name}: {failure.detail}"), err=True)
         raise SystemExit(1)
 
 
@@ -92,7 +103,7 @@ def run_command(
 @pass_state
 def progress(state: CliState, as_json: bool) -> None:
     """Progress per member, answered by the coordinator from execution records (live, not memory)."""
-    with open_runtime(state) as runtime:
+    with open_runtime(state, create=False) as runtime:
         report = runtime.coordinator.progress()
     if as_json:
         emit_json(report)

@@ -5,6 +5,12 @@ and Chinese, supersedes one, forgets one, and writes dyadic and world-shared mem
 asks Realm to promote a delegated memory to canonical (a conflict it then reconciles), another
 writes a fact that the governance side invalidates. Meanwhile the coordinator crashes the
 substrate and a member actor and takes Realm down for a moment.
+
+`writes` notes per member are split into four bulk series (English, Spanish, Chinese, and a late
+English one after the recalls). Every recall that expects a record looks for one written once and
+named by the run's own tag (`{run}`, filled in by the harness): hundreds of bulk notes of the same
+trade would otherwise crowd it out of the results, and in a home that kept earlier runs its twin
+from the last run would tie with it. So the check is exact at every size: that record, by id.
 """
 
 # The notes are real Chinese text; its full-width punctuation is intended.
@@ -58,22 +64,24 @@ _NOTES: dict[str, tuple[str, str, str, str]] = {
 
 def _member_steps(member: str, role: str, peer: str, writes: int) -> list[Step]:
     english, spanish, chinese, query = _NOTES.get(role, _NOTES["implement"])
-    third = max(1, writes // 3)
+    quarter = max(1, writes // 4)
+    reference = english.replace("{i}", "reference {run}")
     return [
-        Step(do="remember", text=english, repeat=third, as_=f"{member}-note-en"),
-        Step(do="remember", text=spanish, repeat=third, as_=f"{member}-note-es"),
-        Step(do="remember", text=chinese, repeat=third, as_=f"{member}-note"),
+        Step(do="remember", text=english, repeat=quarter, as_=f"{member}-bulk-en"),
+        Step(do="remember", text=spanish, repeat=quarter, as_=f"{member}-note-es"),
+        Step(do="remember", text=chinese, repeat=quarter, as_=f"{member}-note"),
+        Step(do="remember", text=reference, as_=f"{member}-note-en"),
         Step(do="remember", text=f"scratch idea of {member} to drop later", as_=f"{member}-scratch"),
         Step(do="remember", text=f"{peer} prefers written handovers over calls", scope="AGENT_DYADIC",
              counterpart=peer),
         Step(do="remember", text=f"team rule noted by {member}: no deploys on Friday afternoons",
              scope="WORLD_SHARED", world="team"),
-        Step(do="recall", query=query, k=50, expect=f"{member}-note-en"),
+        Step(do="recall", query=f"reference {{run}} {query}", k=10, expect=f"{member}-note-en"),
         Step(do="supersede", ref=f"{member}-note-en", text=f"{english.format(i='final')} (corrected)",
              as_=f"{member}-note-v2"),
         Step(do="forget", ref=f"{member}-scratch"),
         Step(do="recall", query=f"scratch idea of {member}", expect_absent=f"{member}-scratch"),
-        Step(do="remember", text=english, repeat=third, as_=f"{member}-late"),
+        Step(do="remember", text=english, repeat=quarter, as_=f"{member}-late"),
     ]
 
 
@@ -121,12 +129,12 @@ def default_plan(
         Step(do="invalidate", ref="stale-fact", reason="governance: the runbook moved to the handbook"),
     )
     coordination = (
-        Step(do="remember", text="plan for the week: payments release, checkout fixes, staging migration",
+        Step(do="remember", text="plan {run} for the week: payments release, checkout fixes, staging migration",
              as_="weekly-plan"),
         Step(do="wait-for", ref=f"{first}-note-es"),
         Step(do="crash", actor="substrate"),
         *(realm_steps if with_realm else (Step(do="crash", actor=f"members/{first}"),)),
-        Step(do="recall", query="plan for the week payments release", expect="weekly-plan"),
+        Step(do="recall", query="plan {run} for the week payments release", expect="weekly-plan"),
     )
     tasks.insert(0, TaskPlan(id=f"{coordinator}-coordination", member=coordinator, role="coordinate",
                              steps=coordination))

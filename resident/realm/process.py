@@ -4,20 +4,19 @@
 it down for a moment to show an outage); the tests use it to put a real Realm beside a runtime.
 The child runs `python -m resident.realm.server --ready-file F` and is ready once F names its pid;
 every wait has a deadline. The port is kept across `restart()`, so clients pointed at it before
-keep working. Its output goes to `<data_dir>.log`.
+keep working. Its output goes to `<data_dir>.log`. It is started through `resident.children`, so it
+stops by itself when the process that started it dies, even by `kill -9`.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import TracebackType
 
+from resident.children import ChildProcess, spawn_child
 from resident.errors import RealmUnavailable
 
 __all__ = ["START_TIMEOUT", "STOP_TIMEOUT", "RealmProcess", "realm_for", "start_realm"]
@@ -36,7 +35,7 @@ class RealmProcess:
         self.host = "127.0.0.1"
         self.ready_file = data_dir.with_name(f"{data_dir.name}.ready.json")
         self.log_file = data_dir.with_name(f"{data_dir.name}.log")
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: ChildProcess | None = None
 
     @property
     def url(self) -> str:
@@ -57,26 +56,19 @@ class RealmProcess:
         if self.running:
             return
         self.ready_file.unlink(missing_ok=True)
-        env = dict(os.environ)
-        command = [
-            sys.executable,
-            "-m",
-            "resident.realm.server",
-            "--data",
-            str(self.data_dir),
-            "--host",
-            self.host,
-            "--port",
-            str(self.port),
-            "--ready-file",
-            str(self.ready_file),
+        arguments = [
+            "--data", str(self.data_dir), "--host", self.host, "--port", str(self.port),
+            "--ready-file", str(self.ready_file),
         ]
-        with self.log_file.open("ab") as log:
-            # The command is this interpreter running our own module; nothing in it comes from input.
-            self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)  # noqa: S603
-        self._wait_ready(self._proc)
+        self._proc = spawn_child("resident.realm.server", arguments, log=self.log_file)
+        try:
+            self._wait_ready(self._proc)
+        except BaseException:
+            # Not ready in time, or the caller was interrupted meanwhile: a half-started Realm is not left behind.
+            self.kill()
+            raise
 
-    def _wait_ready(self, proc: subprocess.Popen[bytes]) -> None:
+    def _wait_ready(self, proc: ChildProcess) -> None:
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -89,7 +81,6 @@ class RealmProcess:
                 return
             # The server writes the ready file atomically once it listens; nothing to wait on but it.
             time.sleep(_POLL)
-        self.kill()
         raise RealmUnavailable(f"Realm was not ready within {START_TIMEOUT:g} s; see {self.log_file}")
 
     def _read_ready_file(self) -> tuple[str, int, int] | None:
@@ -105,24 +96,18 @@ class RealmProcess:
         proc = self._proc
         if proc is None:
             return 0
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.kill()
-                raise RealmUnavailable(f"Realm did not stop within {STOP_TIMEOUT:g} s of SIGTERM; killed it") from None
-        return proc.returncode
+        try:
+            return proc.stop(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise RealmUnavailable(f"Realm did not stop within {STOP_TIMEOUT:g} s of SIGTERM; killed it") from None
 
     def kill(self) -> int:
         """SIGKILL the process (no chance to clean up) and reap it; returns the exit code."""
         proc = self._proc
         if proc is None:
             return 0
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=STOP_TIMEOUT)
-        return proc.returncode
+        return proc.kill(STOP_TIMEOUT)
 
     def restart(self) -> None:
         """Stop the process if it still runs, then start a new one on the same data and port."""

@@ -35,6 +35,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from resident.errors import InvalidInput, RecordNotFound, ResidentError, StoreClosed, StoreFailed
+from resident.files import write_private_file
 from resident.loopback import is_loopback_host
 from resident.messages.realm import (
     DEFAULT_PAGE_LIMIT,
@@ -264,13 +265,9 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def _write_ready_file(path: Path, sock: socket.socket) -> None:
     host, port = sock.getsockname()[:2]
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        json.dump({"host": host, "port": port, "pid": os.getpid()}, out)
     # A reader sees either no file or the whole file, never a half-written one.
-    tmp.replace(path)
+    write_private_file(path, json.dumps({"host": host, "port": port, "pid": os.getpid()}).encode("utf-8"))
 
 
 @contextlib.contextmanager

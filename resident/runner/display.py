@@ -12,6 +12,7 @@ from resident.messages.replication import ReplicationCounts
 from resident.messages.supervision import SupervisorStatistics
 from resident.runner.harness import RunMetrics
 from resident.runner.invariants import Invariant
+from resident.terminal import printable
 
 __all__ = ["live_view", "summary_view"]
 
@@ -77,5 +78,6 @@ def summary_view(
             invariant.name, Text("ok" if invariant.ok else "FAILED", style="green" if invariant.ok else "bold red"),
             invariant.detail,
         )
-    notes = [Text(f"note: {note}", style="yellow") for note in metrics.notes]
+    # Notes quote plan steps, which come from a file: they are printed like every stored text.
+    notes = [Text(printable(f"note: {note}"), style="yellow") for note in metrics.notes]
     return Group(_tasks_table(metrics), _status_line(metrics, replication, stats), actors, checks, *notes)

@@ -4,12 +4,17 @@ Each task is dispatched by the coordinator under a child of the run's grant and 
 played as the member's harness would: callbacks into the runtime, each checked against the grant.
 The harness keeps live counters for the progress display and everything the final invariants
 need: every acknowledged record id, every recall result served, every crash it caused.
+
+Texts and queries are templates: `{i}` is the index within a repeated step, `{member}` the
+member playing it and `{run}` a tag drawn once per run, so a plan can write a note no earlier
+run in the same home wrote and then recall exactly that note.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -96,8 +101,10 @@ class RunHarness:
         realm_url: str | None,
         realm_process: RealmProcess | None,
         metrics: RunMetrics | None = None,
+        run_tag: str | None = None,
     ) -> None:
         self.runtime = runtime
+        self.run_tag = run_tag or f"r{secrets.token_hex(4)}"
         self.plan = plan
         self.realm_url = realm_url
         self.realm_process = realm_process
@@ -178,6 +185,10 @@ class RunHarness:
             self._noted.add(note)
             self.metrics.notes.append(note)
 
+    def _fill(self, template: str, member: str, index: int | None = None) -> str:
+        text = template.replace("{member}", member).replace("{run}", self.run_tag)
+        return text if index is None else text.replace("{i}", str(index))
+
     async def _step(self, session: Session, task: TaskPlan, step: Step, progress: TaskProgress) -> None:
         handler: Callable[[_At], Awaitable[None]] = getattr(self, f"_do_{step.do.replace('-', '_')}")
         await handler(_At(session, task, step, progress))
@@ -191,9 +202,6 @@ class RunHarness:
         return str(receipt.id)
 
     async def _do_remember(self, at: _At) -> None:
-        def text_for(i: int) -> str:
-            return at.step.text.replace("{i}", str(i)).replace("{member}", at.task.member)
-
         last = ""
         for start in range(0, at.step.repeat, WRITE_WINDOW):
             window = range(start, min(at.step.repeat, start + WRITE_WINDOW))
@@ -201,7 +209,8 @@ class RunHarness:
                 *(
                     self._write(
                         at.session.remember(
-                            text_for(i), scope=at.step.scope, summary=at.step.summary, counterpart=at.step.counterpart,
+                            self._fill(at.step.text, at.task.member, i), scope=at.step.scope,
+                            summary=at.step.summary, counterpart=at.step.counterpart,
                             world=at.step.world, kind=at.step.kind, canonical=bool(at.step.canonical),
                             delegated=at.step.delegated,
                         ),
@@ -215,22 +224,24 @@ class RunHarness:
 
     async def _do_supersede(self, at: _At) -> None:
         old = self._ref(at.step.ref or "")
-        new = await self._write(at.session.remember(at.step.text, supersedes=old), at.progress)
+        text = self._fill(at.step.text, at.task.member)
+        new = await self._write(at.session.remember(text, supersedes=old), at.progress)
         self._define(at.step.as_, new)
 
     async def _do_forget(self, at: _At) -> None:
         await at.session.forget(self._ref(at.step.ref or ""), reason=f"forgotten by {at.task.id}")
 
     async def _do_recall(self, at: _At) -> None:
-        hits = await at.session.recall(at.step.query, at.step.k)
+        query = self._fill(at.step.query, at.task.member)
+        hits = await at.session.recall(query, at.step.k)
         self.metrics.recalls += 1
         ids = [hit.id for hit in hits]
         self.metrics.served_withheld.extend(hit.id for hit in hits if hit.replication in WITHHELD)
         if at.step.expect is not None and self._ref(at.step.expect) not in ids:
-            raise StepFailed(f"recall {at.step.query!r} did not return {at.step.expect} ({len(ids)} results)")
+            raise StepFailed(f"recall {query!r} did not return {at.step.expect} ({len(ids)} results)")
         absent = self._refs.get(at.step.expect_absent or "")
         if absent is not None and absent in ids:
-            raise StepFailed(f"recall {at.step.query!r} returned {at.step.expect_absent}, which must not be served")
+            raise StepFailed(f"recall {query!r} returned {at.step.expect_absent}, which must not be served")
 
     async def _do_reconcile(self, at: _At) -> None:
         if self.realm_url is None:
@@ -238,7 +249,7 @@ class RunHarness:
             return
         result = await at.session.reconcile(
             self._ref(at.step.ref or ""), readmit=at.step.readmit, rollback=at.step.rollback,
-            text=at.step.text or None, canonical=at.step.canonical,
+            text=self._fill(at.step.text, at.task.member) or None, canonical=at.step.canonical,
         )
         if result.new_id:
             self.metrics.acknowledged.add(result.new_id)

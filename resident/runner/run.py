@@ -1,8 +1,11 @@
 """`resident run`: prepare a home and a Realm, play a plan with live progress, check invariants.
 
-Without an explicit home (`--home` or `$RESIDENT_HOME`) a run gets a fresh scratch home, so a
-demo never writes into the user's own memories; memory is enabled there by the run. In an
-explicit home, memory must already be on. `--realm auto` starts a loopback Realm as a child
+Without an explicit home (`--home` or `$RESIDENT_HOME`) a run gets a fresh scratch home
+(`resident-run-*` in the temporary folder), so a demo never writes into the user's own memories;
+it is removed when the run succeeds unless `--keep`, and kept for a look when it fails. A home the
+run creates, scratch or named but not there yet, gets memory turned on for the run. A home that
+already exists must have memory on: otherwise the run is refused before anything starts (no Realm,
+no actors), naming `resident memory enable`. `--realm auto` starts a loopback Realm as a child
 process for the run (and takes it down for the plan's outage), `URL` uses a running Realm,
 `none` runs without replication.
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +26,7 @@ from resident.actors.replication import ReplicationSettings
 from resident.config import DEFAULT_TEAM, Config, MemberConfig, load_config, scratch_home, team_of
 from resident.coordination.default_plan import default_plan
 from resident.coordination.plan import Plan, load_plan
-from resident.errors import ActorUnavailable, InvalidInput
+from resident.errors import ActorUnavailable, InvalidInput, MemoryDisabled
 from resident.messages.replication import ReplicationCounts
 from resident.messages.supervision import SupervisorStatistics
 from resident.realm.process import realm_for
@@ -30,15 +34,21 @@ from resident.runner.display import live_view, summary_view
 from resident.runner.harness import RunHarness, RunMetrics
 from resident.runner.invariants import Invariant, check_invariants
 from resident.runtime import Runtime
-from resident.store.home import CONFIG_FILE, HOME_ENV, ensure_home, resolve_home
+from resident.store.home import CONFIG_FILE, HOME_ENV, HomeLock, current_store_dir, ensure_home, resolve_home
+from resident.store.projections import MEMORY_OFF_MESSAGE
+from resident.store.store import Store
+from resident.store.tables import MEMORY_CONFIG
 
-__all__ = ["RUN_REPLICATION", "RunOptions", "RunReport", "run"]
+__all__ = ["MAX_WRITES", "RUN_REPLICATION", "RunOptions", "RunReport", "run"]
 
 # A run shows an outage and its recovery in seconds, so replication retries and polls briskly.
 RUN_REPLICATION = ReplicationSettings(
     wait_initial=0.1, wait_max=0.5, jitter=0.1, retry_later=1.0, poll_interval=0.3, request_timeout=1.0
 )
 FINAL_SYNC_TIMEOUT = 30.0
+# The largest `--writes` the built-in plan is tested at (tests/test_run_sizes.py): every size
+# the option allows must pass, so the option allows no more than what is proven.
+MAX_WRITES = 10_000
 
 
 @dataclass(frozen=True)
@@ -49,12 +59,14 @@ class RunOptions:
     realm: str = "auto"
     home: str | None = None
     live: bool = True
+    keep: bool = False
 
 
 @dataclass
 class RunReport:
     home: Path
     scratch: bool
+    removed: bool
     plan: str
     realm: str | None
     seconds: float
@@ -71,13 +83,39 @@ class RunReport:
         return [invariant for invariant in self.invariants if not invariant.ok]
 
 
-def _prepare_home(options: RunOptions) -> tuple[Path, bool]:
-    if options.home is not None or os.environ.get(HOME_ENV):
-        return ensure_home(resolve_home(options.home)), False
+def _explicit_home(options: RunOptions) -> Path | None:
+    """The home named by `--home` or `$RESIDENT_HOME`, if one is; checked, not yet created."""
+    if options.home is None and not os.environ.get(HOME_ENV):
+        return None
+    return resolve_home(options.home)
+
+
+def _scratch_team(options: RunOptions) -> Config:
     size = options.members or len(DEFAULT_TEAM)
     if size < 2:
         raise InvalidInput("a run needs at least 2 members: the coordinator and one member")
-    return scratch_home("resident-run-", team_of(size)), True
+    return team_of(size)
+
+
+def _memory_to_enable(home: Path) -> bool:
+    """Whether the run turns memory on: yes in a home it creates; in an existing one memory must be on.
+
+    Read from the store without starting anything, so a refused run leaves nothing running. The
+    claim on the home also says early when another process has it open, and leaves the lock file
+    that marks the folder as a home before the run's Realm puts its files in it.
+    """
+    with HomeLock(home):
+        if not (current_store_dir(home) / "data.mdb").exists():
+            return True
+        store = Store.open(home, readonly=True)
+        try:
+            with store.reader() as reader:
+                memory = reader.get(MEMORY_CONFIG, "memory")
+        finally:
+            store.close()
+    if memory is None or not memory.enabled:
+        raise MemoryDisabled(f"{MEMORY_OFF_MESSAGE} (home {home})")
+    return False
 
 
 def _select_members(config: Config, count: int | None) -> list[MemberConfig]:
@@ -98,8 +136,8 @@ def _plan(options: RunOptions, config: Config) -> Plan:
     names = [m.name for m in chosen]
     if options.plan is not None:
         return load_plan(options.plan, members=config.member_names(), coordinator=config.coordinator)
-    if not 1 <= options.writes <= 100_000:
-        raise InvalidInput("--writes must be 1..100000")
+    if not 1 <= options.writes <= MAX_WRITES:
+        raise InvalidInput(f"--writes must be 1..{MAX_WRITES}")
     plan = default_plan(
         [(m.name, m.role) for m in chosen], config.coordinator, writes=options.writes,
         with_realm=options.realm != "none",
@@ -109,16 +147,26 @@ def _plan(options: RunOptions, config: Config) -> Plan:
     return plan
 
 
+def _prepare(options: RunOptions) -> tuple[Path, bool, Plan, bool]:
+    """(home, scratch, plan, whether to turn memory on): everything checked before anything starts."""
+    explicit = _explicit_home(options)
+    if explicit is None:
+        team = _scratch_team(options)
+        plan = _plan(options, team)
+        return scratch_home("resident-run-", team), True, plan, True
+    home = ensure_home(explicit)
+    plan = _plan(options, load_config(home / CONFIG_FILE))
+    return home, False, plan, _memory_to_enable(home)
+
+
 def run(options: RunOptions, console: Console) -> RunReport:
     """Play the plan; everything is checked (plan, roster, memory) before anything runs."""
-    home, scratch = _prepare_home(options)
-    config = load_config(home / CONFIG_FILE)
-    plan = _plan(options, config)
+    home, scratch, plan, enable_memory = _prepare(options)
     started = time.monotonic()
     url, process = realm_for(options.realm, home / "run-realm")
     try:
         with Runtime.open(home, realm=url or "none", replication=RUN_REPLICATION) as runtime:
-            if scratch:
+            if enable_memory:
                 runtime.memory.enable()
             else:
                 runtime.memory.require_enabled()
@@ -126,14 +174,19 @@ def run(options: RunOptions, console: Console) -> RunReport:
             asyncio.run(_play(runtime, harness, console if options.live else None))
             counts = runtime.replication.sync(timeout=FINAL_SYNC_TIMEOUT) if url else None
             report = RunReport(
-                home=home, scratch=scratch, plan=plan.name, realm=url, seconds=time.monotonic() - started,
-                metrics=harness.metrics, replication=counts, statistics=runtime.statistics(),
+                home=home, scratch=scratch, removed=False, plan=plan.name, realm=url,
+                seconds=time.monotonic() - started, metrics=harness.metrics, replication=counts,
+                statistics=runtime.statistics(),
             )
             report.invariants = check_invariants(runtime, harness.metrics, counts)
             report.statistics = runtime.statistics()
     finally:
         if process is not None:
             process.stop()
+    if scratch and report.ok and not options.keep:
+        # The scratch home is the `home` folder inside the run's own `resident-run-*` folder.
+        shutil.rmtree(home.parent)
+        report.removed = True
     if options.live:
         console.print(summary_view(report.metrics, report.replication, report.statistics, report.invariants))
     return report

@@ -15,7 +15,7 @@ from resident.actors.coordinator import Dispatched
 from resident.coordination.grants import ROLE_ACTIONS, check, issue_root
 from resident.coordination.tokens import new_token, token_digest
 from resident.errors import GrantInvalid, InvalidInput
-from resident.ids import new_id
+from resident.ids import check_record_id, new_id
 from resident.memory.banks import parse_scope
 from resident.messages.coordination import (
     CorrectExecution,
@@ -168,7 +168,10 @@ class CoordinatorControl:
                steps: int = 0) -> None:
         self._runtime.check_open()
         self._runtime.wiring.coordinator.ask(
-            FinishExecution(id=execution_id, outcome=outcome, result_digest=result_digest, error=error, steps=steps)
+            FinishExecution(
+                id=check_record_id(execution_id, "execution id"), outcome=outcome, result_digest=result_digest,
+                error=error, steps=steps,
+            )
         )
 
     def progress(self) -> Progress:
@@ -183,7 +186,7 @@ class CoordinatorControl:
         if not note.strip():
             raise InvalidInput("a correction needs a note saying what was wrong")
         correction: Correction = self._runtime.wiring.coordinator.ask(
-            CorrectExecution(id=execution_id, note=note.strip(), by=by)
+            CorrectExecution(id=check_record_id(execution_id, "execution id"), note=note.strip(), by=by)
         )
         return correction
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from resident.actors.substrate import MAX_RECALL_K
 from resident.errors import InvalidInput, TextInvalid
+from resident.ids import check_record_id
 from resident.memory.banks import parse_scope
 from resident.memory.records import clean_query
 from resident.messages.memory import (
@@ -126,12 +127,12 @@ class Member:
             importance=importance,
             confidence=confidence,
             activation=as_activation(activation),
-            supersedes=supersedes,
+            supersedes=None if supersedes is None else check_record_id(supersedes, "supersedes"),
             canonical=canonical,
             delegated=delegated,
             source=source,
             occurred_at=occurred_at,
-            cites=tuple(cites),
+            cites=tuple(check_record_id(cited, "a cited record id") for cited in cites),
         )
 
     def remember(
@@ -227,19 +228,21 @@ class Member:
 
     def get(self, record_id: str, *, timeout: float | None = None) -> MemoryRecord:
         """One record by id; `RecordWithheld` (with state and reason) if Realm withheld it."""
-        record: MemoryRecord = self._runtime.ask_member(self.name, GetRecord(id=record_id), timeout)
+        message = GetRecord(id=check_record_id(record_id))
+        record: MemoryRecord = self._runtime.ask_member(self.name, message, timeout)
         return record
 
     async def aget(self, record_id: str, *, timeout: float | None = None) -> MemoryRecord:
-        record: MemoryRecord = await self._runtime.ask_member_async(self.name, GetRecord(id=record_id), timeout)
+        message = GetRecord(id=check_record_id(record_id))
+        record: MemoryRecord = await self._runtime.ask_member_async(self.name, message, timeout)
         return record
 
     def forget(self, record_id: str, *, reason: str = "", timeout: float | None = None) -> None:
         """Retract a record: it stays stored, marked retracted, and is no longer recalled."""
-        self._runtime.ask_member(self.name, Forget(id=record_id, reason=reason), timeout)
+        self._runtime.ask_member(self.name, Forget(id=check_record_id(record_id), reason=reason), timeout)
 
     async def aforget(self, record_id: str, *, reason: str = "", timeout: float | None = None) -> None:
-        await self._runtime.ask_member_async(self.name, Forget(id=record_id, reason=reason), timeout)
+        await self._runtime.ask_member_async(self.name, Forget(id=check_record_id(record_id), reason=reason), timeout)
 
     @staticmethod
     def _reconciled(message: Reconcile, answer: object) -> Reconciled:
@@ -263,7 +266,7 @@ class Member:
         the withheld one and starts again as `pending`; `rollback=True` retracts the local write.
         """
         message = Reconcile(
-            id=record_id, rollback=rollback, readmit=readmit,
+            id=check_record_id(record_id), rollback=rollback, readmit=readmit,
             text=None if text is None else _text(text), canonical=canonical,
         )
         return self._reconciled(message, self._runtime.ask_member(self.name, message, timeout))
@@ -279,7 +282,7 @@ class Member:
         timeout: float | None = None,
     ) -> Reconciled:
         message = Reconcile(
-            id=record_id, rollback=rollback, readmit=readmit,
+            id=check_record_id(record_id), rollback=rollback, readmit=readmit,
             text=None if text is None else _text(text), canonical=canonical,
         )
         return self._reconciled(message, await self._runtime.ask_member_async(self.name, message, timeout))

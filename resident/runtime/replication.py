@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 from resident.errors import ActorUnavailable, InvalidInput
+from resident.ids import check_record_id
 from resident.messages.replication import GetReplicationStatus, RecordReplication, ReplicationCounts, SyncNow
 
 if TYPE_CHECKING:
@@ -31,7 +32,8 @@ class ReplicationControl:
         """Counts per state; with `id`, that record's state, reason, attempts and last error."""
         self._runtime.check_open()
         result: ReplicationCounts | RecordReplication = self._runtime.wiring.replication.ask(
-            GetReplicationStatus(id=id), STATUS_TIMEOUT if timeout is None else timeout
+            GetReplicationStatus(id=None if id is None else check_record_id(id)),
+            STATUS_TIMEOUT if timeout is None else timeout,
         )
         return result
 

@@ -25,6 +25,7 @@ from resident.actors.replication import NO_REALM_NOTE, ReplicationSettings
 from resident.clock import Clock, SystemClock
 from resident.config import Config, MemberConfig, load_config
 from resident.errors import AskTimeout, InvalidInput, RecordNotFound, RuntimeStopped, SubstrateUnavailable
+from resident.ids import check_record_id
 from resident.memory.embedders import make_embedder
 from resident.memory.embedding import Embedder
 from resident.messages.backup import BackupManifest
@@ -42,7 +43,7 @@ from resident.runtime.replication import ReplicationControl
 from resident.runtime.wiring import DEFAULT_TIMEOUT, Wiring, build_wiring
 from resident.store.backup import backup as backup_home
 from resident.store.backup import restore as restore_home
-from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, resolve_home
+from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, home_writable, require_home, resolve_home
 from resident.store.store import DEFAULT_MAP_SIZE, Store
 from resident.store.tables import MEMBERS, RECORDS
 from resident.supervisor import StartChild, SupervisionTree
@@ -76,7 +77,7 @@ class Runtime:
         self,
         *,
         home: Path,
-        lock: HomeLock,
+        lock: HomeLock | None,
         store: Store,
         config: Config,
         clock: Clock,
@@ -112,20 +113,29 @@ class Runtime:
         map_size: int = DEFAULT_MAP_SIZE,
         realm: str | None = None,
         replication: ReplicationSettings | None = None,
+        create: bool = True,
+        lock: HomeLock | None = None,
     ) -> Runtime:
         """Open `home` (else `$RESIDENT_HOME`, else the user data dir) and start the actors.
 
         `realm` overrides the Realm URL of `resident.toml` (`"none"` turns replication off for
-        this run); `replication` tunes batch sizes, attempts and backoff.
+        this run); `replication` tunes batch sizes, attempts and backoff. With `create=False` the
+        home must already hold a store (`HomeNotFound` otherwise). A home this process may not
+        write opens for reading: writes are refused with `HomeReadOnly`. `lock` is a claim on the
+        home the caller already holds (and keeps: the runtime leaves it to the caller to release).
         """
-        path = ensure_home(resolve_home(home))
-        lock = HomeLock(path)
-        lock.acquire()
+        path = resolve_home(home)
+        path = ensure_home(path) if create else require_home(path)
+        writable = home_writable(path)
+        owns_lock = lock is None
+        if lock is None:
+            lock = HomeLock(path, shared=not writable)
+            lock.acquire()
         store: Store | None = None
         owns_clock = clock is None
         active_clock: Clock = clock if clock is not None else SystemClock()
         try:
-            store = Store.open(path, map_size=map_size)
+            store = Store.open(path, map_size=map_size, readonly=not writable)
             config = load_config(path / CONFIG_FILE)
             with store.reader() as reader:
                 imported = [MemberConfig(e.name, e.role, e.worlds) for _, e in reader.items(MEMBERS)]
@@ -134,14 +144,15 @@ class Runtime:
             config = config.with_realm(realm_url)
             wiring = build_wiring(store, config, embedder_factory or make_embedder, realm_url, replication)
             runtime = cls(
-                home=path, lock=lock, store=store, config=config, clock=active_clock,
+                home=path, lock=lock if owns_lock else None, store=store, config=config, clock=active_clock,
                 owns_clock=owns_clock, wiring=wiring,
             )
             runtime._tree.start()
         except BaseException:
             if store is not None:
                 store.close()
-            lock.release()
+            if owns_lock:
+                lock.release()
             if owns_clock and isinstance(active_clock, SystemClock):
                 active_clock.close()
             raise
@@ -159,7 +170,8 @@ class Runtime:
             for address in self.wiring.addresses.values():
                 address.close("the runtime is closed", RuntimeStopped)
             self._internal.store.close()
-            self._lock.release()
+            if self._lock is not None:
+                self._lock.release()
             if self._owns_clock and isinstance(self.clock, SystemClock):
                 self.clock.close()
 
@@ -202,7 +214,7 @@ class Runtime:
         """Reconcile a withheld record as the member who wrote it (see `Member.reconcile`)."""
         self.check_open()
         with self._internal.store.reader() as reader:
-            record = reader.get(RECORDS, record_id)
+            record = reader.get(RECORDS, check_record_id(record_id))
         if record is None:
             raise RecordNotFound(f"no memory record {record_id}")
         author = record.author or record.owner

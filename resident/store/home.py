@@ -10,18 +10,26 @@ Layout of a home::
 
 The home directory is `0700` and every file the runtime creates in it `0600`: memories are
 private to the user who owns the home.
+
+A directory becomes a home only if it is absent or empty: an existing directory holding other
+files is never taken over (made private, given a store), since `--home` pointed at the wrong
+folder should change nothing in it. Read-only commands need a home that already holds a store
+and never create one. A home the user may not write to (its files or its file system read-only)
+still opens, for reading only: the lock is shared and LMDB is opened read-only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 from pathlib import Path
 
 import platformdirs
 
-from resident.errors import HomeInUse, InvalidInput
+from resident.errors import HomeInUse, HomeNotFound, InvalidInput, NotAHome
+from resident.files import fsync_dir, private_file, write_private_file
 
 __all__ = [
     "CONFIG_FILE",
@@ -34,7 +42,10 @@ __all__ = [
     "ensure_home",
     "finish_restore",
     "fsync_dir",
+    "home_writable",
+    "is_home",
     "private_file",
+    "require_home",
     "resolve_home",
     "set_current_store_dir",
     "write_private_file",
@@ -46,6 +57,7 @@ CURRENT_FILE = "CURRENT"
 HOME_ENV = "RESIDENT_HOME"
 # A restored `resident.toml` waits inside the new store directory until `CURRENT` names it.
 RESTORED_CONFIG = "resident.toml.restored"
+_MARKERS = frozenset({CONFIG_FILE, LOCK_FILE, CURRENT_FILE})
 
 
 def resolve_home(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -58,19 +70,56 @@ def resolve_home(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(platformdirs.user_data_dir("resident", appauthor=False)).absolute()
 
 
+def _names(directory: Path) -> list[str]:
+    """The entries of `directory` (none when it does not exist)."""
+    try:
+        with os.scandir(directory) as entries:
+            return [entry.name for entry in entries]
+    except FileNotFoundError:
+        return []
+
+
+def is_home(directory: Path) -> bool:
+    """Whether `directory` holds a home: its configuration, lock, store pointer or a store."""
+    return any(name in _MARKERS or name.startswith("store.") for name in _names(directory))
+
+
 def ensure_home(home: Path) -> Path:
-    """Create the home (and parents) if needed and make it private (`0700`)."""
+    """The home, created private (`0700`, parents too) if absent; never a directory of other files."""
     if home.exists() and not home.is_dir():
-        raise InvalidInput(f"home {home} exists and is not a directory; pass another --home")
+        raise NotAHome(f"home {home} exists and is not a directory; pass another --home")
+    if _names(home) and not is_home(home):
+        raise NotAHome(
+            f"{home} is a folder of other files, not a resident home; it was left as it was — "
+            "pass an empty or new folder as --home"
+        )
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    home.chmod(0o700)
+    if home_writable(home):
+        home.chmod(0o700)
+        # A resident.toml the user wrote (or copied in) with a looser mode holds the roster and
+        # the Realm URL of private memories: it is made the owner's alone like everything else.
+        if (home / CONFIG_FILE).is_file() and not (home / CONFIG_FILE).is_symlink():
+            private_file(home / CONFIG_FILE)
     return home
 
 
-def private_file(path: Path) -> None:
-    """Make a file the runtime wrote readable by its owner only."""
-    with contextlib.suppress(FileNotFoundError):
-        path.chmod(0o600)
+def require_home(home: Path) -> Path:
+    """The home, which must already hold a store (read-only commands never create one)."""
+    if not (current_store_dir(home) / "data.mdb").exists():
+        raise HomeNotFound(
+            f"there is no resident home at {home}; create one with `resident init` (or pass --home)"
+        )
+    return home
+
+
+def home_writable(home: Path) -> bool:
+    """Whether this process may write the home: its folder, its store and the store's files.
+
+    `os.access` answers for the real user and also says no on a read-only file system.
+    """
+    store = current_store_dir(home)
+    paths = [home, store, store / "data.mdb", store / "lock.mdb"]
+    return all(os.access(path, os.W_OK) for path in paths if path.exists())
 
 
 def current_store_dir(home: Path) -> Path:
@@ -83,28 +132,6 @@ def current_store_dir(home: Path) -> Path:
     if not name.startswith("store.") or "/" in name or "\\" in name:
         raise InvalidInput(f"{pointer} is corrupted (it names {name!r}); restore the home from a backup")
     return home / name
-
-
-def write_private_file(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` atomically: a private (`0600`) temporary file, fsync, rename, fsync.
-
-    Readers see the old content or the new, never a part; a failure leaves no temporary file behind.
-    """
-    temporary = path.with_name(f".{path.name}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        temporary.replace(path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
 
 
 def set_current_store_dir(home: Path, store_dir: Path) -> None:
@@ -128,47 +155,66 @@ def finish_restore(home: Path) -> None:
     fsync_dir(pending.parent)
 
 
-def fsync_dir(directory: Path) -> None:
-    """Make the creations, renames and removals of entries in `directory` durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class HomeLock:
-    """An exclusive, process-wide claim on a home, released by the kernel if the process dies.
+    """A claim on a home, released by the kernel if the process dies.
 
-    `flock` locks belong to the open file, so a second open in the same process conflicts too,
-    and a `kill -9` never leaves a stale lock behind.
+    A writer's claim is exclusive; a process that may not write the home (see `home_writable`)
+    takes a shared claim, which a writer's conflicts with. `flock` locks belong to the open file,
+    so a second open in the same process conflicts too, and a `kill -9` never leaves a stale lock.
+    The lock file is never followed through a symlink planted in its place.
     """
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, *, shared: bool = False) -> None:
         self.home = home
+        self.shared = shared
         self._fd: int | None = None
 
     def acquire(self) -> None:
         path = self.home / LOCK_FILE
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        if self.shared:
+            self._fd = self._acquire_shared(path)
+            return
+        fd = self._open(path, os.O_RDWR | os.O_CREAT)
+        self._flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        private_file(path)
+        self._fd = fd
+
+    def _acquire_shared(self, path: Path) -> int | None:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fd = self._open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None  # nobody ever opened this home for writing, and nobody can create the file now
+        self._flock(fd, fcntl.LOCK_SH)
+        return fd
+
+    def _open(self, path: Path, flags: int) -> int:
+        try:
+            return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as error:
+            if error.errno != errno.ELOOP:
+                raise
+            raise NotAHome(
+                f"{path} is a symlink; the runtime never follows one there — remove it and open the home again"
+            ) from None
+
+    def _flock(self, fd: int, mode: int) -> None:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
             os.close(fd)
             raise HomeInUse(
                 f"home {self.home} is in use by pid {holder}; close that runtime first or pass another --home"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-        private_file(path)
-        self._fd = fd
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, 0)
+            if not self.shared:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, 0)
             os.close(fd)
 
     def __enter__(self) -> HomeLock:

@@ -6,6 +6,8 @@ writes in one durable transaction (`sync=True`): for each write, its events are 
 projected into state and appended to the event log together, or that one write is refused with
 a typed error while the rest of the batch goes on. A full map grows and the batch is retried
 once; any other LMDB error closes the store for writing (fail-closed) until it is reopened.
+A store opened `readonly` (a home this process may not write) serves reads and refuses every
+commit with `HomeReadOnly`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import lmdb
 import msgspec
 
 from resident.errors import (
+    HomeReadOnly,
     InvalidInput,
     ResidentError,
     SchemaMismatch,
@@ -124,8 +127,11 @@ class Reader:
 class Store:
     """One home's LMDB environment. Open with `Store.open(home)`; the caller holds the home lock."""
 
-    def __init__(self, path: Path, env: lmdb.Environment, dbs: dict[str, Any], map_size: int) -> None:
+    def __init__(
+        self, path: Path, env: lmdb.Environment, dbs: dict[str, Any], map_size: int, *, readonly: bool = False
+    ) -> None:
         self.path = path
+        self.readonly = readonly
         self._env = env
         self._dbs = dbs
         self._map_size = map_size
@@ -141,8 +147,13 @@ class Store:
     # -- opening and closing ----------------------------------------------------------------------
 
     @classmethod
-    def open(cls, home: Path, *, map_size: int = DEFAULT_MAP_SIZE) -> Store:
-        """Open (creating if new) the store of `home`; refuse another schema version."""
+    def open(cls, home: Path, *, map_size: int = DEFAULT_MAP_SIZE, readonly: bool = False) -> Store:
+        """Open (creating if new) the store of `home`; refuse another schema version.
+
+        With `readonly`, nothing in the home is created or changed: the store must exist.
+        """
+        if readonly:
+            return cls._open_readonly(home, map_size)
         finish_restore(home)
         path = current_store_dir(home)
         if (home / CURRENT_FILE).exists() and not (path / "data.mdb").exists():
@@ -165,6 +176,25 @@ class Store:
             raise
         return cls(path, env, dbs, max(map_size, env.info()["map_size"]))
 
+    @classmethod
+    def _open_readonly(cls, home: Path, map_size: int) -> Store:
+        path = current_store_dir(home)
+        if not (path / "data.mdb").exists():
+            raise HomeReadOnly(f"home {home} holds no store yet and this process may not create one there")
+        try:
+            env = open_environment(path, map_size=map_size, readonly=True)
+        except lmdb.Error:
+            # LMDB writes its reader table in lock.mdb even for a read-only open, unless the file
+            # system is read-only; a lock file this process may not write means opening without it.
+            env = open_environment(path, map_size=map_size, readonly=True, lock=False)
+        try:
+            check_schema(env, initialize=False, where=home)
+            dbs = {table.name: env.open_db(table.name.encode("ascii"), create=False) for table in TABLES}
+        except BaseException:
+            env.close()
+            raise
+        return cls(path, env, dbs, max(map_size, env.info()["map_size"]), readonly=True)
+
     def close(self) -> None:
         with self._gate:
             if self._closed:
@@ -172,7 +202,8 @@ class Store:
             self._closed = True
             while self._readers:
                 self._gate.wait(timeout=5.0)
-        self._env.sync(True)
+        if not self.readonly:
+            self._env.sync(True)
         self._env.close()
 
     @property
@@ -230,6 +261,14 @@ class Store:
         """
         if self._closed:
             return self._fail_all(writes, StoreClosed("the store is closed; open the runtime again"))
+        if self.readonly:
+            return self._fail_all(
+                writes,
+                HomeReadOnly(
+                    f"home {self.path.parent} is open for reading only (this process may not write it); "
+                    "nothing was written — make it writable and open it again to write"
+                ),
+            )
         if self._failure:
             return self._fail_all(writes, StoreFailed(self._refusal()))
         for attempt in (1, 2):
@@ -381,7 +420,7 @@ def _apply_write(
     return (Committed(last_seq=seq - 1 if applied else None, applied=len(applied)), None, tuple(applied)), seq
 
 
-def open_environment(path: Path, *, map_size: int, readonly: bool = False) -> lmdb.Environment:
+def open_environment(path: Path, *, map_size: int, readonly: bool = False, lock: bool = True) -> lmdb.Environment:
     """Open an LMDB environment the way every home is opened (durable commits, private files)."""
     return lmdb.open(
         str(path),
@@ -391,7 +430,7 @@ def open_environment(path: Path, *, map_size: int, readonly: bool = False) -> lm
         readonly=readonly,
         sync=True,
         metasync=True,
-        lock=True,
+        lock=lock,
         mode=0o600,
         max_readers=256,
     )

@@ -1,0 +1,111 @@
+"""The child side: stop this process when the parent that started it dies, then run its module.
+
+`spawn_child` starts `python -m resident.children --parent PID --watch FD --token T -- MODULE
+ARGS...`. Before MODULE runs (in this same process, as `__main__`), the guard:
+
+* watches FD, the read end of a pipe whose write end only the parent holds: when the parent
+  dies, however it dies, the kernel closes that end and the read returns;
+* on Linux, asks the kernel for a parent-death signal (`PR_SET_PDEATHSIG`). The kernel sends it
+  when the *thread* that started the child exits, not only the process, and the runtime starts
+  children from worker threads; so the signal only wakes the guard, which stops the child only
+  if its parent process really changed (`getppid()`).
+* checks that the parent is still the one named by `--parent`: if it died before the guard was
+  set up, no pipe or signal would ever tell.
+
+Stopping means sending this process SIGTERM, which the module handles as its graceful stop; if
+it is still running `STOP_GRACE` seconds later, the guard ends it. `--token` is not read here: it
+is on the command line so that the parent's orphan sweep can recognise the process as its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import runpy
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+__all__ = ["EXIT_PARENT_GONE", "PARENT_DEATH_SIGNAL", "STOP_GRACE", "main"]
+
+# The signal the kernel sends when the parent thread dies; the module's own handlers use SIGTERM
+# and SIGINT, so this one is free to mean "look whether the parent is still there".
+PARENT_DEATH_SIGNAL = signal.SIGUSR2
+STOP_GRACE = 10.0
+EXIT_PARENT_GONE = 75  # EX_TEMPFAIL: the parent went away before the child could start
+_PR_SET_PDEATHSIG = 1
+
+
+class _Guard:
+    """Watches the parent; `stop()` runs at most once."""
+
+    def __init__(self, parent: int) -> None:
+        self.parent = parent
+        self._stopping = threading.Event()
+
+    def parent_gone(self) -> bool:
+        return os.getppid() != self.parent
+
+    def stop(self, why: str) -> None:
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        sys.stderr.write(f"resident child {os.getpid()}: {why}; stopping\n")
+        sys.stderr.flush()
+        deadline = threading.Timer(STOP_GRACE, os._exit, args=(EXIT_PARENT_GONE,))
+        deadline.daemon = True
+        deadline.start()
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def watch_pipe(self, fd: int) -> None:
+        """Block until the parent's end of the pipe closes (it never writes), then stop."""
+        try:
+            while os.read(fd, 4096):
+                pass
+        except OSError:
+            pass
+        self.stop(f"the parent process {self.parent} is gone (its pipe closed)")
+
+    def on_parent_death_signal(self, _signum: int, _frame: FrameType | None) -> None:
+        if self.parent_gone():
+            self.stop(f"the parent process {self.parent} is gone (parent-death signal)")
+
+
+def _ask_for_parent_death_signal() -> None:
+    """Linux only: have the kernel signal this process when its parent thread dies."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, int(PARENT_DEATH_SIGNAL), 0, 0, 0) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"prctl(PR_SET_PDEATHSIG) failed: {os.strerror(errno)}")
+
+
+def _arguments(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m resident.children", description=__doc__)
+    parser.add_argument("--parent", type=int, required=True, help="pid of the process that started this one")
+    parser.add_argument("--watch", type=int, required=True, help="read end of the pipe the parent holds open")
+    parser.add_argument("--token", required=True, help="the parent's mark on this child (read by its orphan sweep)")
+    parser.add_argument("module", help="the module to run as __main__")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str]) -> int:
+    """Set up the guard, then run the module; returns only if the module returns."""
+    args = _arguments(argv)
+    guard = _Guard(args.parent)
+    # The handler first: a signal arriving between prctl and the handler would kill at once.
+    signal.signal(PARENT_DEATH_SIGNAL, guard.on_parent_death_signal)
+    _ask_for_parent_death_signal()
+    if guard.parent_gone():
+        sys.stderr.write(f"resident child: the parent process {args.parent} is gone before the start\n")
+        return EXIT_PARENT_GONE
+    threading.Thread(target=guard.watch_pipe, args=(args.watch,), name="parent-watch", daemon=True).start()
+    module_args = args.args[1:] if args.args[:1] == ["--"] else args.args
+    sys.argv = [args.module, *module_args]
+    runpy.run_module(args.module, run_name="__main__", alter_sys=True)
+    return 0
