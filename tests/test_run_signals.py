@@ -22,6 +22,7 @@ from resident import Runtime
 from resident.children import ChildRecord, stop_orphans
 from resident.children.orphans import wait_gone
 from resident.cli.main import EXIT_TERMINATED
+from resident.errors import SchemaMismatch
 from resident.store.store import Store
 from resident.store.tables import RECORDS
 
@@ -58,13 +59,17 @@ def wait_playing(tmp_path: Path, run: subprocess.Popen[str], records: int) -> No
     while True:
         homes = [h for h in tmp_path.glob("resident-run-*/home") if (h / "store.1" / "data.mdb").exists()]
         if homes:
-            store = Store.open(homes[0], readonly=True)
             try:
-                with store.reader() as reader:
-                    if reader.count(RECORDS) >= records:
-                        return
-            finally:
-                store.close()
+                store = Store.open(homes[0], readonly=True)
+            except SchemaMismatch:
+                store = None  # the run has created the data file but not yet written its schema
+            if store is not None:
+                try:
+                    with store.reader() as reader:
+                        if reader.count(RECORDS) >= records:
+                            return
+                finally:
+                    store.close()
         assert run.poll() is None, run.communicate()
         assert time.monotonic() < deadline, "the run never got to writing"
         time.sleep(0.05)
