@@ -8,6 +8,7 @@ writer). "Synced only what Realm accepted" is then a comparison of the two.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ import lmdb
 import msgspec
 
 from resident.actors.replication import ReplicationSettings
-from resident.messages.memory import MemoryRecord
+from resident.messages.memory import MemoryRecord, Receipt
 from resident.messages.realm import AcceptedRecord, Verdict
 from resident.messages.replication import RecordReplication, ReplicationCounts
 from resident.runtime import Runtime
@@ -27,9 +28,11 @@ from resident.store.tables import RECORDS
 
 __all__ = [
     "FAST",
+    "DelegatedWriter",
     "accepted_by_realm",
     "assert_synced_only_if_accepted",
     "counts",
+    "delegated_promotion",
     "local_records",
     "open_runtime",
     "record_status",
@@ -70,6 +73,25 @@ def open_runtime(
         yield runtime
     finally:
         runtime.close()
+
+
+class DelegatedWriter:
+    """Writes as a member's session under a grant: the runtime marks each such write `delegated`."""
+
+    def __init__(self, runtime: Runtime, member: str = "deven") -> None:
+        actions = {"remember", "supersede", "recall", "reconcile"}
+        grant = runtime.coordinator.issue_grant(actions=actions)
+        self.session = runtime.coordinator.dispatch(
+            "delegated-writes", member, role="implement", parent_grant=grant, actions=actions
+        )
+
+    def remember(self, text: str, **options: object) -> Receipt:
+        return asyncio.run(self.session.remember(text, **options))  # type: ignore[arg-type]
+
+
+def delegated_promotion(runtime: Runtime, text: str, member: str = "deven") -> str:
+    """A canonical memory written through a delegated path (Realm puts it in conflict); its id."""
+    return DelegatedWriter(runtime, member).remember(text, canonical=True).id
 
 
 def counts(runtime: Runtime) -> ReplicationCounts:

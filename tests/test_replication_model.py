@@ -3,7 +3,8 @@ path), Realm faults, governance invalidations, reconciliations, syncs, replicati
 runtime restarts, against one real Realm process behind a fault proxy.
 
 Invariants checked after every step:
-* fail-closed: no `conflict` or `invalidated` record is returned by recall, get or export;
+* fail-closed: no `conflict`, `invalidated` or `pending_review` record is returned by recall, get or
+  export;
 * acknowledged writes are never lost: every receipt's id is in the store;
 * nothing is `synced` that Realm's own store does not hold as accepted (same id and digest).
 """
@@ -36,6 +37,7 @@ from tests.faultproxy import FaultProxy, Mode
 from tests.realm_process import RealmProcess, start_realm
 from tests.replication_support import (
     FAST,
+    DelegatedWriter,
     assert_synced_only_if_accepted,
     local_records,
 )
@@ -89,13 +91,15 @@ class ReplicationModel(RuleBasedStateMachine):
         return local_records(self.runtime)
 
     def _withheld(self) -> list[MemoryRecord]:
-        return [r for r in self._records().values() if r.replication in ("conflict", "invalidated")]
+        return [r for r in self._records().values() if r.replication in ("conflict", "invalidated", "pending_review")]
 
     def _synced(self) -> list[str]:
         return sorted(r.id for r in self._records().values() if r.replication == "synced")
 
     def _reconcilable(self) -> list[str]:
-        return sorted(r.id for r in self._withheld() if r.lifecycle == "active")
+        return sorted(
+            r.id for r in self._withheld() if r.lifecycle == "active" and r.replication != "pending_review"
+        )
 
     # -- rules ----------------------------------------------------------------------------------------
 
@@ -109,9 +113,11 @@ class ReplicationModel(RuleBasedStateMachine):
     @rule(conflicting=st.booleans(), n=st.integers(1, 3))
     def write(self, conflicting: bool, n: int) -> None:
         for _ in range(n):
-            receipt = self.runtime.member("deven").remember(
-                f"{QUERY} {next(_serial)}", canonical=conflicting, delegated=conflicting
-            )
+            text = f"{QUERY} {next(_serial)}"
+            if conflicting:
+                receipt = DelegatedWriter(self.runtime).remember(text, canonical=True)
+            else:
+                receipt = self.runtime.member("deven").remember(text)
             assert receipt.replication == "pending"
             self.acknowledged.add(receipt.id)
 
@@ -143,9 +149,11 @@ class ReplicationModel(RuleBasedStateMachine):
             return
         member = self.runtime.member("deven")
         if readmit:
-            result = member.reconcile(record_id, readmit=True, canonical=False)
+            text = f"{QUERY} {next(_serial)} (corrected)"
+            result = member.reconcile(record_id, readmit=True, canonical=False, text=text)
             assert result.new_id is not None
-            assert result.replication == "pending"
+            # The new version is withheld until Realm accepts it.
+            assert result.replication == "pending_review"
             self.acknowledged.add(result.new_id)
         else:
             assert member.reconcile(record_id, rollback=True).action == "rollback"

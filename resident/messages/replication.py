@@ -51,10 +51,15 @@ class RecordsSynced(Event, frozen=True, tag="records.synced"):
 
 
 class RecordConflicted(Event, frozen=True, tag="record.conflicted"):
-    """Realm governance rejected the record; it is withheld until reconciled."""
+    """Realm governance rejected the record; it is withheld until reconciled.
+
+    `rule` names the rule that refused it (see `resident.messages.realm.ConflictRule`), so a
+    readmit knows what it has to change.
+    """
 
     id: str
     reason: str
+    rule: str = ""
 
 
 class RecordInvalidated(Event, frozen=True, tag="record.invalidated"):

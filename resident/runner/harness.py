@@ -203,7 +203,6 @@ class RunHarness:
                         at.session.remember(
                             text_for(i), scope=at.step.scope, summary=at.step.summary, counterpart=at.step.counterpart,
                             world=at.step.world, kind=at.step.kind, canonical=bool(at.step.canonical),
-                            delegated=at.step.delegated,
                         ),
                         at.progress,
                     )

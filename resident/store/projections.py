@@ -218,11 +218,16 @@ def _member_imported(view: View, event: MemberImported) -> None:
 
 # -- replication to Realm ------------------------------------------------------------------------
 #
-# Realm's first verdict on a record stands: only a `pending` record becomes `synced` or `conflict`,
-# and an invalidation applies once, to a record Realm accepted (locally `pending` when the process
-# died before writing the acceptance down, else `synced`). An event that would change nothing is
+# Realm's first verdict on a record stands: only a record awaiting it (`pending`, or `pending_review`
+# for a version that supersedes a withheld one) becomes `synced` or `conflict`, and an invalidation
+# applies once, to a record Realm accepted (locally still awaiting the verdict when the process died
+# before writing the acceptance down, else `synced`). An event that would change nothing is
 # not appended, so it is not published either (the substrate would otherwise mark its index copy of
 # an invalidated record `synced`).
+
+
+# States that wait for Realm's verdict: a plain write, and a version that supersedes a withheld one.
+_AWAITING = ("pending", "pending_review")
 
 
 def _is(view: View, record_id: str, *states: str) -> bool:
@@ -245,25 +250,29 @@ def _attempted(view: View, event: ReplicationAttempted) -> None:
         )
 
 
-@projection(RecordsSynced, check=lambda view, event: any(_is(view, i, "pending") for i in event.ids))
+@projection(RecordsSynced, check=lambda view, event: any(_is(view, i, *_AWAITING) for i in event.ids))
 def _synced(view: View, event: RecordsSynced) -> None:
     for record_id in event.ids:
         record = view.get(RECORDS, record_id)
-        if record is not None and record.replication == "pending":
+        if record is not None and record.replication in _AWAITING:
             view.put(RECORDS, record_id, msgspec.structs.replace(record, replication="synced", replication_reason=""))
 
 
-@projection(RecordConflicted, check=lambda view, event: _is(view, event.id, "pending"))
+@projection(RecordConflicted, check=lambda view, event: _is(view, event.id, *_AWAITING))
 def _conflicted(view: View, event: RecordConflicted) -> None:
     record = _existing(view, event.id)
-    changed = msgspec.structs.replace(record, replication="conflict", replication_reason=event.reason)
+    changed = msgspec.structs.replace(
+        record, replication="conflict", replication_reason=event.reason, replication_rule=event.rule
+    )
     view.put(RECORDS, event.id, changed)
 
 
-@projection(RecordInvalidated, check=lambda view, event: _is(view, event.id, "pending", "synced"))
+@projection(RecordInvalidated, check=lambda view, event: _is(view, event.id, *_AWAITING, "synced"))
 def _invalidated(view: View, event: RecordInvalidated) -> None:
     record = _existing(view, event.id)
-    changed = msgspec.structs.replace(record, replication="invalidated", replication_reason=event.reason)
+    changed = msgspec.structs.replace(
+        record, replication="invalidated", replication_reason=event.reason, replication_rule="invalidated"
+    )
     view.put(RECORDS, event.id, changed)
 
 
