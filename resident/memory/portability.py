@@ -129,20 +129,15 @@ def _record_problem(
     member: str, banks: dict[str, Bank], seen: set[str], record: MemoryRecord, now: float
 ) -> str | None:
     """Why `record` may not be imported for `member`, or None; checks run in the order listed."""
-    checks = (
-        lambda: _ids_problem(record, seen),
-        lambda: _travel_problem(member, banks, record),
-        lambda: _text_problem(record),
-        lambda: _weights_problem(record),
-        lambda: _times_problem(record, now),
-        lambda: _lifecycle_problem(record),
-        lambda: None if is_intact(record) else "does not match its digest (its content was changed)",
+    return (
+        _ids_problem(record, seen)
+        or _travel_problem(member, banks, record)
+        or _text_problem(record)
+        or _weights_problem(record)
+        or _times_problem(record, now)
+        or _lifecycle_problem(record)
+        or (None if is_intact(record) else "does not match its digest (its content was changed)")
     )
-    for check in checks:
-        problem = check()
-        if problem is not None:
-            return problem
-    return None
 
 
 def _ids_problem(record: MemoryRecord, seen: set[str]) -> str | None:

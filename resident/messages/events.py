@@ -20,6 +20,7 @@ from resident.messages.memory import (
 )
 from resident.messages.replication import (
     InvalidationCursorAdvanced,
+    PendingIndexBuilt,
     RecordConflicted,
     RecordInvalidated,
     RecordsSynced,
@@ -44,6 +45,7 @@ AnyEvent = Union[  # noqa: UP007
     RecordConflicted,
     RecordInvalidated,
     InvalidationCursorAdvanced,
+    PendingIndexBuilt,
     GrantIssued,
     ExecutionStarted,
     ExecutionFinished,

@@ -95,12 +95,14 @@ class RunHarness:
         *,
         realm_url: str | None,
         realm_process: RealmProcess | None,
+        admin_token: str | None = None,
         metrics: RunMetrics | None = None,
     ) -> None:
         self.runtime = runtime
         self.plan = plan
         self.realm_url = realm_url
         self.realm_process = realm_process
+        self.admin_token = admin_token
         self.metrics = metrics or RunMetrics()
         if realm_url is None:
             self.metrics.notes.append("no Realm: records stay pending; nothing is replicated, withheld or invalidated")
@@ -315,14 +317,14 @@ class RunHarness:
         at.progress.state = "running"
 
     async def _do_invalidate(self, at: _At) -> None:
-        if self.realm_url is None:
-            self._skip(at.step, "no Realm to invalidate in")
+        if self.realm_url is None or self.admin_token is None:
+            self._skip(at.step, "the run holds no Realm admin token (use --realm auto)")
             return
         record_id = self._ref(at.step.ref or "")
-        url = self.realm_url
+        url, token = self.realm_url, self.admin_token
 
         def invalidate() -> None:
-            with RealmClient(url) as client:
+            with RealmClient(url, token=token) as client:
                 client.invalidate(record_id, at.step.reason)
 
         await asyncio.to_thread(invalidate)

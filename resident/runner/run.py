@@ -117,12 +117,16 @@ def run(options: RunOptions, console: Console) -> RunReport:
     started = time.monotonic()
     url, process = realm_for(options.realm, home / "run-realm")
     try:
-        with Runtime.open(home, realm=url or "none", replication=RUN_REPLICATION) as runtime:
+        # A Realm the run started gets this home enrolled, and lends the run its admin token for
+        # the plan's invalidations; a Realm given by URL uses the home's own token.
+        token = process.enroll("run", rotate=True) if process is not None else None
+        admin_token = process.admin_token() if process is not None else None
+        with Runtime.open(home, realm=url or "none", realm_token=token, replication=RUN_REPLICATION) as runtime:
             if scratch:
                 runtime.memory.enable()
             else:
                 runtime.memory.require_enabled()
-            harness = RunHarness(runtime, plan, realm_url=url, realm_process=process)
+            harness = RunHarness(runtime, plan, realm_url=url, realm_process=process, admin_token=admin_token)
             asyncio.run(_play(runtime, harness, console if options.live else None))
             counts = runtime.replication.sync(timeout=FINAL_SYNC_TIMEOUT) if url else None
             report = RunReport(

@@ -28,6 +28,7 @@ from resident.messages.memory import (
     BankCreated,
     MemberImported,
     MemoryConfig,
+    MemoryRecord,
     MemorySwitchedOff,
     MemorySwitchedOn,
     RecordAdmitted,
@@ -37,8 +38,11 @@ from resident.messages.memory import (
     VectorsFilled,
 )
 from resident.messages.replication import (
+    AwaitingRealm,
     InvalidationCursorAdvanced,
+    PendingIndexBuilt,
     RealmCursor,
+    RealmRefusal,
     RecordConflicted,
     RecordInvalidated,
     RecordsSynced,
@@ -50,10 +54,13 @@ from resident.store.tables import (
     CORRECTIONS,
     EXECUTIONS,
     GRANTS,
+    INDEXED_KEY,
     MEMBERS,
     MEMORY_CONFIG,
+    PENDING,
     REALM_CURSOR,
     RECORDS,
+    REFUSED,
     REPLICATION,
 )
 from resident.store.view import View
@@ -151,6 +158,7 @@ def _admit(view: View, event: RecordAdmitted) -> None:
     # lookup would cost a second descent of the records table for every record.
     if not view.insert(RECORDS, event.record.id, event.record):
         raise InvalidInput(f"a record with id {event.record.id} already exists")
+    _index_replication(view, event.record, event.at)
 
 
 def _existing(view: View, record_id: str) -> Any:
@@ -235,6 +243,18 @@ def _is(view: View, record_id: str, *states: str) -> bool:
     return record is not None and record.replication in states
 
 
+def _index_replication(view: View, record: MemoryRecord, at: float) -> None:
+    """Keep replication's indexes in step with `record`'s state (written beside the change itself)."""
+    match record.replication:
+        case "pending" | "pending_review":
+            view.put(PENDING, record.id, AwaitingRealm(state=record.replication, since=at))
+        case "conflict" | "invalidated":
+            view.delete(PENDING, record.id)
+            view.put(REFUSED, record.id, RealmRefusal(state=record.replication, at=at))
+        case "synced":
+            view.delete(PENDING, record.id)
+
+
 @projection(ReplicationAttempted)
 def _attempted(view: View, event: ReplicationAttempted) -> None:
     for record_id in event.ids:
@@ -255,7 +275,9 @@ def _synced(view: View, event: RecordsSynced) -> None:
     for record_id in event.ids:
         record = view.get(RECORDS, record_id)
         if record is not None and record.replication in _AWAITING:
-            view.put(RECORDS, record_id, msgspec.structs.replace(record, replication="synced", replication_reason=""))
+            synced = msgspec.structs.replace(record, replication="synced", replication_reason="")
+            view.put(RECORDS, record_id, synced)
+            _index_replication(view, synced, event.at)
 
 
 @projection(RecordConflicted, check=lambda view, event: _is(view, event.id, *_AWAITING))
@@ -265,6 +287,7 @@ def _conflicted(view: View, event: RecordConflicted) -> None:
         record, replication="conflict", replication_reason=event.reason, replication_rule=event.rule
     )
     view.put(RECORDS, event.id, changed)
+    _index_replication(view, changed, event.at)
 
 
 @projection(RecordInvalidated, check=lambda view, event: _is(view, event.id, *_AWAITING, "synced"))
@@ -274,6 +297,7 @@ def _invalidated(view: View, event: RecordInvalidated) -> None:
         record, replication="invalidated", replication_reason=event.reason, replication_rule="invalidated"
     )
     view.put(RECORDS, event.id, changed)
+    _index_replication(view, changed, event.at)
 
 
 @projection(
@@ -282,6 +306,15 @@ def _invalidated(view: View, event: RecordInvalidated) -> None:
 )
 def _cursor(view: View, event: InvalidationCursorAdvanced) -> None:
     view.put(REALM_CURSOR, "cursor", RealmCursor(seq=event.seq))
+
+
+@projection(PendingIndexBuilt)
+def _pending_indexed(view: View, event: PendingIndexBuilt) -> None:
+    for record_id in (*event.awaiting, *event.refused):
+        record = view.get(RECORDS, record_id)
+        if record is not None:
+            _index_replication(view, record, event.at)
+    view.put(REALM_CURSOR, INDEXED_KEY, RealmCursor(seq=1))
 
 
 # -- coordination --------------------------------------------------------------------------------
