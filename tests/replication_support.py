@@ -17,11 +17,14 @@ from typing import TypeVar
 
 import lmdb
 import msgspec
+import pytest
 
 from resident.actors.replication import ReplicationSettings
 from resident.messages.memory import MemoryRecord, Receipt
 from resident.messages.realm import AcceptedRecord, Verdict
 from resident.messages.replication import RecordReplication, ReplicationCounts
+from resident.realm.process import RealmProcess
+from resident.realm.tokens import TOKEN_ENV
 from resident.runtime import Runtime
 from resident.store.store import Store
 from resident.store.tables import RECORDS
@@ -37,6 +40,7 @@ __all__ = [
     "open_runtime",
     "record_status",
     "stored_records",
+    "use_home_token",
     "verdicts_of_realm",
     "wait_until",
 ]
@@ -94,6 +98,13 @@ def delegated_promotion(runtime: Runtime, text: str, member: str = "deven") -> s
     return DelegatedWriter(runtime, member).remember(text, canonical=True).id
 
 
+def use_home_token(monkeypatch: pytest.MonkeyPatch, realm: RealmProcess, home: str = "tests") -> str:
+    """Make every runtime this test opens (in process or in a child) present `home`'s Realm token."""
+    token = realm.enroll(home, rotate=True)
+    monkeypatch.setenv(TOKEN_ENV, token)
+    return token
+
+
 def counts(runtime: Runtime) -> ReplicationCounts:
     result = runtime.replication.status()
     assert isinstance(result, ReplicationCounts)
@@ -123,7 +134,7 @@ def stored_records(home: Path) -> dict[str, MemoryRecord]:
 
 
 def _read_realm(data_dir: Path, table: bytes) -> list[tuple[bytes, bytes]]:
-    env = lmdb.open(str(data_dir), readonly=True, max_dbs=8, lock=True)
+    env = lmdb.open(str(data_dir), readonly=True, max_dbs=16, lock=True)
     try:
         db = env.open_db(table, create=False)
         with env.begin() as txn:

@@ -27,6 +27,7 @@ from tests.replication_support import (
     local_records,
     open_runtime,
     record_status,
+    use_home_token,
     wait_until,
 )
 
@@ -42,6 +43,12 @@ _texts = itertools.count()
 def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealmProcess]:
     with start_realm(tmp_path_factory.mktemp("realm") / "data") as process:
         yield process
+
+
+@pytest.fixture(autouse=True)
+def _home_token(realm: RealmProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every runtime of these tests presents the token Realm issued to the test home."""
+    use_home_token(monkeypatch, realm)
 
 
 @pytest.fixture
@@ -344,7 +351,7 @@ def test_an_invalidation_of_a_record_whose_acceptance_never_arrived_withholds_it
         wait_until(lambda: ids[0] in accepted_by_realm(realm.data_dir), 5.0, "Realm to accept the record")
         assert record_status(runtime, ids[0]).state == "pending"
         proxy.set_mode("pass")
-        with RealmClient(realm.url) as client:
+        with RealmClient(realm.url, token=realm.admin_token()) as client:
             client.invalidate(ids[0], "withdrawn before the runtime heard it was accepted")
         # Replication rests (60 s) after its one attempt, but polling goes on and finds it.
         wait_until(lambda: record_status(runtime, ids[0]).state == "invalidated", 5.0, "the invalidation")

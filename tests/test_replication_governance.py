@@ -31,6 +31,7 @@ from tests.replication_support import (
     local_records,
     open_runtime,
     record_status,
+    use_home_token,
     verdicts_of_realm,
 )
 
@@ -43,6 +44,12 @@ TEXT = "the deploy needs a database migration before the release"
 def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealmProcess]:
     with start_realm(tmp_path_factory.mktemp("realm") / "data") as process:
         yield process
+
+
+@pytest.fixture(autouse=True)
+def _home_token(realm: RealmProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every runtime of these tests presents the token Realm issued to the test home."""
+    use_home_token(monkeypatch, realm)
 
 
 def realm_record(index: int) -> RealmRecord:
@@ -243,7 +250,7 @@ def test_an_invalidation_from_the_cli_withholds_the_record_after_the_next_sync(
         assert runtime.member("deven").get(other).replication == "synced"
 
         # The same through the client, for the other record.
-        with RealmClient(realm.url) as client:
+        with RealmClient(realm.url, token=realm.admin_token()) as client:
             client.invalidate(other, "withdrawn by the owner")
         assert runtime.replication.sync(timeout=15.0).counts["invalidated"] == 2
         assert_withheld(runtime, other, "invalidated", "withdrawn by the owner", tmp_path)

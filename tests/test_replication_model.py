@@ -40,6 +40,7 @@ from tests.replication_support import (
     DelegatedWriter,
     assert_synced_only_if_accepted,
     local_records,
+    use_home_token,
 )
 
 SETTINGS = dataclasses.replace(FAST, max_attempts=2, request_timeout=0.3, retry_later=0.3)
@@ -60,6 +61,12 @@ def _choose(candidates: list[str], pick: int) -> str | None:
 def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealmProcess]:
     with start_realm(tmp_path_factory.mktemp("realm") / "data") as process:
         yield process
+
+
+@pytest.fixture(autouse=True)
+def _home_token(realm: RealmProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every runtime of these tests presents the token Realm issued to the test home."""
+    use_home_token(monkeypatch, realm)
 
 
 class ReplicationModel(RuleBasedStateMachine):
@@ -138,7 +145,7 @@ class ReplicationModel(RuleBasedStateMachine):
         record_id = _choose(self._synced(), pick)
         if record_id is None:
             return
-        with RealmClient(self.realm.url) as client:
+        with RealmClient(self.realm.url, token=self.realm.admin_token()) as client:
             client.invalidate(record_id, f"withdrawn in step {next(_serial)}")
         event("invalidated a record")
 
