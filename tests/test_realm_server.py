@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import socket
 import stat
@@ -22,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from resident.errors import InvalidInput, SchemaMismatch
-from resident.messages.realm import MAX_BODY_BYTES, MAX_REPLICATE_RECORDS, RealmRecord
 from resident.messages.digest import content_digest
+from resident.messages.realm import MAX_BODY_BYTES, MAX_REPLICATE_RECORDS, RealmRecord
 from resident.realm.app import create_app
 from resident.realm.server import serve
 from resident.realm.state import RealmState
