@@ -20,6 +20,7 @@ import msgspec
 import pytest
 
 from resident.actors.replication import ReplicationSettings
+from resident.clock import Clock
 from resident.messages.memory import MemoryRecord, Receipt
 from resident.messages.realm import AcceptedRecord, Verdict
 from resident.messages.replication import RecordReplication, ReplicationCounts
@@ -67,10 +68,11 @@ def wait_until(predicate: Callable[[], T], timeout: float, what: str, interval: 
 
 @contextmanager
 def open_runtime(
-    home: Path, realm: str, settings: ReplicationSettings | None = FAST, *, enable: bool = True
+    home: Path, realm: str, settings: ReplicationSettings | None = FAST, *, enable: bool = True,
+    clock: Clock | None = None,
 ) -> Iterator[Runtime]:
     """A runtime on `home` replicating to `realm` ("none": no Realm), memory on, closed afterwards."""
-    runtime = Runtime.open(home, realm=realm, replication=settings)
+    runtime = Runtime.open(home, realm=realm, replication=settings, clock=clock)
     try:
         if enable:
             runtime.memory.enable()

@@ -346,6 +346,7 @@ class Replication(SupervisedActor):
         io.run(_Sent(flight.cycle, flight.retry.attempt_number), lambda: client.replicate(body))
 
     def _retry(self, message: _Attempt) -> None:
+        # A retry names its push and attempt: one a sync made stale finds another flight.
         if self.pusher.phase != "backoff" or not self.pusher.is_current(message.cycle, message.attempt):
             return
         flight = self.pusher.flight

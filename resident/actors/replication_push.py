@@ -111,12 +111,16 @@ class Pusher:
     # -- the flight -------------------------------------------------------------------------------
 
     def start(self, ids: tuple[str, ...]) -> Flight:
+        """A new push of `ids`; its first request goes out now."""
+        flight = self._new_flight(ids)
+        self.attempt(flight, ids)
+        return flight
+
+    def _new_flight(self, ids: tuple[str, ...]) -> Flight:
         self._cycle += 1
         self.pushes += 1
         retry = tenacity.RetryCallState(retry_object=self._policy, fn=None, args=(), kwargs={})
         self.flight = Flight(cycle=self._cycle, ids=ids, retry=retry)
-        self.phase = "requesting"
-        self.requests += 1
         return self.flight
 
     def attempt(self, flight: Flight, ids: tuple[str, ...]) -> None:
@@ -185,7 +189,11 @@ class Pusher:
         return True
 
     def sync(self) -> Flight | None:
-        """A sync: unpark, end a rest, and return a flight to send at once if one was waiting out a backoff."""
+        """A sync: unpark, end a rest, and return a flight to send at once if one was waiting out a backoff.
+
+        The returned flight is a new push (attempts of its own) whose first request the caller sends
+        with `attempt`; the retry still scheduled names the old push and finds itself stale.
+        """
         self.parked.clear()
         if self.phase == "resting":
             self.rest += 1  # its scheduled end is stale now
@@ -193,9 +201,7 @@ class Pusher:
         flight = self.flight
         if self.phase != "backoff" or flight is None:
             return None
-        # A fresh push of the same batch, with attempts of its own; the pending retry names the old one.
-        self.start(flight.ids)
-        return self.flight
+        return self._new_flight(flight.ids)
 
 
 def _awaiting(reader: Reader, record_id: str) -> MemoryRecord | None:
