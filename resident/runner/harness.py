@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from resident.coordination.plan import Plan, Step, TaskPlan
-from resident.errors import ResidentError
+from resident.errors import RecordWithheld, ResidentError
 from resident.memory.visibility import WITHHELD
 from resident.messages.coordination import Grant, Outcome
 from resident.messages.memory import Receipt
@@ -245,6 +245,16 @@ class RunHarness:
             self.metrics.acknowledged.add(result.new_id)
             at.progress.writes += 1
             self._define(at.step.as_, result.new_id)
+            await self._probe_readmitted(at.session, result.new_id)
+
+    async def _probe_readmitted(self, session: Session, record_id: str) -> None:
+        """A readmitted version is withheld until Realm accepts it: a direct read must not serve it before."""
+        try:
+            record = await session.get(record_id)
+        except RecordWithheld:
+            return
+        if record.replication in WITHHELD:
+            self.metrics.served_withheld.append(record_id)
 
     def _state(self, record_id: str) -> str:
         with self.runtime._internal.store.reader() as reader:

@@ -28,7 +28,7 @@ from resident.messages.supervision import SupervisorStatistics
 from resident.realm.process import realm_for
 from resident.runner.display import live_view, summary_view
 from resident.runner.harness import RunHarness, RunMetrics
-from resident.runner.invariants import Invariant, check_invariants
+from resident.runner.invariants import Invariant, check_cli_read_surfaces, check_invariants, withheld_records
 from resident.runtime import Runtime
 from resident.store.home import CONFIG_FILE, HOME_ENV, ensure_home, resolve_home
 
@@ -135,6 +135,9 @@ def run(options: RunOptions, console: Console) -> RunReport:
             )
             report.invariants = check_invariants(runtime, harness.metrics, counts)
             report.statistics = runtime.statistics()
+            withheld = withheld_records(runtime)
+        # The CLI opens the home itself, so its read surfaces are probed once the run has closed it.
+        report.invariants.append(check_cli_read_surfaces(home, withheld))
     finally:
         if process is not None:
             process.stop()
