@@ -217,7 +217,8 @@ def start_serving(data: Path, *extra: str, env: dict[str, str] | None = None) ->
     )
     assert process.stdout is not None
     line = process.stdout.readline()
-    assert line.startswith("Realm serving"), (line, process.stderr.read() if process.poll() is not None else "")
+    failure = process.stderr.read() if process.stderr is not None and process.poll() is not None else ""
+    assert line.startswith("Realm serving"), (line, failure)
     return process, line.split(" on ", 1)[1].split(" ", 1)[0]
 
 

@@ -33,7 +33,9 @@ def edit_stored_body(home: Path, record_id: str, body: str) -> None:
     try:
         with env.begin(write=True) as txn:
             db = env.open_db(RECORDS.name.encode(), txn=txn)
-            record = msgspec.msgpack.decode(txn.get(record_id.encode(), db=db), type=MemoryRecord)
+            raw = txn.get(record_id.encode(), db=db)
+            assert raw is not None
+            record = msgspec.msgpack.decode(raw, type=MemoryRecord)
             txn.put(record_id.encode(), msgspec.msgpack.encode(msgspec.structs.replace(record, body=body)), db=db)
     finally:
         env.close()

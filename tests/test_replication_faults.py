@@ -16,6 +16,7 @@ import pytest
 from resident.actors.replication import ReplicationSettings
 from resident.clock import ManualClock
 from resident.errors import InvalidInput, RecordWithheld, RuntimeStopped
+from resident.messages.replication import ReplicationCounts
 from resident.realm import RealmClient
 from resident.runtime import Runtime
 from tests.faultproxy import FaultProxy, Mode
@@ -76,9 +77,13 @@ def drive(runtime: Runtime, clock: ManualClock, *, requests: int, settings: Repl
         status = counts(runtime)
         return status.requests >= requests and status.pusher in ("backoff", "resting")
 
+    def waiting() -> ReplicationCounts | None:
+        status = counts(runtime)
+        return status if status.pusher in ("backoff", "resting") else None
+
     while True:
-        status = wait_until(lambda: counts(runtime).pusher in ("backoff", "resting") and counts(runtime), 10.0,
-                            "the pusher to wait")
+        status = wait_until(waiting, 10.0, "the pusher to wait")
+        assert status is not None
         if status.requests >= requests:
             break
         before = status.requests
@@ -229,9 +234,9 @@ def test_transient_faults_are_retried_within_bounds_and_mark_nothing_synced(
         assert (status.pusher, proxy.count(REPLICATE)) == ("resting", 3)
         assert status.counts == {"pending": 1, "pending_review": 0, "synced": 0, "conflict": 0, "invalidated": 0}
         wait_until(lambda: record_status(runtime, ids[0]).attempts == 3, 5.0, "three recorded attempts")
-        status = record_status(runtime, ids[0])
-        assert status.state == "pending"
-        assert error in status.last_error
+        one = record_status(runtime, ids[0])
+        assert one.state == "pending"
+        assert error in one.last_error
 
         proxy.set_mode("pass")
         assert runtime.replication.sync(timeout=15.0).pending == 0

@@ -22,7 +22,9 @@ import pytest
 
 from resident.actors.replication import Replication
 from resident.clock import ManualClock
+from resident.messages.replication import ReplicationCounts
 from resident.realm.process import RealmProcess, start_realm
+from resident.runtime import Runtime
 from resident.store import store as store_module
 from resident.store.home import current_store_dir
 from resident.store.store import Store
@@ -54,8 +56,8 @@ def _home_token(realm: RealmProcess, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def index_of(store: Store) -> tuple[dict[str, str], dict[str, str]]:
     with store.reader() as reader:
-        pending = {key: value.state for key, value in reader.items(PENDING)}
-        refused = {key: value.state for key, value in reader.items(REFUSED)}
+        pending: dict[str, str] = {key: value.state for key, value in reader.items(PENDING)}
+        refused: dict[str, str] = {key: value.state for key, value in reader.items(REFUSED)}
     return pending, refused
 
 
@@ -140,6 +142,11 @@ def test_records_admitted_before_the_index_existed_are_indexed_once_and_pushed(
         assert store.replay() == store.state_tables()
 
 
+def requesting(runtime: Runtime) -> ReplicationCounts | None:
+    status = counts(runtime)
+    return status if status.pusher == "requesting" else None
+
+
 def test_the_actor_answers_status_sync_and_stop_while_a_realm_request_hangs(
     tmp_path: Path, realm: RealmProcess
 ) -> None:
@@ -151,7 +158,8 @@ def test_the_actor_answers_status_sync_and_stop_while_a_realm_request_hangs(
         try:
             runtime.member("deven").remember("a note Realm is slow to take")
             # The status answers while the request is out: it reports that very request.
-            status = wait_until(lambda: (c := counts(runtime)).pusher == "requesting" and c, 10.0, "a request")
+            status = wait_until(lambda: requesting(runtime), 10.0, "a request")
+            assert status is not None
             assert status.pending == 1
             during = runtime.replication.sync(timeout=0.2)
             assert during.pending == 1
