@@ -63,12 +63,6 @@ class IoWorker:
         except pykka.ActorDeadError:
             return  # the incarnation that asked is gone; its successor decides again from LMDB
 
-    @property
-    def busy(self) -> int:
-        """Calls queued or running."""
-        with self._lock:
-            return len(self._futures)
-
     def close(self, last: Callable[[], None] | None = None) -> None:
         """Drop calls not started yet, run `last` after the running one, and let the thread end.
 
