@@ -34,7 +34,9 @@ from resident.realm.process import STOP_TIMEOUT, RealmProcess, start_realm
 from resident.realm.server import serve
 from resident.realm.state import RealmState
 from resident.realm.tokens import ADMIN_TOKEN_FILE
+from resident.runtime import Runtime
 from tests.cli_helpers import expect_error, expect_json, invoke
+from tests.replication_support import FAST
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -228,6 +230,7 @@ def stop(process: subprocess.Popen[str]) -> tuple[int, str]:
     return process.returncode, err
 
 
+@pytest.mark.slow
 def test_port_0_prints_the_port_it_got_and_a_second_serve_on_the_same_data_is_refused(tmp_path: Path) -> None:
     data = tmp_path / "a" / "b" / "data"
     process, url = start_serving(data)
@@ -253,13 +256,13 @@ def test_nothing_says_serving_when_the_bind_fails(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run(serve_command(tmp_path / "data", "--port", str(port)), cwd=ROOT, capture_output=True,
-                              text=True, timeout=60, check=False)
-    assert done.returncode == 1
+        done = invoke(tmp_path / "home", "realm", "serve", "--data", str(tmp_path / "data"), "--port", str(port))
+    assert done.code == 1
     assert "serving" not in done.stdout
     assert "choose another --port" in done.stderr
 
 
+@pytest.mark.slow
 def test_serving_on_ipv6_loopback_prints_a_bracketed_url(tmp_path: Path) -> None:
     if not socket.has_ipv6:
         pytest.skip("this machine has no IPv6")
@@ -276,6 +279,7 @@ def test_serving_on_ipv6_loopback_prints_a_bracketed_url(tmp_path: Path) -> None
         assert stop(process)[0] == 0
 
 
+@pytest.mark.slow
 def test_sigterm_with_half_sent_requests_stops_at_once_without_a_traceback(tmp_path: Path) -> None:
     process, url = start_serving(tmp_path / "data")
     host, port = url.removeprefix("http://").rsplit(":", 1)
@@ -303,6 +307,7 @@ def test_sigterm_with_half_sent_requests_stops_at_once_without_a_traceback(tmp_p
     assert stopped_after < 1.5, f"stopped after {stopped_after:.2f} s"
 
 
+@pytest.mark.slow
 def test_a_client_that_trickles_is_cut_off_by_the_read_timeout(tmp_path: Path) -> None:
     process, url = start_serving(tmp_path / "data", "--read-timeout", "0.5")
     host, port = url.removeprefix("http://").rsplit(":", 1)
@@ -353,13 +358,14 @@ def realm_token(data: Path) -> str:
 def test_allow_remote_requires_tls(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="--tls-cert"):
         serve(tmp_path / "data", host="0.0.0.0", port=0, allow_remote=True)
-    done = subprocess.run(serve_command(tmp_path / "data", "--host", "0.0.0.0", "--allow-remote"), cwd=ROOT,
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 1
+    done = invoke(tmp_path / "home", "realm", "serve", "--data", str(tmp_path / "data"), "--host", "0.0.0.0",
+                  "--allow-remote")
+    assert done.code == 1
     assert "--tls-cert" in done.stderr
     assert "serving" not in done.stdout
 
 
+@pytest.mark.slow
 def test_with_tls_realm_serves_https_and_the_client_verifies_it(tmp_path: Path) -> None:
     authority = trustme.CA()
     certificate = authority.issue_cert("127.0.0.1", "localhost")
@@ -402,3 +408,28 @@ def test_an_lmdb_reader_sees_no_token_in_the_homes_table(tmp_path: Path) -> None
         env.close()
     assert values
     assert all(token.encode() not in value for value in values)
+
+
+def test_a_home_presents_its_token_file_and_the_environment_overrides_it(
+    realm: RealmProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    stale = realm.enroll("laptop")
+    token_file = tmp_path / "laptop.token"
+    token_file.write_text(stale)
+    assert invoke(home, "init", "--realm", realm.url, "--realm-token-file", str(token_file)).code == 0
+    assert stat.S_IMODE((home / "realm.token").stat().st_mode) == 0o600
+    fresh = realm.enroll("laptop", rotate=True)  # the copied token stops working
+    monkeypatch.delenv("RESIDENT_REALM_TOKEN", raising=False)
+    with Runtime.open(home, replication=FAST) as runtime:
+        runtime.memory.enable()
+        runtime.member("deven").remember("a note that needs the right token")
+        refused = runtime.replication.sync(timeout=2.0)
+        assert refused.pending == 1
+        assert "401" in refused.last_error
+    monkeypatch.setenv("RESIDENT_REALM_TOKEN", fresh)
+    with Runtime.open(home, replication=FAST) as runtime:
+        assert runtime.replication.sync(timeout=15.0).pending == 0
+    monkeypatch.setenv("RESIDENT_REALM_TOKEN", "not a token")
+    with pytest.raises(InvalidInput, match="RESIDENT_REALM_TOKEN"):
+        Runtime.open(home)
