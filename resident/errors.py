@@ -34,8 +34,12 @@ __all__ = [
     "NotVisible",
     "OwnerOnlyAction",
     "PlanInvalid",
+    "RealmIdTaken",
+    "RealmInUse",
     "RealmRejected",
+    "RealmUnauthorized",
     "RealmUnavailable",
+    "RecordCorrupted",
     "RecordNotFound",
     "RecordWithheld",
     "ResidentError",
@@ -254,3 +258,26 @@ class NotAHome(InvalidInput, FileExistsError):
 
 class HomeReadOnly(ResidentError, PermissionError):
     """The home is opened for reading only (its files or its file system are read-only); writes are refused."""
+
+
+# -- trust boundaries ----------------------------------------------------------------------------
+
+
+class RecordCorrupted(RecordWithheld):
+    """A stored record no longer matches its digest (its data file was edited or damaged): withheld."""
+
+
+class RealmUnauthorized(RealmRejected):
+    """Realm refused the token (missing, unknown, or not allowed on that route); enroll or pass the right one."""
+
+
+class RealmIdTaken(RealmRejected):
+    """Realm refused a push because record ids in it belong to another home (HTTP 409); nothing was stored."""
+
+    def __init__(self, message: str, *, ids: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.ids = ids
+
+
+class RealmInUse(ResidentError, RuntimeError):
+    """Another `realm serve` already serves that data directory."""

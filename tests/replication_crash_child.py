@@ -23,7 +23,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from resident.runtime import Runtime
-from tests.replication_support import FAST
+from tests.replication_support import FAST, DelegatedWriter
 
 # A held answer must not time out before the parent decides when to kill.
 SETTINGS = dataclasses.replace(FAST, request_timeout=10.0)
@@ -43,13 +43,11 @@ def main(home: Path, realm_url: str, prefix: str, count: int) -> None:
     runtime.memory.enable()
     say("ready")
     member = runtime.member("deven")
+    session = DelegatedWriter(runtime, "deven")
     for index in range(count):
-        conflicting = index % 5 == 4
-        receipt = member.remember(
-            f"{prefix} note {index}: the deploy checklist changed",
-            canonical=conflicting,
-            delegated=conflicting,
-        )
+        text = f"{prefix} note {index}: the deploy checklist changed"
+        # The conflicting ones go through a member session, so the runtime marks them delegated.
+        receipt = session.remember(text, canonical=True) if index % 5 == 4 else member.remember(text)
         say(f"ack {receipt.id}")
         if (index + 1) % SYNC_EVERY == 0 and index + 1 < count:
             runtime.replication.sync(timeout=20.0)

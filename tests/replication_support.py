@@ -8,6 +8,7 @@ writer). "Synced only what Realm accepted" is then a comparison of the two.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,24 +17,31 @@ from typing import TypeVar
 
 import lmdb
 import msgspec
+import pytest
 
 from resident.actors.replication import ReplicationSettings
-from resident.messages.memory import MemoryRecord
+from resident.clock import Clock
+from resident.messages.memory import MemoryRecord, Receipt
 from resident.messages.realm import AcceptedRecord, Verdict
 from resident.messages.replication import RecordReplication, ReplicationCounts
+from resident.realm.process import RealmProcess
+from resident.realm.tokens import TOKEN_ENV
 from resident.runtime import Runtime
 from resident.store.store import Store
 from resident.store.tables import RECORDS
 
 __all__ = [
     "FAST",
+    "DelegatedWriter",
     "accepted_by_realm",
     "assert_synced_only_if_accepted",
     "counts",
+    "delegated_promotion",
     "local_records",
     "open_runtime",
     "record_status",
     "stored_records",
+    "use_home_token",
     "verdicts_of_realm",
     "wait_until",
 ]
@@ -60,16 +68,43 @@ def wait_until(predicate: Callable[[], T], timeout: float, what: str, interval: 
 
 @contextmanager
 def open_runtime(
-    home: Path, realm: str, settings: ReplicationSettings | None = FAST, *, enable: bool = True
+    home: Path, realm: str, settings: ReplicationSettings | None = FAST, *, enable: bool = True,
+    clock: Clock | None = None,
 ) -> Iterator[Runtime]:
     """A runtime on `home` replicating to `realm` ("none": no Realm), memory on, closed afterwards."""
-    runtime = Runtime.open(home, realm=realm, replication=settings)
+    runtime = Runtime.open(home, realm=realm, replication=settings, clock=clock)
     try:
         if enable:
             runtime.memory.enable()
         yield runtime
     finally:
         runtime.close()
+
+
+class DelegatedWriter:
+    """Writes as a member's session under a grant: the runtime marks each such write `delegated`."""
+
+    def __init__(self, runtime: Runtime, member: str = "deven") -> None:
+        actions = {"remember", "supersede", "recall", "reconcile"}
+        grant = runtime.coordinator.issue_grant(actions=actions)
+        self.session = runtime.coordinator.dispatch(
+            "delegated-writes", member, role="implement", parent_grant=grant, actions=actions
+        )
+
+    def remember(self, text: str, **options: object) -> Receipt:
+        return asyncio.run(self.session.remember(text, **options))  # type: ignore[arg-type]
+
+
+def delegated_promotion(runtime: Runtime, text: str, member: str = "deven") -> str:
+    """A canonical memory written through a delegated path (Realm puts it in conflict); its id."""
+    return DelegatedWriter(runtime, member).remember(text, canonical=True).id
+
+
+def use_home_token(monkeypatch: pytest.MonkeyPatch, realm: RealmProcess, home: str = "tests") -> str:
+    """Make every runtime this test opens (in process or in a child) present `home`'s Realm token."""
+    token = realm.enroll(home, rotate=True)
+    monkeypatch.setenv(TOKEN_ENV, token)
+    return token
 
 
 def counts(runtime: Runtime) -> ReplicationCounts:
@@ -101,7 +136,7 @@ def stored_records(home: Path) -> dict[str, MemoryRecord]:
 
 
 def _read_realm(data_dir: Path, table: bytes) -> list[tuple[bytes, bytes]]:
-    env = lmdb.open(str(data_dir), readonly=True, max_dbs=8, lock=True)
+    env = lmdb.open(str(data_dir), readonly=True, max_dbs=16, lock=True)
     try:
         db = env.open_db(table, create=False)
         with env.begin() as txn:

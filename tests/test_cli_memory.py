@@ -219,7 +219,7 @@ def test_supersedes_replaces_a_record_in_recall_and_keeps_the_old_one(home: Path
 
 
 def test_a_withheld_record_is_refused_with_its_state_and_reason_and_never_served(home: Path, tmp_path: Path) -> None:
-    record_id = _remember(home, "deven", DEPLOY, "--canonical", "--delegated")
+    record_id = _remember(home, "deven", DEPLOY, "--canonical")
     withhold(home, record_id, "non-canonical memory cannot be promoted through a delegated path")
 
     message = expect_error(invoke(home, "memory", "show", record_id, "--as", "deven"), "RecordWithheld")

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -20,7 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from resident.messages.replication import RecordsSynced
+from resident.messages.store import Commit
+from resident.runtime import Runtime
 from tests.cli_helpers import expect_error, expect_json, expect_ok, invoke, withhold
+from tests.replication_support import delegated_promotion
 
 DEPLOY = "the deploy needs a migration first"
 START_TIMEOUT = 30.0
@@ -38,6 +43,12 @@ def home(tmp_path: Path) -> Path:
 def _remember(home: Path, text: str, *options: str) -> str:
     record_id: str = expect_json(invoke(home, "remember", "deven", text, *options, "--json"))["id"]
     return record_id
+
+
+def accept(home: Path, record_id: str) -> None:
+    """Mark a record synced the way Realm's acceptance does: a committed `RecordsSynced` event."""
+    with Runtime.open(home) as runtime:
+        runtime._internal.write(Commit(events=(RecordsSynced(at=runtime.clock.time(), ids=(record_id,)),)))
 
 
 def _closed_port() -> int:
@@ -78,11 +89,18 @@ def realm_serve(tmp_path: Path) -> Iterator[str]:
 
 def test_the_whole_replication_loop_against_a_real_realm_serve_process(tmp_path: Path) -> None:
     home = tmp_path / "home"
+    realm_data = tmp_path / "realm-data"
     with realm_serve(tmp_path) as url:
-        expect_ok(invoke(home, "init", "--realm", url))
+        token = expect_ok(invoke(home, "realm", "enroll", "laptop", "--data", str(realm_data))).stdout.strip()
+        token_file = tmp_path / "laptop.token"
+        token_file.write_text(token + "\n")
+        expect_ok(invoke(home, "init", "--realm", url, "--realm-token-file", str(token_file)))
+        assert stat.S_IMODE((home / "realm.token").stat().st_mode) == 0o600
         expect_ok(invoke(home, "memory", "enable"))
         fact = _remember(home, DEPLOY)
-        promoted = _remember(home, "promote me", "--canonical", "--delegated")
+        # A canonical memory written by deven's session under a grant: delegated, as the runtime marks it.
+        with Runtime.open(home) as runtime:
+            promoted = delegated_promotion(runtime, "promote me")
 
         settled = expect_json(invoke(home, "replication", "sync", "--timeout", "20", "--json"))
         assert settled["settled"] is True
@@ -93,7 +111,8 @@ def test_the_whole_replication_loop_against_a_real_realm_serve_process(tmp_path:
         assert "delegated path" in status["reason"]
         expect_error(invoke(home, "memory", "show", promoted, "--as", "deven"), "RecordWithheld", naming=("conflict",))
 
-        invalidated = expect_json(invoke(home, "realm", "invalidate", fact, "--reason", "stale fact", "--json"))
+        admin = ("--token-file", str(realm_data / "admin.token"))
+        invalidated = expect_json(invoke(home, "realm", "invalidate", fact, "--reason", "stale fact", *admin, "--json"))
         assert invalidated["id"] == fact
         expect_ok(invoke(home, "replication", "sync", "--timeout", "20"))
         expect_error(
@@ -106,7 +125,7 @@ def test_the_whole_replication_loop_against_a_real_realm_serve_process(tmp_path:
         readmitted = expect_json(
             invoke(home, "reconcile", fact, "--readmit", "--text", "the deploy needs two migrations", "--json")
         )
-        assert (readmitted["action"], readmitted["replication"]) == ("readmit", "pending")
+        assert (readmitted["action"], readmitted["replication"]) == ("readmit", "pending_review")
         rolled_back = expect_ok(invoke(home, "reconcile", promoted, "--rollback")).stdout
         assert rolled_back.startswith(f"{promoted} rolled back")
         expect_ok(invoke(home, "replication", "sync", "--timeout", "20"))
@@ -161,11 +180,19 @@ def test_sync_with_realm_down_keeps_records_pending(tmp_path: Path) -> None:
     assert one["state"] == "pending"
 
 
-def test_reconcile_readmits_a_conflicted_record_as_a_corrected_pending_version(home: Path) -> None:
-    record_id = _remember(home, DEPLOY, "--canonical", "--delegated")
-    withhold(home, record_id, "non-canonical memory cannot be promoted through a delegated path")
+def test_reconcile_readmits_a_conflicted_record_as_a_version_withheld_until_realm_accepts_it(home: Path) -> None:
+    record_id = _remember(home, DEPLOY, "--canonical")
+    withhold(home, record_id, "non-canonical memory cannot be promoted through a delegated path",
+             rule="delegated_promotion")
     answer = expect_json(invoke(home, "reconcile", record_id, "--readmit", "--no-canonical", "--json"))
-    assert (answer["id"], answer["action"], answer["replication"]) == (record_id, "readmit", "pending")
+    assert (answer["id"], answer["action"], answer["replication"]) == (record_id, "readmit", "pending_review")
+    # Neither the withheld record nor its new version is served until Realm accepts the new one.
+    assert expect_json(invoke(home, "recall", "deven", "deploy", "--json"))["hits"] == []
+    expect_error(invoke(home, "memory", "show", answer["new_id"], "--as", "deven"), "RecordWithheld",
+                 naming=("pending_review",))
+    status = expect_json(invoke(home, "replication", "status", "--json"))
+    assert status["counts"]["pending_review"] == 1
+    accept(home, answer["new_id"])
     hits = expect_json(invoke(home, "recall", "deven", "deploy", "--json"))["hits"]
     assert [hit["id"] for hit in hits] == [answer["new_id"]]
     assert hits[0]["body"] == DEPLOY
@@ -210,10 +237,13 @@ def test_realm_invalidate_needs_a_realm_url(home: Path) -> None:
     expect_error(invoke(home, "realm", "invalidate", "mem_1", "--reason", "r"), "InvalidInput", naming=("--realm",))
 
 
-def test_realm_invalidate_with_realm_down_is_one_line(home: Path) -> None:
+def test_realm_invalidate_with_realm_down_is_one_line(home: Path, tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{_closed_port()}"
+    token = tmp_path / "admin.token"
+    token.write_text("admin." + "A" * 43)
     expect_error(
-        invoke(home, "realm", "invalidate", "mem_1", "--reason", "r", "--realm", url, "--json"),
+        invoke(home, "realm", "invalidate", "mem_1", "--reason", "r", "--realm", url, "--token-file", str(token),
+               "--json"),
         "RealmUnavailable",
         naming=(url,),
     )

@@ -516,9 +516,11 @@ def test_every_call_has_an_awaitable_twin(on: Runtime) -> None:
         with pytest.raises(RecordWithheld):
             await deven.aget(withheld.id)
         settled = await deven.areconcile(withheld.id, readmit=True, text="a corrected memory realm accepts")
-        assert (settled.action, settled.replication) == ("readmit", "pending")
+        assert (settled.action, settled.replication) == ("readmit", "pending_review")
         assert settled.new_id is not None
-        assert (await deven.aget(settled.new_id)).supersedes == withheld.id
+        # The new version is withheld until Realm accepts it, and says so.
+        with pytest.raises(RecordWithheld, match="pending_review"):
+            await deven.aget(settled.new_id)
         rejected = await deven.aremember("another memory realm rejects")
         _withhold(on, rejected.id, "invalidated")
         rolled_back = await deven.areconcile(rejected.id, rollback=True)

@@ -143,7 +143,7 @@ def test_lifecycle_and_replication_changes_take_effect_on_the_next_search() -> N
     assert search(index, "deploy notes") == ["b"]
     assert index.counts() == (
         {"active": 1, "superseded": 0, "retracted": 1},
-        {"pending": 0, "synced": 2, "conflict": 0, "invalidated": 0},
+        {"pending": 0, "synced": 2, "conflict": 0, "invalidated": 0, "pending_review": 0},
     )
 
 

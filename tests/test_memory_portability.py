@@ -9,6 +9,7 @@ a member new to the home so it can recall at once.
 from __future__ import annotations
 
 import json
+import re
 import stat
 import time
 from collections.abc import Callable, Iterator
@@ -19,12 +20,15 @@ import msgspec
 import pytest
 
 from resident.errors import ConfigError, ExportInvalid, InvalidInput, MemoryDisabled, UnknownMember
+from resident.memory import portability
 from resident.memory.portability import checksum
+from resident.messages.digest import content_digest
 from resident.messages.memory import MemberImported, RecordAdmitted
 from resident.messages.portability import EXPORT_FORMAT, EXPORT_VERSION, MemberExport
 from resident.messages.replication import RecordConflicted, RecordInvalidated, RecordsSynced
 from resident.messages.store import Commit
 from resident.runtime import Runtime
+from resident.runtime import portability as runtime_portability
 from resident.store.tables import RECORDS
 from tests.memory_helpers import event_count, events_of, open_runtime, write_roster
 
@@ -275,6 +279,87 @@ def test_a_damaged_export_raises_export_invalid_and_writes_nothing(
         assert event_count(target) == before
         assert _record_count(target) == 0
         assert "members/deven" not in target.chaos.names()
+
+
+def _forged(**changes: Any) -> Callable[[dict[str, Any]], object]:
+    """Change the first record as a careful forger would: digest and checksum recomputed to match."""
+
+    def forge(document: dict[str, Any]) -> None:
+        record = document["records"][0]
+        record.update(changes)
+        record["digest"] = content_digest(
+            record_id=record["id"], summary=record["summary"], body=record["body"], kind=record["kind"],
+            bank=record["bank"], canonical=record["canonical"], delegated=record["delegated"],
+            supersedes=record["supersedes"],
+        )
+        _reseal(document)
+
+    return forge
+
+
+def _digest_left_stale(document: dict[str, Any]) -> None:
+    _edit_body(document)
+    _reseal(document)
+
+
+FORGED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
+    "a body of a million characters": (_forged(body="x" * 1_000_000), "the limit is 16000"),
+    "an empty body": (_forged(body=""), "is empty"),
+    "a digest that does not match": (_digest_left_stale, "does not match its digest"),
+    "alice as the author of deven's record": (_forged(author="alice"), "claims author 'alice'"),
+    "a record time far in the future": (_forged(recorded_at=1e18), "recorded_at in the future"),
+    "superseded_by on an active record": (_forged(superseded_by="mem_other"), "is active but marked superseded"),
+    "an id of 600 characters": (_forged(id="m" * 600), "malformed id"),
+    "an importance above 1": (_forged(importance=7.0), "importance must be a number from 0 to 1"),
+    "a retraction without a time": (_forged(lifecycle="retracted"), "retracted without a retraction time"),
+}
+
+
+@pytest.mark.parametrize("forgery", list(FORGED))
+def test_an_import_checks_every_record_as_remember_would_and_refuses_the_whole_file(
+    source: tuple[Runtime, dict[str, str]], tmp_path: Path, forgery: str
+) -> None:
+    rt, _ = source
+    path = tmp_path / "deven.json"
+    rt.export_member("deven", path)
+    change, reason = FORGED[forgery]
+    forged = _rewrite(path, change)
+    with open_runtime(tmp_path / "target") as target:
+        target.memory.enable()
+        before = event_count(target)
+        with pytest.raises(ExportInvalid, match=re.escape(reason)) as caught:
+            target.import_member(forged)
+        assert "nothing was imported" in caught.value.message
+        assert len(caught.value.message) < 400  # one line, the forged value not echoed whole
+        assert event_count(target) == before
+        assert _record_count(target) == 0
+
+
+def test_an_imported_record_is_authored_by_the_member_it_travels_with(
+    source: tuple[Runtime, dict[str, str]], tmp_path: Path
+) -> None:
+    rt, _ = source
+    path = tmp_path / "deven.json"
+    rt.export_member("deven", path)
+    anonymous = _rewrite(path, _forged(author=""))
+    with open_runtime(tmp_path / "target") as target:
+        target.memory.enable()
+        target.import_member(anonymous)
+        with target._internal.store.reader() as reader:
+            authors = {record.author for _, record in reader.items(RECORDS)}
+    assert authors == {"deven"}
+
+
+def test_an_export_file_larger_than_any_real_one_is_refused_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                   ) -> None:
+    monkeypatch.setattr(portability, "MAX_EXPORT_BYTES", 1_000)
+    monkeypatch.setattr(runtime_portability, "MAX_EXPORT_BYTES", 1_000)
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 1_001)
+    with open_runtime(tmp_path / "target") as target:
+        target.memory.enable()
+        with pytest.raises(ExportInvalid, match="larger than 1000 bytes"):
+            target.import_member(big)
 
 
 @pytest.mark.parametrize("cut", [0, 1, 100, -1, -20])

@@ -28,6 +28,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, multipl
 
 from resident.errors import InvalidInput, NotVisible, RecordNotFound, RecordWithheld
 from resident.memory import visibility
+from resident.messages.digest import content_digest
 from resident.messages.memory import Bank, MemoryRecord, Principal, Scope
 from resident.messages.portability import MemberExport
 from resident.messages.replication import RecordConflicted, RecordInvalidated
@@ -262,9 +263,13 @@ def _bank(scope: Scope, owner: str, world: str | None = None) -> Bank:
 
 
 def _record(bank: Bank, replication: str = "pending") -> MemoryRecord:
+    digest = content_digest(
+        record_id="mem_1", summary="s", body="b", kind="world", bank=bank.name, canonical=False, delegated=False,
+        supersedes=None,
+    )
     return MemoryRecord(
         id="mem_1", summary="s", body="b", kind="world", bank=bank.name, scope=bank.scope, owner=bank.owner,
-        occurred_at=0.0, recorded_at=0.0, digest="d", world=bank.world, replication=replication,  # type: ignore[arg-type]
+        occurred_at=0.0, recorded_at=0.0, digest=digest, world=bank.world, replication=replication,  # type: ignore[arg-type]
     )
 
 
@@ -298,7 +303,7 @@ def test_visibility_rules_over_every_scope_and_principal(
     assert visibility.can_see_bank(principal, bank) is expected
     assert visibility.can_write(principal, bank) is expected
     assert visibility.can_see(principal, _record(bank)) is expected
-    for state in ("pending", "synced", "conflict", "invalidated"):
+    for state in ("pending", "synced", "conflict", "invalidated", "pending_review"):
         record = _record(bank, state)
         served_state = state in ("pending", "synced")
         assert visibility.is_served(record) is served_state

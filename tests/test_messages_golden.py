@@ -55,8 +55,11 @@ from resident.messages.memory import (
     VectorsFilled,
 )
 from resident.messages.replication import (
+    AwaitingRealm,
     InvalidationCursorAdvanced,
+    PendingIndexBuilt,
     RealmCursor,
+    RealmRefusal,
     RecordConflicted,
     RecordInvalidated,
     RecordsSynced,
@@ -99,6 +102,7 @@ def _record() -> MemoryRecord:
         delegated=True,
         replication="conflict",
         replication_reason="delegated path may not promote to canonical",
+        replication_rule="delegated_promotion",
     )
 
 
@@ -168,9 +172,12 @@ def samples() -> dict[str, Any]:
         MemberImported(at=AT, member="victor", world="world-2", records=42),
         ReplicationAttempted(at=AT, ids=("01HZX3K9Q0000000000000000A",), error="connection refused"),
         RecordsSynced(at=AT, ids=("01HZX3K9Q0000000000000000A", "01HZX3K9Q0000000000000000B")),
-        RecordConflicted(at=AT, id="01HZX3K9Q0000000000000000A", reason="not canonical"),
+        RecordConflicted(at=AT, id="01HZX3K9Q0000000000000000A", reason="not canonical", rule="delegated_promotion"),
         RecordInvalidated(at=AT, id="01HZX3K9Q0000000000000000A", reason="superseded upstream", realm_seq=17),
         InvalidationCursorAdvanced(at=AT, seq=18),
+        PendingIndexBuilt(
+            at=AT, awaiting=("01HZX3K9Q0000000000000000A",), refused=("01HZX3K9Q0000000000000000B",)
+        ),
         GrantIssued(at=AT, grant=_grant()),
         ExecutionStarted(at=AT, execution=_execution()),
         ExecutionFinished(
@@ -195,6 +202,8 @@ def samples() -> dict[str, Any]:
         MemberEntry(name="victor", worlds=("world-1", "world-2"), joined_at=AT, role="trader"),
         ReplicationStatus(id="01HZX3K9Q0000000000000000A", attempts=4, last_error="timeout", last_attempt_at=AT),
         RealmCursor(seq=18),
+        AwaitingRealm(state="pending_review", since=AT),
+        RealmRefusal(state="invalidated", at=AT),
         _grant(),
         _execution(),
         _correction(),

@@ -3,7 +3,6 @@ one attempt per call, and no call outlives its timeout."""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 
 import resident.realm as realm_package
 from resident.errors import InvalidInput, RealmRejected, RealmUnavailable
+from resident.messages.digest import content_digest
 from resident.messages.realm import RealmRecord
 from resident.realm.client import RealmClient
 from tests.faultproxy import FaultProxy, Mode
@@ -32,10 +32,16 @@ def new_id() -> str:
     return f"client-{next(_ids)}"
 
 
-def record(record_id: str, content: str = "v1", *, canonical: bool = False, delegated: bool = False) -> RealmRecord:
+def record(
+    record_id: str, content: str | None = None, *, canonical: bool = False, delegated: bool = False
+) -> RealmRecord:
+    content = f"what {record_id} says" if content is None else content
     return RealmRecord(
         id=record_id,
-        digest=hashlib.sha256(content.encode()).hexdigest(),
+        digest=content_digest(
+            record_id=record_id, summary="the build uses uv", body=content, kind="world", bank="agent_core/alice",
+            canonical=canonical, delegated=delegated, supersedes=None,
+        ),
         owner="alice",
         bank="agent_core/alice",
         scope="AGENT_CORE",
@@ -60,9 +66,20 @@ def proxy(realm: RealmProcess) -> Iterator[FaultProxy]:
         yield running
 
 
+@pytest.fixture(scope="module")
+def home_token(realm: RealmProcess) -> str:
+    return realm.enroll("alice-home")
+
+
 @pytest.fixture
-def client(proxy: FaultProxy) -> Iterator[RealmClient]:
-    with RealmClient(proxy.url, timeout=TIMEOUT) as realm_client:
+def client(proxy: FaultProxy, home_token: str) -> Iterator[RealmClient]:
+    with RealmClient(proxy.url, timeout=TIMEOUT, token=home_token) as realm_client:
+        yield realm_client
+
+
+@pytest.fixture
+def admin(proxy: FaultProxy, realm: RealmProcess) -> Iterator[RealmClient]:
+    with RealmClient(proxy.url, timeout=TIMEOUT, token=realm.admin_token()) as realm_client:
         yield realm_client
 
 
@@ -79,7 +96,7 @@ def assert_one_line(exc: BaseException, *fragments: str) -> None:
 def test_health_reports_an_ok_realm(client: RealmClient) -> None:
     health = client.health()
     assert health.status == "ok"
-    assert health.version == 1
+    assert health.version == 2
 
 
 def test_replicate_returns_one_result_per_record_in_order(client: RealmClient) -> None:
@@ -96,11 +113,11 @@ def test_replicating_again_gives_the_same_answers(client: RealmClient) -> None:
     assert client.replicate(batch) == client.replicate(batch)
 
 
-def test_invalidate_then_page_through_invalidations_with_the_cursor(client: RealmClient) -> None:
+def test_invalidate_then_page_through_invalidations_with_the_cursor(client: RealmClient, admin: RealmClient) -> None:
     start = client.invalidations(0, limit=1000).cursor
     ids = [new_id() for _ in range(3)]
     client.replicate([record(i) for i in ids])
-    made = [client.invalidate(i, "superseded by the source") for i in ids]
+    made = [admin.invalidate(i, "superseded by the source") for i in ids]
     first = client.invalidations(start, limit=2)
     second = client.invalidations(first.cursor, limit=2)
     assert list(first.items) + list(second.items) == made
@@ -117,16 +134,16 @@ def test_a_url_path_prefix_is_kept(proxy: FaultProxy) -> None:
 def test_a_proxy_named_in_the_environment_is_ignored(client: RealmClient, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     monkeypatch.setenv("ALL_PROXY", "http://127.0.0.1:9")
-    with RealmClient(client.url, timeout=TIMEOUT) as fresh:
+    with RealmClient(client.url, timeout=TIMEOUT) as fresh:  # health needs no token
         assert fresh.health().status == "ok"
 
 
 # -- refusals: RealmRejected, not retried --------------------------------------------------------
 
 
-def test_invalidating_an_unknown_record_is_rejected_with_realms_message(client: RealmClient, proxy: FaultProxy) -> None:
+def test_invalidating_an_unknown_record_is_rejected_with_realms_message(admin: RealmClient, proxy: FaultProxy) -> None:
     with pytest.raises(RealmRejected) as caught:
-        client.invalidate("no-such-record", "reason")
+        admin.invalidate("no-such-record", "reason")
     assert_one_line(caught.value, "404", "no-such-record", "nothing to invalidate")
     assert isinstance(caught.value, ValueError)
     assert proxy.count("/v1/invalidate") == 1
@@ -141,11 +158,11 @@ def test_a_malformed_record_is_rejected_once(client: RealmClient, proxy: FaultPr
     assert proxy.count("/v1/replicate") == 1
 
 
-def test_an_empty_invalidation_reason_is_rejected(client: RealmClient) -> None:
+def test_an_empty_invalidation_reason_is_rejected(client: RealmClient, admin: RealmClient) -> None:
     rid = new_id()
     client.replicate([record(rid)])
     with pytest.raises(RealmRejected, match="reason"):
-        client.invalidate(rid, " ")
+        admin.invalidate(rid, " ")
 
 
 # -- faults: RealmUnavailable, one attempt, bounded time -----------------------------------------
@@ -268,10 +285,9 @@ def test_a_push_whose_answer_was_lost_is_accepted_when_sent_again(client: RealmC
 
 
 def test_a_stopped_realm_is_unavailable_and_a_restarted_one_answers(tmp_path_factory: pytest.TempPathFactory) -> None:
-    with (
-        start_realm(tmp_path_factory.mktemp("realm") / "data") as realm,
-        RealmClient(realm.url, timeout=TIMEOUT) as client,
-    ):
+    with start_realm(tmp_path_factory.mktemp("realm") / "data") as realm, RealmClient(
+        realm.url, timeout=TIMEOUT, token=realm.enroll("home")
+    ) as client:
         rid = new_id()
         client.replicate([record(rid)])
         realm.kill()
@@ -290,7 +306,6 @@ def test_a_stopped_realm_is_unavailable_and_a_restarted_one_answers(tmp_path_fac
         "",
         "127.0.0.1:8765",
         "ftp://127.0.0.1:8765",
-        "https://127.0.0.1:8765",
         "http://127.0.0.1",
         "http://:8765",
         "http://127.0.0.1:99999",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import socket
 import stat
@@ -22,9 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from resident.errors import InvalidInput, SchemaMismatch
+from resident.messages.digest import content_digest
 from resident.messages.realm import MAX_BODY_BYTES, MAX_REPLICATE_RECORDS, RealmRecord
-from resident.realm.server import create_app, serve
+from resident.realm.app import create_app
+from resident.realm.server import serve
 from resident.realm.state import RealmState
+from resident.realm.tokens import new_token
 from tests.realm_process import RealmProcess, start_realm
 
 DELEGATED_PROMOTION = "non-canonical memory cannot be promoted through a delegated path"
@@ -35,14 +37,17 @@ def new_id() -> str:
     return f"mem-{next(_ids)}"
 
 
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def record(record_id: str, content: str = "v1", *, canonical: bool = False, delegated: bool = False) -> dict[str, Any]:
+def record(
+    record_id: str, content: str | None = None, *, canonical: bool = False, delegated: bool = False
+) -> dict[str, Any]:
+    # Content is per record by default: Realm refuses content equal to an invalidated record's.
+    content = f"what {record_id} says" if content is None else content
     return {
         "id": record_id,
-        "digest": digest(content),
+        "digest": content_digest(
+            record_id=record_id, summary="shipped the release", body=content, kind="experience",
+            bank="agent_core/deven", canonical=canonical, delegated=delegated, supersedes=None,
+        ),
         "owner": "deven",
         "bank": "agent_core/deven",
         "scope": "AGENT_CORE",
@@ -62,9 +67,22 @@ def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealmProcess]:
         yield process
 
 
+def client_for(url: str, token: str | None) -> httpx.Client:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=url, timeout=10.0, trust_env=False, headers=headers)
+
+
 @pytest.fixture(scope="module")
 def http(realm: RealmProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=realm.url, timeout=10.0, trust_env=False) as client:
+    """A client of the test home (replication routes)."""
+    with client_for(realm.url, realm.enroll("deven-home")) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def admin(realm: RealmProcess) -> Iterator[httpx.Client]:
+    """A client of the governance side (the admin token)."""
+    with client_for(realm.url, realm.admin_token()) as client:
         yield client
 
 
@@ -75,8 +93,8 @@ def replicate(http: httpx.Client, *records: dict[str, Any]) -> list[dict[str, An
     return results
 
 
-def invalidate(http: httpx.Client, record_id: str, reason: str = "retracted by governance") -> httpx.Response:
-    return http.post("/v1/invalidate", json={"id": record_id, "reason": reason})
+def invalidate(admin: httpx.Client, record_id: str, reason: str = "retracted by governance") -> httpx.Response:
+    return admin.post("/v1/invalidate", json={"id": record_id, "reason": reason})
 
 
 def health(http: httpx.Client) -> dict[str, Any]:
@@ -103,7 +121,7 @@ def assert_typed_error(response: httpx.Response, status: int, kind: str) -> str:
 def test_health_reports_status_counts_and_protocol_version(http: httpx.Client) -> None:
     body = health(http)
     assert body["status"] == "ok"
-    assert body["version"] == 1
+    assert body["version"] == 2
     assert isinstance(body["records"], int)
     assert isinstance(body["invalidations"], int)
 
@@ -112,7 +130,7 @@ def test_replicate_accepts_new_records_and_answers_in_request_order(http: httpx.
     ids = [new_id() for _ in range(5)]
     before = health(http)["records"]
     results = replicate(http, *(record(i) for i in ids))
-    assert results == [{"id": i, "status": "accepted", "reason": ""} for i in ids]
+    assert results == [{"id": i, "status": "accepted", "reason": "", "rule": ""} for i in ids]
     assert health(http)["records"] == before + 5
 
 
@@ -120,7 +138,7 @@ def test_same_id_and_digest_again_is_accepted_again_without_new_state(http: http
     rid = new_id()
     replicate(http, record(rid))
     before = health(http)["records"]
-    assert replicate(http, record(rid)) == [{"id": rid, "status": "accepted", "reason": ""}]
+    assert replicate(http, record(rid)) == [{"id": rid, "status": "accepted", "reason": "", "rule": ""}]
     assert health(http)["records"] == before
 
 
@@ -132,6 +150,7 @@ def test_same_id_with_different_digest_is_a_conflict(http: httpx.Client) -> None
         "id": rid,
         "status": "conflict",
         "reason": f"record {rid} already replicated with different content",
+        "rule": "different_content",
     }
 
 
@@ -139,15 +158,16 @@ def test_canonical_record_through_a_delegated_path_is_a_conflict_with_the_exact_
     rid = new_id()
     before = health(http)["records"]
     (result,) = replicate(http, record(rid, canonical=True, delegated=True))
-    assert result == {"id": rid, "status": "conflict", "reason": DELEGATED_PROMOTION}
+    assert result == {"id": rid, "status": "conflict", "reason": DELEGATED_PROMOTION, "rule": "delegated_promotion"}
     assert health(http)["records"] == before
 
 
 def test_a_conflict_is_durable_for_the_same_id_and_digest(http: httpx.Client) -> None:
     rid = new_id()
     replicate(http, record(rid, canonical=True, delegated=True))
-    # The same content sent again, even without the delegated flag, keeps its first answer.
-    (result,) = replicate(http, record(rid, canonical=True, delegated=False))
+    # The same version sent again keeps its first answer. (Dropping the delegated flag would make
+    # another version: the flags are part of the digest, which Realm recomputes.)
+    (result,) = replicate(http, record(rid, canonical=True, delegated=True))
     assert result["status"] == "conflict"
     assert result["reason"] == DELEGATED_PROMOTION
 
@@ -167,11 +187,11 @@ def test_empty_replicate_is_answered_with_no_results(http: httpx.Client) -> None
     assert replicate(http) == []
 
 
-def test_invalidate_appends_to_the_feed_and_pages_by_cursor(http: httpx.Client) -> None:
+def test_invalidate_appends_to_the_feed_and_pages_by_cursor(http: httpx.Client, admin: httpx.Client) -> None:
     start = http.get("/v1/invalidations", params={"since": 0, "limit": 1000}).json()["cursor"]
     ids = [new_id() for _ in range(3)]
     replicate(http, *(record(i) for i in ids))
-    created = [invalidate(http, i, f"reason {n}").json() for n, i in enumerate(ids)]
+    created = [invalidate(admin, i, f"reason {n}").json() for n, i in enumerate(ids)]
     assert [item["seq"] for item in created] == [start + 1, start + 2, start + 3]
 
     first = http.get("/v1/invalidations", params={"since": start, "limit": 2}).json()
@@ -181,13 +201,13 @@ def test_invalidate_appends_to_the_feed_and_pages_by_cursor(http: httpx.Client) 
     assert second["items"] == [created[2]]
     assert second["cursor"] == start + 3
     empty = http.get("/v1/invalidations", params={"since": second["cursor"]}).json()
-    assert empty == {"items": [], "cursor": start + 3}
+    assert empty == {"items": [], "cursor": start + 3, "more": False}
 
 
-def test_invalidation_item_carries_seq_id_reason_and_time(http: httpx.Client) -> None:
+def test_invalidation_item_carries_seq_id_reason_and_time(http: httpx.Client, admin: httpx.Client) -> None:
     rid = new_id()
     replicate(http, record(rid))
-    response = invalidate(http, rid, "contradicted by the source")
+    response = invalidate(admin, rid, "contradicted by the source")
     assert response.status_code == 200
     item = response.json()
     assert set(item) == {"seq", "id", "reason", "at"}
@@ -196,31 +216,31 @@ def test_invalidation_item_carries_seq_id_reason_and_time(http: httpx.Client) ->
     assert item["at"] > 0
 
 
-def test_invalidating_twice_returns_the_first_entry(http: httpx.Client) -> None:
+def test_invalidating_twice_returns_the_first_entry(http: httpx.Client, admin: httpx.Client) -> None:
     rid = new_id()
     replicate(http, record(rid))
-    first = invalidate(http, rid, "first reason").json()
+    first = invalidate(admin, rid, "first reason").json()
     count = health(http)["invalidations"]
-    assert invalidate(http, rid, "second reason").json() == first
+    assert invalidate(admin, rid, "second reason").json() == first
     assert health(http)["invalidations"] == count
 
 
-def test_invalidating_an_unknown_id_is_404(http: httpx.Client) -> None:
-    message = assert_typed_error(invalidate(http, "never-replicated"), 404, "RecordNotFound")
+def test_invalidating_an_unknown_id_is_404(http: httpx.Client, admin: httpx.Client) -> None:
+    message = assert_typed_error(invalidate(admin, "never-replicated"), 404, "RecordNotFound")
     assert "never-replicated" in message
 
 
-def test_invalidating_a_record_that_was_only_a_conflict_is_404(http: httpx.Client) -> None:
+def test_invalidating_a_record_that_was_only_a_conflict_is_404(http: httpx.Client, admin: httpx.Client) -> None:
     rid = new_id()
     replicate(http, record(rid, canonical=True, delegated=True))
-    assert_typed_error(invalidate(http, rid), 404, "RecordNotFound")
+    assert_typed_error(invalidate(admin, rid), 404, "RecordNotFound")
 
 
 @pytest.mark.parametrize("reason", ["", "   "])
-def test_invalidating_without_a_reason_is_400(http: httpx.Client, reason: str) -> None:
+def test_invalidating_without_a_reason_is_400(http: httpx.Client, admin: httpx.Client, reason: str) -> None:
     rid = new_id()
     replicate(http, record(rid))
-    message = assert_typed_error(invalidate(http, rid, reason), 400, "InvalidInput")
+    message = assert_typed_error(invalidate(admin, rid, reason), 400, "InvalidInput")
     assert "reason" in message
 
 
@@ -249,6 +269,14 @@ BAD_REQUESTS: dict[str, tuple[tuple[str, str, dict[str, Any]], int, str]] = {
     "bool as string": (_json_post("/v1/replicate", _bad_record(canonical="true")), 400, "InvalidInput"),
     "unknown scope": (_json_post("/v1/replicate", _bad_record(scope="EVERYONE")), 400, "InvalidInput"),
     "digest not sha256 hex": (_json_post("/v1/replicate", _bad_record(digest="abc")), 400, "InvalidInput"),
+    "digest of other content": (_json_post("/v1/replicate", _bad_record(digest="0" * 64)), 400, "InvalidInput"),
+    "body changed under its digest": (_json_post("/v1/replicate", _bad_record(body="forged")), 400, "InvalidInput"),
+    "empty body": (_json_post("/v1/replicate", _bad_record(body="")), 400, "InvalidInput"),
+    "body over the record limit": (_json_post("/v1/replicate", _bad_record(body="x" * 16_001)), 400, "InvalidInput"),
+    "summary over the record limit": (
+        _json_post("/v1/replicate", _bad_record(summary="x" * 501)), 400, "InvalidInput"
+    ),
+    "id over 200 characters": (_json_post("/v1/replicate", _bad_record(id="a" * 201)), 400, "InvalidInput"),
     "id with spaces": (_json_post("/v1/replicate", _bad_record(id="a b")), 400, "InvalidInput"),
     "too many records": (
         _json_post("/v1/replicate", msgspec.json.encode({"records": [record(f"x{i}") for i in range(501)]})),
@@ -272,7 +300,7 @@ BAD_REQUESTS: dict[str, tuple[tuple[str, str, dict[str, Any]], int, str]] = {
     "limit zero": (("GET", "/v1/invalidations?limit=0", {}), 400, "InvalidInput"),
     "limit too large": (("GET", "/v1/invalidations?limit=1000000", {}), 400, "InvalidInput"),
     "unknown query parameter": (("GET", "/v1/invalidations?after=3", {}), 400, "InvalidInput"),
-    "unknown path": (("GET", "/v1/records", {}), 404, "NotFound"),
+    "unknown path": (("GET", "/v1/everything", {}), 404, "NotFound"),
     "unversioned path": (("GET", "/health", {}), 404, "NotFound"),
     "trailing slash": (("GET", "/v1/health/", {}), 404, "NotFound"),
     "wrong method": (("GET", "/v1/replicate", {}), 405, "MethodNotAllowed"),
@@ -282,11 +310,12 @@ BAD_REQUESTS: dict[str, tuple[tuple[str, str, dict[str, Any]], int, str]] = {
 
 @pytest.mark.parametrize(("request_args", "status", "kind"), BAD_REQUESTS.values(), ids=BAD_REQUESTS.keys())
 def test_bad_request_gets_a_typed_error_and_realm_stays_healthy(
-    http: httpx.Client, request_args: tuple[str, str, dict[str, Any]], status: int, kind: str
+    http: httpx.Client, admin: httpx.Client, request_args: tuple[str, str, dict[str, Any]], status: int, kind: str
 ) -> None:
     before = health(http)
     method, path, kwargs = request_args
-    assert_typed_error(http.request(method, path, **kwargs), status, kind)
+    client = admin if path == "/v1/invalidate" else http
+    assert_typed_error(client.request(method, path, **kwargs), status, kind)
     assert health(http) == before
 
 
@@ -315,27 +344,33 @@ def test_replicate_accepts_exactly_the_maximum_batch(http: httpx.Client) -> None
 
 def test_records_and_invalidations_survive_a_restart(tmp_path: Path) -> None:
     with start_realm(tmp_path / "data") as realm:
-        with httpx.Client(base_url=realm.url, timeout=10.0, trust_env=False) as http:
+        token, admin_token = realm.enroll("home"), realm.admin_token()
+        with client_for(realm.url, token) as http, client_for(realm.url, admin_token) as admin:
             replicate(http, record("kept-1"), record("kept-2"), record("refused", canonical=True, delegated=True))
-            item = invalidate(http, "kept-2").json()
+            item = invalidate(admin, "kept-2").json()
         assert realm.stop() == 0
         realm.restart()
-        with httpx.Client(base_url=realm.url, timeout=10.0, trust_env=False) as http:
-            assert health(http) == {"status": "ok", "records": 2, "invalidations": 1, "version": 1}
-            assert http.get("/v1/invalidations").json() == {"items": [item], "cursor": 1}
-            answers = replicate(http, record("kept-1"), record("kept-1", "changed"), record("refused"))
+        # Tokens survive the restart too: the admin token file and the home's hash in the store.
+        assert realm.admin_token() == admin_token
+        with client_for(realm.url, token) as http:
+            assert health(http) == {"status": "ok", "records": 2, "invalidations": 1, "version": 2}
+            assert http.get("/v1/invalidations").json() == {"items": [item], "cursor": 1, "more": False}
+            answers = replicate(
+                http, record("kept-1"), record("kept-1", "changed"), record("refused", canonical=True, delegated=True)
+            )
             assert [a["status"] for a in answers] == ["accepted", "conflict", "conflict"]
 
 
 def test_accepted_records_survive_kill_9(tmp_path: Path) -> None:
     with start_realm(tmp_path / "data") as realm:
-        with httpx.Client(base_url=realm.url, timeout=10.0, trust_env=False) as http:
+        token = realm.enroll("home")
+        with client_for(realm.url, token) as http, client_for(realm.url, realm.admin_token()) as admin:
             ids = [f"crash-{n}" for n in range(50)]
             replicate(http, *(record(i) for i in ids))
-            invalidate(http, ids[0])
+            invalidate(admin, ids[0])
         realm.kill()
         realm.start()
-        with httpx.Client(base_url=realm.url, timeout=10.0, trust_env=False) as http:
+        with client_for(realm.url, token) as http:
             assert health(http)["records"] == 50
             assert health(http)["invalidations"] == 1
             (changed,) = replicate(http, record(ids[-1], "rewritten"))
@@ -381,7 +416,7 @@ def test_serve_refuses_a_port_in_use_with_a_clear_error(tmp_path: Path) -> None:
 
 def test_a_store_of_another_schema_is_refused(tmp_path: Path) -> None:
     RealmState.open(tmp_path).close()
-    with lmdb.open(str(tmp_path), max_dbs=8) as env, env.begin(write=True) as txn:
+    with lmdb.open(str(tmp_path), max_dbs=16) as env, env.begin(write=True) as txn:
         txn.put(b"schema", b"2", db=env.open_db(b"meta", txn=txn))
     with pytest.raises(SchemaMismatch, match="schema 2"):
         RealmState.open(tmp_path)
@@ -394,7 +429,7 @@ def get_in_process(state: RealmState, path: str) -> httpx.Response:
     """One GET against the app in this process, for failures a real process cannot be made to have."""
 
     async def get() -> httpx.Response:
-        transport = httpx.ASGITransport(app=create_app(state))
+        transport = httpx.ASGITransport(app=create_app(state, admin_token=new_token("admin")))
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             return await client.get(path)
 
@@ -422,9 +457,8 @@ def test_a_closed_store_answers_503(tmp_path: Path) -> None:
 
 
 _store_records = st.builds(
-    lambda rid, content, canonical, delegated: RealmRecord(
-        **{**record(rid, content), "canonical": canonical, "delegated": delegated}
-    ),
+    lambda rid, content, canonical, delegated: RealmRecord(**record(rid, content, canonical=canonical,
+                                                                   delegated=delegated)),
     st.sampled_from(["a", "b", "c"]),
     st.sampled_from(["v1", "v2"]),
     st.booleans(),
@@ -437,7 +471,7 @@ _store_records = st.builds(
 def test_the_store_gives_the_same_answers_when_replayed_and_after_reopening(batches: list[list[RealmRecord]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         with RealmState.open(Path(tmp)) as state:
-            first = [state.replicate(batch) for batch in batches]
-            assert [state.replicate(batch) for batch in batches] == first
+            first = [state.replicate("home", batch) for batch in batches]
+            assert [state.replicate("home", batch) for batch in batches] == first
         with RealmState.open(Path(tmp)) as state:
-            assert [state.replicate(batch) for batch in batches] == first
+            assert [state.replicate("home", batch) for batch in batches] == first

@@ -37,6 +37,7 @@ from tests.replication_support import (
     local_records,
     open_runtime,
     stored_records,
+    use_home_token,
 )
 
 CHILD = Path(__file__).with_name("replication_crash_child.py")
@@ -150,14 +151,14 @@ def _assert_never_served(runtime: Runtime, records: dict[str, MemoryRecord]) -> 
 
 
 def _realm_invalidations(realm: RealmProcess) -> dict[str, str]:
-    with RealmClient(realm.url) as client:
+    with RealmClient(realm.url, token=realm.admin_token()) as client:
         return {item.id: item.reason for item in client.invalidations(since=0, limit=1000).items}
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_kill_9_around_realms_answer_loses_nothing_and_marks_nothing_synced_without_acceptance(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(4)
     home = tmp_path / "home"
@@ -166,6 +167,7 @@ def test_kill_9_around_realms_answer_loses_nothing_and_marks_nothing_synced_with
     # Per kind of kill: records Realm had accepted that the killed runtime still held as pending.
     accepted_not_written = {True: 0, False: 0}
     with start_realm(tmp_path / "realm") as realm, AnswerHoldingProxy(realm.url) as proxy:
+        use_home_token(monkeypatch, realm)  # the children inherit it
         for round_ in range(KILLS):
             kill_while_held = round_ % 2 == 0
             ids = _run_until_held(home, proxy, f"r{round_}", rng, kill_while_held=kill_while_held, log=log)
@@ -180,7 +182,7 @@ def test_kill_9_around_realms_answer_loses_nothing_and_marks_nothing_synced_with
             )
             # The governance side withdraws something Realm accepted, now and then.
             if round_ % 3 == 1:
-                with RealmClient(realm.url) as client:
+                with RealmClient(realm.url, token=realm.admin_token()) as client:
                     client.invalidate(rng.choice(sorted(accepted)), f"withdrawn after kill {round_}")
             with open_runtime(home, "none", enable=False) as runtime:
                 _assert_never_served(runtime, records)

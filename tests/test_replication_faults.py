@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from resident.actors.replication import ReplicationSettings
+from resident.clock import ManualClock
 from resident.errors import InvalidInput, RecordWithheld, RuntimeStopped
+from resident.messages.replication import ReplicationCounts
 from resident.realm import RealmClient
 from resident.runtime import Runtime
 from tests.faultproxy import FaultProxy, Mode
@@ -27,6 +29,7 @@ from tests.replication_support import (
     local_records,
     open_runtime,
     record_status,
+    use_home_token,
     wait_until,
 )
 
@@ -42,6 +45,12 @@ _texts = itertools.count()
 def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealmProcess]:
     with start_realm(tmp_path_factory.mktemp("realm") / "data") as process:
         yield process
+
+
+@pytest.fixture(autouse=True)
+def _home_token(realm: RealmProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every runtime of these tests presents the token Realm issued to the test home."""
+    use_home_token(monkeypatch, realm)
 
 
 @pytest.fixture
@@ -60,19 +69,27 @@ def write(runtime: Runtime, n: int, member: str = "deven") -> list[str]:
     return ids
 
 
-def barrier(runtime: Runtime) -> None:
-    """Return once the replication actor has handled everything queued before this call (and what
-    that queued in turn): two status asks, each behind the previous one's follow-ups."""
-    counts(runtime)
-    counts(runtime)
+def drive(runtime: Runtime, clock: ManualClock, *, requests: int, settings: ReplicationSettings = ONE_CYCLE) -> None:
+    """Move the clock through backoff waits until the pusher has sent `requests` requests and is
+    waiting again (backing off or resting). Each step waits for the actor's own report, not time."""
 
+    def sent_and_waiting() -> bool:
+        status = counts(runtime)
+        return status.requests >= requests and status.pusher in ("backoff", "resting")
 
-def requests_in(proxy: FaultProxy, window: float, above: int) -> int:
-    """The replicate count after watching `window` seconds for it to exceed `above` (it should not)."""
-    deadline = time.monotonic() + window
-    while time.monotonic() < deadline and proxy.count(REPLICATE) <= above:
-        time.sleep(0.01)
-    return proxy.count(REPLICATE)
+    def waiting() -> ReplicationCounts | None:
+        status = counts(runtime)
+        return status if status.pusher in ("backoff", "resting") else None
+
+    while True:
+        status = wait_until(waiting, 10.0, "the pusher to wait")
+        assert status is not None
+        if status.requests >= requests:
+            break
+        before = status.requests
+        clock.advance(settings.wait_max + settings.jitter)  # past any backoff wait, short of any rest
+        wait_until(lambda: counts(runtime).requests > before, 10.0, "the next attempt")  # noqa: B023
+    wait_until(sent_and_waiting, 10.0, f"{requests} requests")
 
 
 def test_records_written_while_realm_is_down_stay_pending_and_all_sync_once_it_is_back(
@@ -126,22 +143,28 @@ def test_a_killed_realm_process_loses_nothing_and_everything_syncs_after_its_res
 def test_one_push_makes_at_most_max_attempts_requests_and_writes_during_the_rest_wait_for_it(
     tmp_path: Path, realm: RealmProcess, proxy: FaultProxy
 ) -> None:
+    clock = ManualClock()
     proxy.set_mode("error503")
-    with open_runtime(tmp_path / "home", proxy.url, ONE_CYCLE) as runtime:
+    with open_runtime(tmp_path / "home", proxy.url, ONE_CYCLE, clock=clock) as runtime:
         first = write(runtime, 1)
-        wait_until(lambda: proxy.count(REPLICATE) >= 3, 5.0, "the first push's three attempts")
-        barrier(runtime)
-        assert proxy.count(REPLICATE) == 3
+        drive(runtime, clock, requests=3)
+        status = counts(runtime)
+        assert (status.pusher, status.requests, proxy.count(REPLICATE)) == ("resting", 3, 3)
         wait_until(lambda: record_status(runtime, first[0]).attempts == 3, 5.0, "three recorded attempts")
 
-        # Realm is known to be failing: new writes join the pending set and wait for the retry.
+        # Realm is known to be failing: new writes join the pending set and wait for the rest to
+        # end (on the clock, which has not moved), instead of each starting a push.
         later = write(runtime, 5)
-        barrier(runtime)
-        assert requests_in(proxy, 0.5, above=3) == 3
-        assert counts(runtime).pending == 6
+        status = counts(runtime)
+        assert (status.pusher, status.pending, status.requests, proxy.count(REPLICATE)) == ("resting", 6, 3, 3)
 
         # An explicit sync starts one new push now (all six records), again bounded.
-        synced = runtime.replication.sync(timeout=1.0)
+        with ThreadPoolExecutor(1) as pool:
+            syncing = pool.submit(runtime.replication.sync, 1.0)
+            drive(runtime, clock, requests=6)
+            assert counts(runtime).pusher == "resting"
+            clock.advance(1.0)  # the sync's own deadline
+            synced = syncing.result(timeout=10.0)
         assert synced.pending == 6
         assert proxy.count(REPLICATE) == 6
         wait_until(lambda: record_status(runtime, later[0]).attempts == 3, 5.0, "the sync's three attempts")
@@ -158,19 +181,24 @@ def test_a_sync_during_a_backoff_wait_starts_a_fresh_push_and_drops_the_old_wait
     tmp_path: Path, realm: RealmProcess, proxy: FaultProxy
 ) -> None:
     del realm
+    clock = ManualClock()
     slow_backoff = dataclasses.replace(ONE_CYCLE, wait_initial=0.3, wait_max=0.3, jitter=0.0)
     proxy.set_mode("error503")
-    with open_runtime(tmp_path / "home", proxy.url, slow_backoff) as runtime:
+    with open_runtime(tmp_path / "home", proxy.url, slow_backoff, clock=clock) as runtime:
         write(runtime, 1)
-        wait_until(lambda: proxy.count(REPLICATE) >= 1, 5.0, "the first attempt")
-        # The actor waits for its backoff as a scheduled message, so it answers at once meanwhile.
-        started = time.monotonic()
+        drive(runtime, clock, requests=1, settings=slow_backoff)
+        # The actor waits for its backoff as a scheduled message, so it answers meanwhile.
+        assert counts(runtime).pusher == "backoff"
         assert counts(runtime).retrying
-        assert time.monotonic() - started < 0.25
-        runtime.replication.sync(timeout=1.5)
-        # The first push made one attempt; the sync's push made its own three. The first push's
-        # pending wait must not add an attempt to the new push.
-        assert requests_in(proxy, 0.4, above=4) == 4
+        with ThreadPoolExecutor(1) as pool:
+            syncing = pool.submit(runtime.replication.sync, 5.0)
+            # The first push made one attempt; the sync's push makes its own three. Moving the clock
+            # past the first push's pending wait must not add an attempt to the new push.
+            drive(runtime, clock, requests=4, settings=slow_backoff)
+            status = counts(runtime)
+            assert (status.pusher, status.requests, status.pushes, proxy.count(REPLICATE)) == ("resting", 4, 2, 4)
+            clock.advance(5.0)
+            syncing.result(timeout=10.0)
 
 
 @pytest.mark.parametrize(
@@ -197,17 +225,18 @@ def test_a_sync_during_a_backoff_wait_starts_a_fresh_push_and_drops_the_old_wait
 def test_transient_faults_are_retried_within_bounds_and_mark_nothing_synced(
     tmp_path: Path, realm: RealmProcess, proxy: FaultProxy, mode: Mode, options: dict[str, object], error: str
 ) -> None:
+    clock = ManualClock()
     proxy.set_mode(mode, **options)  # type: ignore[arg-type]
-    with open_runtime(tmp_path / "home", proxy.url, ONE_CYCLE) as runtime:
+    with open_runtime(tmp_path / "home", proxy.url, ONE_CYCLE, clock=clock) as runtime:
         ids = write(runtime, 1)
-        wait_until(lambda: proxy.count(REPLICATE) >= 3, 5.0, "three attempts")
-        barrier(runtime)
-        assert requests_in(proxy, 0.3, above=3) == 3
-        assert counts(runtime).counts == {"pending": 1, "synced": 0, "conflict": 0, "invalidated": 0}
+        drive(runtime, clock, requests=3)
+        status = counts(runtime)
+        assert (status.pusher, proxy.count(REPLICATE)) == ("resting", 3)
+        assert status.counts == {"pending": 1, "pending_review": 0, "synced": 0, "conflict": 0, "invalidated": 0}
         wait_until(lambda: record_status(runtime, ids[0]).attempts == 3, 5.0, "three recorded attempts")
-        status = record_status(runtime, ids[0])
-        assert status.state == "pending"
-        assert error in status.last_error
+        one = record_status(runtime, ids[0])
+        assert one.state == "pending"
+        assert error in one.last_error
 
         proxy.set_mode("pass")
         assert runtime.replication.sync(timeout=15.0).pending == 0
@@ -223,12 +252,11 @@ def test_a_realm_slower_than_the_client_timeout_marks_nothing_synced_until_an_an
     proxy.set_mode("slow", delay=1.0)  # twice the client's request timeout
     with open_runtime(tmp_path / "home", proxy.url, settings) as runtime:
         ids = write(runtime, 1)
-        wait_until(lambda: proxy.count(REPLICATE) >= 2, 5.0, "two attempts")
+        wait_until(lambda: counts(runtime).pusher == "resting", 10.0, "two attempts, then a rest")
         # The proxy forwards what it held: Realm accepts the record, but its answer never reached
         # the runtime in time, so the record must still be pending.
         wait_until(lambda: ids[0] in accepted_by_realm(realm.data_dir), 5.0, "Realm to accept the record")
-        barrier(runtime)
-        assert proxy.count(REPLICATE) == 2
+        assert (counts(runtime).requests, proxy.count(REPLICATE)) == (2, 2)
         status = record_status(runtime, ids[0])
         assert status.state == "pending"
         assert "did not answer" in status.last_error or "did not answer" in counts(runtime).last_error
@@ -245,9 +273,10 @@ REFUSAL = b'{"error": {"type": "InvalidInput", "message": "invalid ReplicateRequ
 def test_a_refusal_is_parked_instead_of_retried_and_each_sync_tries_once_more(
     tmp_path: Path, realm: RealmProcess, proxy: FaultProxy
 ) -> None:
+    clock = ManualClock()
     settings = dataclasses.replace(FAST, retry_later=0.2, poll_interval=60.0)
     proxy.set_mode("down")
-    with open_runtime(tmp_path / "home", proxy.url, settings) as runtime:
+    with open_runtime(tmp_path / "home", proxy.url, settings, clock=clock) as runtime:
         ids = write(runtime, 3)
         proxy.set_mode("garbage", status=400, body=REFUSAL)
         proxy.reset_counts()
@@ -259,13 +288,17 @@ def test_a_refusal_is_parked_instead_of_retried_and_each_sync_tries_once_more(
         status = record_status(runtime, ids[1])
         assert status.state == "pending"
         assert "field `kind` is wrong" in status.reason
-        # Parked records are not retried by the retry timer (which runs every 0.2 s here)...
-        assert requests_in(proxy, 0.6, above=4) == 4
+        # Parked records are not retried when the retry timer fires, however often...
+        requests = counts(runtime).requests
+        for _ in range(3):
+            clock.advance(settings.retry_later + settings.wait_max + settings.jitter)
+            status_now = counts(runtime)
+            assert (status_now.pusher, status_now.requests, proxy.count(REPLICATE)) == ("idle", requests, 4)
         # ...only by an explicit sync, once.
         again = runtime.replication.sync(timeout=5.0)
         assert again.parked == 3
         assert proxy.count(REPLICATE) == 8
-        assert requests_in(proxy, 0.4, above=8) == 8
+        assert counts(runtime).pusher == "idle"
 
         proxy.set_mode("pass")
         settled = runtime.replication.sync(timeout=15.0)
@@ -344,7 +377,7 @@ def test_an_invalidation_of_a_record_whose_acceptance_never_arrived_withholds_it
         wait_until(lambda: ids[0] in accepted_by_realm(realm.data_dir), 5.0, "Realm to accept the record")
         assert record_status(runtime, ids[0]).state == "pending"
         proxy.set_mode("pass")
-        with RealmClient(realm.url) as client:
+        with RealmClient(realm.url, token=realm.admin_token()) as client:
             client.invalidate(ids[0], "withdrawn before the runtime heard it was accepted")
         # Replication rests (60 s) after its one attempt, but polling goes on and finds it.
         wait_until(lambda: record_status(runtime, ids[0]).state == "invalidated", 5.0, "the invalidation")

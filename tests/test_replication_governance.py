@@ -4,8 +4,8 @@ read surface (recall, get, `memory show`, export), reconciliation is explicit bo
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +16,7 @@ from click.testing import CliRunner, Result
 from resident.actors.replication import NO_REALM_NOTE
 from resident.cli.main import cli
 from resident.errors import InvalidInput, RecordNotFound, RecordWithheld
+from resident.messages.digest import content_digest
 from resident.messages.memory import Reconciled
 from resident.messages.realm import DEFAULT_PAGE_LIMIT, MAX_REPLICATE_RECORDS, RealmRecord
 from resident.messages.replication import ReplicationCounts
@@ -25,12 +26,15 @@ from tests.faultproxy import FaultProxy
 from tests.realm_process import RealmProcess, start_realm
 from tests.replication_support import (
     FAST,
+    DelegatedWriter,
     accepted_by_realm,
     assert_synced_only_if_accepted,
     counts,
+    delegated_promotion,
     local_records,
     open_runtime,
     record_status,
+    use_home_token,
     verdicts_of_realm,
 )
 
@@ -45,11 +49,21 @@ def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealmProcess]:
         yield process
 
 
+@pytest.fixture(autouse=True)
+def _home_token(realm: RealmProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every runtime of these tests presents the token Realm issued to the test home."""
+    use_home_token(monkeypatch, realm)
+
+
 def realm_record(index: int) -> RealmRecord:
     """A record some other runtime replicated to the shared Realm."""
     body = f"someone else's note {index}"
+    digest = content_digest(
+        record_id=f"other-{index}", summary=body, body=body, kind="world", bank="agent_core/zoe", canonical=False,
+        delegated=False, supersedes=None,
+    )
     return RealmRecord(
-        id=f"other-{index}", digest=hashlib.sha256(body.encode()).hexdigest(), owner="zoe",
+        id=f"other-{index}", digest=digest, owner="zoe",
         bank="agent_core/zoe", scope="AGENT_CORE", kind="world", summary=body, body=body,
         canonical=False, delegated=False, recorded_at=1_780_000_000.0,
     )
@@ -87,7 +101,7 @@ def conflicted(tmp_path: Path, realm: RealmProcess) -> Iterator[tuple[Runtime, s
     with open_runtime(tmp_path / "home", realm.url) as runtime:
         member = runtime.member("deven")
         served = member.remember(TEXT).id
-        bad = member.remember(f"{TEXT} (promoted)", canonical=True, delegated=True).id
+        bad = delegated_promotion(runtime, f"{TEXT} (promoted)")
         assert runtime.replication.sync(timeout=15.0).pending == 0
         yield runtime, served, bad
 
@@ -101,7 +115,7 @@ def test_canonical_through_a_delegated_path_is_a_conflict_with_realms_reason_and
     assert status.reason == DELEGATED_PROMOTION
     stored = local_records(runtime)[bad]
     assert verdicts_of_realm(realm.data_dir)[bad, stored.digest].reason == status.reason
-    assert counts(runtime).counts == {"pending": 0, "synced": 1, "conflict": 1, "invalidated": 0}
+    assert counts(runtime).counts == {"pending": 0, "pending_review": 0, "synced": 1, "conflict": 1, "invalidated": 0}
 
     assert_withheld(runtime, bad, "conflict", DELEGATED_PROMOTION, tmp_path)
     assert served in recalled_ids(runtime, "deven", TEXT)
@@ -113,7 +127,7 @@ def test_canonical_through_a_delegated_path_is_a_conflict_with_realms_reason_and
 def test_memory_show_prints_why_a_record_is_withheld(tmp_path: Path, realm: RealmProcess) -> None:
     home = tmp_path / "home"
     with open_runtime(home, realm.url) as runtime:
-        bad = runtime.member("deven").remember(TEXT, canonical=True, delegated=True).id
+        bad = delegated_promotion(runtime, TEXT)
         assert runtime.replication.sync(timeout=15.0).counts["conflict"] == 1
     shown = run(home, "memory", "show", bad, "--as", "deven")
     assert shown.exit_code == 1
@@ -151,33 +165,60 @@ def test_rollback_retracts_the_conflicting_write_and_it_stays_withheld(
     assert verdicts_of_realm(realm.data_dir) == verdicts_before
 
 
-def test_readmit_writes_a_corrected_version_that_supersedes_it_goes_pending_then_synced(
-    tmp_path: Path, realm: RealmProcess, conflicted: tuple[Runtime, str, str]
+def test_readmit_writes_a_corrected_version_withheld_until_realm_accepts_it(
+    tmp_path: Path, realm: RealmProcess
+) -> None:
+    with FaultProxy(realm.url) as proxy, open_runtime(tmp_path / "home", proxy.url) as runtime:
+        bad = delegated_promotion(runtime, f"{TEXT} (promoted, then readmitted)")
+        assert runtime.replication.sync(timeout=15.0).counts["conflict"] == 1
+        # Realm is out of reach while the new version waits, so what it is until Realm answers shows.
+        proxy.set_mode("down")
+        # Through the member's session again: what it writes stays delegated, so only dropping
+        # `canonical` changes what Realm objected to.
+        session = DelegatedWriter(runtime).session
+        with pytest.raises(InvalidInput, match="without canonical"):
+            asyncio.run(session.reconcile(bad, readmit=True))
+        result = asyncio.run(session.reconcile(bad, readmit=True, canonical=False))
+        assert result.action == "readmit"
+        assert result.replication == "pending_review"
+        assert result.new_id is not None
+        new_id = result.new_id
+        fresh = local_records(runtime)[new_id]
+        assert (fresh.canonical, fresh.delegated, fresh.supersedes) == (False, True, bad)
+        # Withheld from every read surface, and shown by replication status, until Realm accepts it.
+        assert_withheld(runtime, new_id, "pending_review", "awaiting Realm's review", tmp_path)
+        during = runtime.replication.sync(timeout=0.5)
+        assert (during.counts["pending_review"], during.pending) == (1, 1)
+        old = local_records(runtime)[bad]
+        assert (old.lifecycle, old.superseded_by, old.replication) == ("superseded", new_id, "conflict")
+        assert_withheld(runtime, bad, "conflict", DELEGATED_PROMOTION, tmp_path)
+
+        proxy.set_mode("pass")
+        assert runtime.replication.sync(timeout=15.0).pending == 0
+        assert record_status(runtime, new_id).state == "synced"
+        assert runtime.member("deven").get(new_id).id == new_id
+        assert accepted_by_realm(realm.data_dir)[new_id] == fresh.digest
+        assert new_id in recalled_ids(runtime, "deven", TEXT)
+        assert new_id in exported_ids(runtime, "deven", tmp_path / "export.json")
+        assert_synced_only_if_accepted(local_records(runtime), realm.data_dir)
+
+
+def test_an_owner_may_readmit_a_delegated_promotion_as_canonical(
+    realm: RealmProcess, conflicted: tuple[Runtime, str, str]
 ) -> None:
     runtime, _served, bad = conflicted
-    result = runtime.member("deven").reconcile(bad, readmit=True, canonical=False)
-    assert result.action == "readmit"
-    assert result.replication == "pending"
+    # The owner is not a delegated path: the same canonical claim, made by the owner, is accepted.
+    result = runtime.member("deven").reconcile(bad, readmit=True)
     assert result.new_id is not None
-    new_id = result.new_id
-    fresh = runtime.member("deven").get(new_id)
-    assert (fresh.canonical, fresh.delegated, fresh.supersedes) == (False, True, bad)
-    old = local_records(runtime)[bad]
-    assert (old.lifecycle, old.superseded_by, old.replication) == ("superseded", new_id, "conflict")
-    assert_withheld(runtime, bad, "conflict", DELEGATED_PROMOTION, tmp_path)
-
     assert runtime.replication.sync(timeout=15.0).pending == 0
-    assert record_status(runtime, new_id).state == "synced"
-    assert accepted_by_realm(realm.data_dir)[new_id] == fresh.digest
-    assert new_id in recalled_ids(runtime, "deven", TEXT)
-    assert new_id in exported_ids(runtime, "deven", tmp_path / "export.json")
-    assert_synced_only_if_accepted(local_records(runtime), realm.data_dir)
+    fresh = runtime.member("deven").get(result.new_id)
+    assert (fresh.canonical, fresh.delegated, fresh.replication) == (True, False, "synced")
 
 
 def test_readmit_with_corrected_text_through_the_cli(tmp_path: Path, realm: RealmProcess) -> None:
     home = tmp_path / "home"
     with open_runtime(home, realm.url) as runtime:
-        bad = runtime.member("deven").remember(TEXT, canonical=True, delegated=True).id
+        bad = delegated_promotion(runtime, TEXT)
         assert runtime.replication.sync(timeout=15.0).counts["conflict"] == 1
     refused = run(home, "reconcile", bad)
     assert refused.exit_code == 1
@@ -187,12 +228,16 @@ def test_readmit_with_corrected_text_through_the_cli(tmp_path: Path, realm: Real
     assert readmitted.exit_code == 0, readmitted.output
     answer = json.loads(readmitted.stdout)
     assert answer["action"] == "readmit"
-    assert answer["replication"] == "pending"
+    assert answer["replication"] == "pending_review"
+    # `memory show` withholds it until Realm accepts it, and says why.
+    shown = run(home, "memory", "show", answer["new_id"], "--as", "deven")
+    assert shown.exit_code == 1
+    assert "pending_review" in shown.stderr
     with open_runtime(home, realm.url) as runtime:
+        assert runtime.replication.sync(timeout=15.0).pending == 0
         fresh = runtime.member("deven").get(answer["new_id"])
         assert fresh.body == "corrected: migrate first"
         assert not fresh.canonical
-        assert runtime.replication.sync(timeout=15.0).pending == 0
         assert record_status(runtime, fresh.id).state == "synced"
 
 
@@ -224,12 +269,14 @@ def test_an_invalidation_from_the_cli_withholds_the_record_after_the_next_sync(
     home = tmp_path / "home"
     reason = "superseded by the incident review of 2 May"
     with open_runtime(home, realm.url) as runtime:
-        target = runtime.member("deven").remember(TEXT).id
-        other = runtime.member("deven").remember(f"{TEXT}, second note").id
+        # Texts of their own: Realm refuses any later record with an invalidated record's content.
+        target = runtime.member("deven").remember(f"{TEXT}, first note on the cli").id
+        other = runtime.member("deven").remember(f"{TEXT}, second note on the cli").id
         assert runtime.replication.sync(timeout=15.0).pending == 0
 
+        admin_token = str(realm.data_dir / "admin.token")
         invalidated = run(tmp_path / "elsewhere", "realm", "invalidate", target, "--reason", reason,
-                          "--realm", realm.url, "--json")
+                          "--realm", realm.url, "--token-file", admin_token, "--json")
         assert invalidated.exit_code == 0, invalidated.output
         item = json.loads(invalidated.stdout)
         assert (item["id"], item["reason"]) == (target, reason)
@@ -243,12 +290,18 @@ def test_an_invalidation_from_the_cli_withholds_the_record_after_the_next_sync(
         assert runtime.member("deven").get(other).replication == "synced"
 
         # The same through the client, for the other record.
-        with RealmClient(realm.url) as client:
+        with RealmClient(realm.url, token=realm.admin_token()) as client:
             client.invalidate(other, "withdrawn by the owner")
         assert runtime.replication.sync(timeout=15.0).counts["invalidated"] == 2
         assert_withheld(runtime, other, "invalidated", "withdrawn by the owner", tmp_path)
 
-        # Invalidated records reconcile like conflicts: a re-admitted version is a new id Realm accepts.
+        # An invalidated record's content was refused: a readmit that does not change it is refused
+        # here, and Realm would refuse it too.
+        with pytest.raises(InvalidInput, match="corrected text"):
+            runtime.member("deven").reconcile(target, readmit=True)
+        with pytest.raises(InvalidInput, match="corrected text"):
+            runtime.member("deven").reconcile(target, readmit=True, text=f"  {TEXT}, first note on the cli  ")
+        # With corrected text, the new version is a new id Realm accepts.
         readmitted = runtime.member("deven").reconcile(target, readmit=True, text=f"{TEXT} (reviewed)")
         assert readmitted.new_id is not None
         assert runtime.replication.sync(timeout=15.0).pending == 0
@@ -261,15 +314,18 @@ def test_an_invalidation_feed_longer_than_a_page_is_drained_by_one_sync(
 ) -> None:
     settings = dataclasses.replace(FAST, poll_interval=60.0)
     with open_runtime(tmp_path / "home", realm.url, settings) as runtime:
-        ours = [runtime.member("deven").remember(f"{TEXT} #{i}").id for i in range(3)]
+        ours = [runtime.member("deven").remember(f"{TEXT} #{i} of the long feed").id for i in range(3)]
         assert runtime.replication.sync(timeout=15.0).pending == 0
         others = [realm_record(i) for i in range(DEFAULT_PAGE_LIMIT + 20)]
-        with RealmClient(realm.url, timeout=10.0) as client:
+        with (
+            RealmClient(realm.url, timeout=10.0, token=realm.enroll("other-home", rotate=True)) as other_home,
+            RealmClient(realm.url, timeout=10.0, token=realm.admin_token()) as client,
+        ):
             for start in range(0, len(others), MAX_REPLICATE_RECORDS):
-                client.replicate(others[start : start + MAX_REPLICATE_RECORDS])
+                other_home.replicate(others[start : start + MAX_REPLICATE_RECORDS])
             for record in others:
                 client.invalidate(record.id, "bulk withdrawal")
-            # Ours come last, past the first page of the feed.
+            # Ours come last, past the first page of the feed (which this home sees filtered).
             for record_id in ours:
                 client.invalidate(record_id, "withdrawn after the bulk")
         assert runtime.replication.sync(timeout=15.0).counts["invalidated"] == 3
@@ -280,16 +336,29 @@ def test_an_invalidation_feed_longer_than_a_page_is_drained_by_one_sync(
 def test_realm_invalidate_refuses_unknown_records_and_missing_realms_in_one_line(
     tmp_path: Path, realm: RealmProcess
 ) -> None:
-    unknown = run(tmp_path / "home", "realm", "invalidate", "mem_unknown", "--reason", "x", "--realm", realm.url)
+    admin = ("--token-file", str(realm.data_dir / "admin.token"))
+    unknown = run(
+        tmp_path / "home", "realm", "invalidate", "mem_unknown", "--reason", "x", "--realm", realm.url, *admin
+    )
     assert unknown.exit_code == 1
     assert "no accepted record mem_unknown" in unknown.stderr
     assert unknown.stderr.count("\n") == 1
-    no_realm = run(tmp_path / "home", "realm", "invalidate", "mem_unknown", "--reason", "x")
+    no_realm = run(tmp_path / "home", "realm", "invalidate", "mem_unknown", "--reason", "x", *admin)
     assert no_realm.exit_code == 1
     assert "--realm URL" in no_realm.stderr
+    no_token = run(tmp_path / "home", "realm", "invalidate", "mem_unknown", "--reason", "x", "--realm", realm.url)
+    assert no_token.exit_code == 1
+    assert "--token-file" in no_token.stderr
+    home_token = tmp_path / "home.token"
+    home_token.write_text(realm.enroll("not-admin", rotate=True))
+    forbidden = run(tmp_path / "home", "realm", "invalidate", "mem_unknown", "--reason", "x", "--realm", realm.url,
+                    "--token-file", str(home_token), "--json")
+    assert forbidden.exit_code == 1
+    assert json.loads(forbidden.stdout)["error"]["type"] == "RealmUnauthorized"
     with FaultProxy(realm.url) as proxy:
         proxy.set_mode("down")
-        down = run(tmp_path / "home", "realm", "invalidate", "mem_x", "--reason", "x", "--realm", proxy.url, "--json")
+        down = run(tmp_path / "home", "realm", "invalidate", "mem_x", "--reason", "x", "--realm", proxy.url, *admin,
+                   "--json")
     assert down.exit_code == 1
     assert json.loads(down.stdout)["error"]["type"] == "RealmUnavailable"
 
@@ -342,7 +411,7 @@ def test_replication_status_and_sync_print_json_and_exit_by_what_is_pending(
         assert run(home, "replication", "sync", "--timeout", "15").exit_code == 0
 
         overall = json.loads(run(home, "replication", "status", "--json").stdout)
-        assert overall["counts"] == {"pending": 0, "synced": 1, "conflict": 0, "invalidated": 0}
+        assert overall["counts"] == {"pending": 0, "pending_review": 0, "synced": 1, "conflict": 0, "invalidated": 0}
         assert overall["realm"] == proxy.url
         one = json.loads(run(home, "replication", "status", record_id, "--json").stdout)
         assert (one["id"], one["state"]) == (record_id, "synced")

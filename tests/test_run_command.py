@@ -41,6 +41,7 @@ def test_resident_run_on_a_fresh_machine_finishes_within_a_minute_and_every_inva
         "every restart recovered": True,
         "every task succeeded": True,
         "replication settled": True,
+        "nothing withheld was served by the CLI": True,
     }
     assert report["replication"]["conflict"] >= 1
     assert report["replication"]["invalidated"] >= 1

@@ -6,20 +6,38 @@ so its own writes do not serialise behind one another. Whether memory is on is t
 check for remember and recall (it knows without a read; the writer checks again in the write
 transaction) and this actor's for the rarer calls it answers itself. Direct reads (`get`) are
 answered here from a short LMDB read, through the same visibility rules recall uses.
+
+A call that carries a `Delegation` comes from the member's session working under a grant: the
+runtime set it, never the caller. Such a call reads and changes only records in the grant's
+scopes, and what it writes is marked `delegated` (Realm refuses a delegated canonical promotion).
+
+A readmit of a withheld record writes a new version that must change what Realm objected to
+(`resident.memory.readmit`) and stays withheld itself (`pending_review`) until Realm accepts it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from resident.config import MemberConfig
-from resident.errors import InvalidInput, MemoryDisabled, NotVisible, RecordNotFound
+from resident.errors import InvalidInput, MemoryDisabled, NotVisible
 from resident.ids import new_id
 from resident.memory.banks import runtime_bank
+from resident.memory.readmit import check_readmit
 from resident.memory.records import make_record
-from resident.memory.visibility import can_see, can_write, is_served, readable_record
+from resident.memory.visibility import (
+    can_write,
+    check_within_grant,
+    intact_record,
+    is_served,
+    readable_record,
+    visible_record,
+)
 from resident.messages.memory import (
     BankCreated,
+    Delegation,
     Forget,
     GetRecord,
     MemoryRecord,
@@ -60,33 +78,36 @@ class MemberActor(SupervisedActor):
         self._known_banks: set[str] = set()
 
     def handle(self, message: Any) -> Any:
-        if isinstance(message, Remember):
-            self._remember(message)
-            return None
-        if isinstance(message, Recall):
-            self.substrate.tell(
-                Recall(
-                    query=message.query,
-                    k=message.k,
-                    char_budget=message.char_budget,
-                    activation=message.activation,
-                    include_inactive=message.include_inactive,
-                    principal=self.principal,
-                ),
-                self.defer(),
-            )
-            return None
-        if isinstance(message, GetRecord):
-            self._require_memory()
-            with self.store.reader() as reader:
-                return readable_record(self.principal, message.id, reader.get(RECORDS, message.id))
-        if isinstance(message, Forget):
-            self._forget(message)
-            return None
-        if isinstance(message, Reconcile):
-            self._reconcile(message)
-            return None
-        return super().handle(message)
+        match message:
+            case Remember():
+                self._remember(message)
+            case Recall():
+                self._recall(message)
+            case GetRecord():
+                return self._get(message)
+            case Forget():
+                self._forget(message)
+            case Reconcile():
+                self._reconcile(message)
+            case _:
+                return super().handle(message)
+        return None
+
+    def _principal(self, delegation: Delegation | None) -> Principal:
+        """Who the call acts as: the member, narrowed to its grant's scopes when a session calls."""
+        if delegation is None:
+            return self.principal
+        return msgspec.structs.replace(self.principal, grant=delegation.grant, scopes=delegation.scopes)
+
+    def _recall(self, message: Recall) -> None:
+        principal = self._principal(message.delegation)
+        self.substrate.tell(msgspec.structs.replace(message, principal=principal, delegation=None), self.defer())
+
+    def _get(self, message: GetRecord) -> MemoryRecord:
+        self._require_memory()
+        with self.store.reader() as reader:
+            record = reader.get(RECORDS, message.id)
+        return readable_record(self._principal(message.delegation), message.id, record)
 
     def _require_memory(self) -> None:
         with self.store.reader() as reader:
@@ -96,8 +117,10 @@ class MemberActor(SupervisedActor):
 
     def _remember(self, message: Remember, *, replacing: MemoryRecord | None = None) -> None:
         now = self.clock.time()
+        principal = self._principal(message.delegation)
         bank = runtime_bank(message.scope, self.member.name, counterpart=message.counterpart,
                             world=message.world, at=now)
+        check_within_grant(principal, bank.scope, f"bank {bank.name}")
         if not can_write(self.principal, bank):
             raise NotVisible(
                 f"{self.member.name} is not in world {message.world!r}; "
@@ -110,7 +133,7 @@ class MemberActor(SupervisedActor):
             superseded = RecordSuperseded(at=now, id=replacing.id, by=record_id)
         elif message.supersedes is not None:
             with self.store.reader() as reader:
-                old = readable_record(self.principal, message.supersedes, reader.get(RECORDS, message.supersedes))
+                old = readable_record(principal, message.supersedes, reader.get(RECORDS, message.supersedes))
             superseded = RecordSuperseded(at=now, id=old.id, by=record_id)
         before = () if self._bank_exists(bank.name) else (BankCreated(at=now, bank=bank),)
         record = make_record(
@@ -129,13 +152,16 @@ class MemberActor(SupervisedActor):
             activation=message.activation,
             supersedes=message.supersedes,
             canonical=message.canonical,
-            delegated=message.delegated,
+            delegated=message.delegation is not None,
             source=message.source,
             occurred_at=message.occurred_at,
             cites=message.cites,
             author=self.member.name,
             now=now,
         )
+        if replacing is not None:
+            check_readmit(replacing, record)
+            record = msgspec.structs.replace(record, replication="pending_review")
         self.substrate.tell(Retain(record=record, before=before, supersedes=superseded), self.defer())
 
     def _bank_exists(self, name: str) -> bool:
@@ -149,16 +175,20 @@ class MemberActor(SupervisedActor):
             self._known_banks.add(name)
         return exists
 
-    def _withheld(self, record_id: str) -> MemoryRecord:
+    def _withheld(self, record_id: str, principal: Principal) -> MemoryRecord:
         with self.store.reader() as reader:
-            record = reader.get(RECORDS, record_id)
-        if record is None or not can_see(self.principal, record):
-            raise RecordNotFound(f"no memory record {record_id} is visible to member {self.member.name}")
+            record = visible_record(principal, record_id, reader.get(RECORDS, record_id))
         if is_served(record):
             raise InvalidInput(
                 f"record {record_id} is {record.replication}, not withheld; only conflict or invalidated "
                 "records need reconciling"
             )
+        if record.replication == "pending_review":
+            raise InvalidInput(
+                f"record {record_id} awaits Realm's review (pending_review); sync, and reconcile it if Realm refuses it"
+            )
+        # A readmit copies the withheld content into the new version: never launder an edited one.
+        intact_record(record)
         if record.lifecycle != "active":
             raise InvalidInput(f"record {record_id} was already reconciled ({record.lifecycle})")
         return record
@@ -167,7 +197,7 @@ class MemberActor(SupervisedActor):
         self._require_memory()
         if message.rollback == message.readmit:
             raise InvalidInput("reconcile needs exactly one of rollback or readmit")
-        record = self._withheld(message.id)
+        record = self._withheld(message.id, self._principal(message.delegation))
         now = self.clock.time()
         if message.rollback:
             reason = f"reconciled by rollback ({record.replication}: {record.replication_reason})"
@@ -187,16 +217,16 @@ class MemberActor(SupervisedActor):
             activation=record.activation,
             supersedes=record.id,
             canonical=record.canonical if message.canonical is None else message.canonical,
-            delegated=record.delegated,
             source=f"reconcile:{record.id}",
             occurred_at=record.occurred_at,
             cites=record.cites,
+            delegation=message.delegation,
         )
         self._remember(corrected, replacing=record)
 
     def _forget(self, message: Forget) -> None:
         self._require_memory()
         with self.store.reader() as reader:
-            record = readable_record(self.principal, message.id, reader.get(RECORDS, message.id))
+            record = readable_record(self._principal(message.delegation), message.id, reader.get(RECORDS, message.id))
         event = RecordRetracted(at=self.clock.time(), id=record.id, by=self.member.name, reason=message.reason)
         self.writer.tell(Commit(events=(event,)), self.defer())

@@ -1,49 +1,54 @@
 """Replication: pushes pending records to Realm, applies its verdicts and invalidations.
 
-One push at a time: a batch of pending records goes to Realm; a transient fault (refused
-connection, timeout, 5xx, garbage) is retried with tenacity's stop and wait policies — bounded
-attempts, exponential backoff with jitter — each wait a scheduled message, never a sleep, so the
-actor keeps answering status and sync while it waits. A scheduled attempt names its push and its
-attempt number, so one that a sync made stale is dropped and no push sends more than
-`max_attempts` requests. When the attempts run out the records stay `pending` and replication
-rests for `retry_later`: records written meanwhile join the pending set and wait for that one
-scheduled retry (or an explicit sync) instead of each starting a push against a Realm known to be
-failing. A 4xx answer is not retried blindly: the batch is split to find the records Realm
-refuses, and those are parked until an explicit sync.
+Three small state objects do the thinking: the pusher (`replication_push`) works from the pending
+index in LMDB, the invalidation poller (`replication_poll`) walks Realm's feed, and the waiter set
+(`replication_waiters`) holds syncs until they can be answered. This actor owns them, and does
+what they decide: Realm calls run on its I/O worker (`io_worker`), whose results come back as
+messages, so the actor keeps answering status, sync and stop however slow Realm is; waits
+(backoff, rest, the polling interval) are scheduled messages on the runtime's clock.
+
+Nothing depends on a tell arriving: the pending index is written in the same transaction as each
+record, a published admission only wakes the pusher early, and every polling round ends by waking
+it too.
 
 A record becomes `synced` only once Realm's acceptance has come back *and* the verdict is durably
-written (the push keeps the batch in flight until the writer's commit returns). If the process
-dies in between, the record is still pending on restart and is pushed again; Realm's answer is
-idempotent for the same id and digest.
-
-Invalidations are polled from Realm's feed on a schedule, one round at a time (a round reads pages
-until the feed is drained, committing each before reading the next); each moves a local record to
-`invalidated`, and the cursor advances in the same transaction.
-
-A sync ends any rest, pushes now (parked records too) and asks for a new polling round. It is
-answered once nothing is pending and a round that began after it has ended, or when its timeout
-passes, whichever comes first.
+written (the push stays `committing` until the writer's commit returns). If the process dies in
+between, the record is still pending on restart and is pushed again; Realm's answer is idempotent
+for the same id and digest. Records whose ids Realm says belong to another home (409) are put in
+`conflict` (rule `id_owned`); a readmit gives them a new id.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import tenacity
-
-from resident.clock import Timer
-from resident.errors import ActorUnavailable, RealmRejected, RealmUnavailable, RecordNotFound
-from resident.memory.visibility import WITHHELD
+from resident.actors.io_worker import Done, IoWorker
+from resident.actors.replication_poll import Poller
+from resident.actors.replication_push import Flight, Pusher, PushSettings
+from resident.actors.replication_waiters import Waiter, WaiterSet
+from resident.errors import (
+    ActorUnavailable,
+    RealmIdTaken,
+    RealmRejected,
+    RealmUnauthorized,
+    RealmUnavailable,
+    RecordNotFound,
+)
 from resident.messages.memory import MemoryRecord, RecordAdmitted
-from resident.messages.realm import DEFAULT_PAGE_LIMIT, MAX_REPLICATE_RECORDS, RealmRecord
+from resident.messages.realm import (
+    DEFAULT_PAGE_LIMIT,
+    MAX_REPLICATE_RECORDS,
+    InvalidationPage,
+    RealmRecord,
+    ReplicateResult,
+)
 from resident.messages.replication import (
     GetReplicationStatus,
     InvalidationCursorAdvanced,
+    PendingIndexBuilt,
     RecordConflicted,
     RecordInvalidated,
     RecordReplication,
@@ -55,7 +60,7 @@ from resident.messages.replication import (
 from resident.messages.store import Commit, Published
 from resident.realm.client import RealmClient
 from resident.store.store import Store
-from resident.store.tables import REALM_CURSOR, RECORDS, REPLICATION
+from resident.store.tables import INDEXED_KEY, PENDING, REALM_CURSOR, RECORDS, REFUSED, REPLICATION
 from resident.supervisor import Address, ChildContext, Completed, ForwardReply, Reply, SupervisedActor, settle_all
 
 __all__ = ["NO_REALM_NOTE", "Replication", "ReplicationSettings", "realm_record"]
@@ -63,6 +68,8 @@ __all__ = ["NO_REALM_NOTE", "Replication", "ReplicationSettings", "realm_record"
 logger = logging.getLogger(__name__)
 
 NO_REALM_NOTE = "no Realm is configured, so records stay pending; run `resident init --realm URL`"
+INDEX_TIMEOUT = 60.0
+ID_OWNED_REASON = "its id belongs to another home at Realm; readmit it (a new version gets a new id)"
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,12 @@ class ReplicationSettings:
         if min(self.retry_later, self.poll_interval, self.request_timeout) <= 0:
             raise ValueError("retry_later, poll_interval and request_timeout must be positive")
 
+    def push(self) -> PushSettings:
+        return PushSettings(
+            batch_records=self.batch_records, batch_bytes=self.batch_bytes, max_attempts=self.max_attempts,
+            wait_initial=self.wait_initial, wait_max=self.wait_max, jitter=self.jitter,
+        )
+
 
 def realm_record(record: MemoryRecord) -> RealmRecord:
     """The part of a record Realm governs."""
@@ -116,9 +129,12 @@ def realm_record(record: MemoryRecord) -> RealmRecord:
     )
 
 
+# -- messages the actor sends itself -----------------------------------------------------------------
+
+
 @dataclass(frozen=True, slots=True)
 class _Push:
-    """Start a push if none is in flight (queued by the actor to itself)."""
+    """Start a push if the pusher is idle."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,9 +146,7 @@ class _Attempt:
 
 
 @dataclass(frozen=True, slots=True)
-class _Wake:
-    """The end of rest number `rest` (after a push ran out of attempts)."""
-
+class _RestOver:
     rest: int
 
 
@@ -149,8 +163,23 @@ class _SyncDeadline:
 
 
 @dataclass(frozen=True, slots=True)
+class _Sent:
+    """Tag of a replicate request: which push and attempt it belongs to."""
+
+    cycle: int
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Fetched:
+    """Tag of an invalidation page request."""
+
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
 class _Verdicts:
-    """Context of the commit that records Realm's answers for a batch.
+    """Context of the commit of Realm's answers for push `cycle`.
 
     Commit outcomes come back through the address, so one told by an incarnation that crashed
     reaches its successor; `incarnation` tells them apart.
@@ -158,7 +187,6 @@ class _Verdicts:
 
     incarnation: int
     cycle: int
-    ids: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,26 +194,6 @@ class _PollCommitted:
     incarnation: int
     cursor: int
     more: bool
-
-
-@dataclass
-class _Flight:
-    """The batch being pushed, across its attempts."""
-
-    cycle: int
-    ids: tuple[str, ...]
-    state: tenacity.RetryCallState
-    awaiting_commit: bool = False
-
-
-@dataclass
-class _Waiter:
-    """A sync waiting for the pending set to drain and for polling round `round` to end."""
-
-    reply: Reply | None
-    round: int
-    until_exhausted: bool
-    deadline: Timer | None = None
 
 
 class Replication(SupervisedActor):
@@ -199,63 +207,48 @@ class Replication(SupervisedActor):
         writer: Address,
         realm_url: str | None,
         settings: ReplicationSettings | None = None,
-        client_factory: Callable[[str, float], RealmClient] = RealmClient,
+        realm_token: str | None = None,
+        client_factory: Callable[..., RealmClient] = RealmClient,
     ) -> None:
         super().__init__(context)
         self.store = store
         self.writer = writer
         self.realm_url = realm_url
         self.settings = settings or ReplicationSettings()
+        self._token = realm_token
         self._client_factory = client_factory
         self._client: RealmClient | None = None
-        # `wait_exponential + wait_random` rather than `wait_exponential_jitter`, whose `initial`
-        # is deprecated in tenacity 9 and whose replacement (`multiplier`) tenacity 8 lacks.
-        self._policy = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.settings.max_attempts),
-            wait=tenacity.wait_exponential(multiplier=self.settings.wait_initial, max=self.settings.wait_max)
-            + tenacity.wait_random(0, self.settings.jitter),
-        )
-        # pushing
-        self._pending: dict[str, None] = {}  # insertion-ordered set: oldest first
-        self._parked: dict[str, str] = {}
-        self._singles: deque[str] = deque()
-        self._flight: _Flight | None = None
-        self._cycle = 0
+        self._io: IoWorker | None = None
+        self.pusher = Pusher(self.settings.push())
+        self.poller = Poller(cursor=0)
+        self.waiters = WaiterSet()
         self._push_queued = False
-        self._resting = False
-        self._rest = 0
-        # polling
-        self._cursor = 0
-        self._poll_generation = 0
-        self._poll_busy = False
-        self._paging = False
-        self._poll_again = False
-        self._round = 0
-        self._rounds_started = 0
-        self._rounds_ended = 0
-        self._invalidating: frozenset[str] = frozenset()  # ids in the poll commit in flight
-        # syncs and status
-        self._waiters: dict[int, _Waiter] = {}
-        self._waiter_ids = itertools.count(1)
-        self._push_error = ""
-        self._poll_error = ""
-        self._retrying = False
-        self._pushes = 0
-        self._requests = 0
 
     # -- life cycle -------------------------------------------------------------------------------
 
     def setup(self) -> None:
+        self._index_older_records()
         with self.store.reader() as reader:
-            for record_id, record in reader.items(RECORDS):
-                if record.replication == "pending":
-                    self._pending[record_id] = None
             cursor = reader.get(REALM_CURSOR, "cursor")
-        self._cursor = cursor.seq if cursor is not None else 0
+        self.poller.cursor = cursor.seq if cursor is not None else 0
         if self.realm_url is not None:
-            self._client = self._client_factory(self.realm_url, self.settings.request_timeout)
+            self._client = self._client_factory(self.realm_url, self.settings.request_timeout, token=self._token)
+            self._io = IoWorker(self.name, self._from_worker)
             self._queue_push()
             self._schedule_poll(0.0)
+
+    def _index_older_records(self) -> None:
+        """Build the pending index for records admitted before it existed (once per home)."""
+        with self.store.reader() as reader:
+            if reader.get(REALM_CURSOR, INDEXED_KEY) is not None or reader.count(RECORDS) == 0:
+                return
+            awaiting = tuple(i for i, r in reader.items(RECORDS) if r.replication in ("pending", "pending_review"))
+            refused = tuple(i for i, r in reader.items(RECORDS) if r.replication in ("conflict", "invalidated"))
+        event = PendingIndexBuilt(at=self.clock.time(), awaiting=awaiting, refused=refused)
+        self.writer.ask(Commit(events=(event,)), INDEX_TIMEOUT)
+
+    def _from_worker(self, done: Done) -> None:
+        self.actor_ref.tell(done)
 
     def teardown(self) -> None:
         self._release("replication stopped before the sync settled; the runtime is closing")
@@ -264,274 +257,273 @@ class Replication(SupervisedActor):
         self._release(f"replication restarted ({type(error).__name__}) before the sync settled; sync again")
 
     def _release(self, why: str) -> None:
-        waiters, self._waiters = list(self._waiters.values()), {}
-        for waiter in waiters:
-            if waiter.deadline is not None:
-                waiter.deadline.cancel()
-        settle_all((w.reply, None, ActorUnavailable(why)) for w in waiters if w.reply is not None)
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        settle_all((w.reply, None, ActorUnavailable(why)) for w in self.waiters.release() if w.reply is not None)
+        client, self._client = self._client, None
+        if self._io is not None:
+            # The worker closes the client once its running call (bounded by the timeout) returns.
+            self._io.close(client.close if client is not None else None)
+            self._io = None
+        elif client is not None:
+            client.close()
 
     # -- messages ---------------------------------------------------------------------------------
 
     def handle(self, message: Any) -> Any:
-        if isinstance(message, Published):
-            for event in message.events:
-                if isinstance(event, RecordAdmitted) and event.record.replication == "pending":
-                    self._pending[event.record.id] = None
+        match message:
+            case Published():
+                self._published(message)
+            case _Push():
+                self._push_queued = False
+                self._start_push()
+            case Done(tag=_Sent()):
+                self._replicated(message)
+            case Done(tag=_Fetched()):
+                self._polled(message)
+            case _Attempt():
+                self._retry(message)
+            case _RestOver(rest=rest):
+                if self.pusher.rest_over(rest):
+                    self._queue_push()
+            case _Poll(generation=generation):
+                if generation == self.poller.generation:
+                    self._poll()
+            case Completed():
+                self._committed(message)
+            case _SyncDeadline(waiter=number):
+                waiter = self.waiters.take(number)
+                if waiter is not None:
+                    settle_all(((waiter.reply, self._counts(), None),))
+            case GetReplicationStatus(id=None):
+                return self._counts()
+            case GetReplicationStatus(id=str() as record_id):
+                return self._record_status(record_id)
+            case SyncNow(timeout=timeout):
+                self._sync(self.defer(), timeout)
+            case _:
+                return super().handle(message)
+        return None
+
+    def _published(self, message: Published) -> None:
+        # A wake-up only: what to push is read from the pending index.
+        if any(isinstance(event, RecordAdmitted) for event in message.events):
             self._queue_push()
-            return None
-        if isinstance(message, _Push):
-            self._push_queued = False
-            self._start_push()
-            return None
-        if isinstance(message, _Attempt):
-            flight = self._flight
-            if (
-                flight is not None
-                and not flight.awaiting_commit
-                and (flight.cycle, flight.state.attempt_number) == (message.cycle, message.attempt)
-            ):
-                self._attempt(flight)
-            return None
-        if isinstance(message, _Wake):
-            if self._resting and message.rest == self._rest:
-                self._resting = False
-                self._queue_push()
-            return None
-        if isinstance(message, Completed):
-            mine = self.context.incarnation
-            for context, _value, error in message.outcomes:
-                # An outcome for an incarnation that crashed is dropped: its effect is in LMDB.
-                if not isinstance(context, _Verdicts | _PollCommitted) or context.incarnation != mine:
-                    continue
-                if isinstance(context, _Verdicts):
+
+    def _committed(self, message: Completed) -> None:
+        mine = self.context.incarnation
+        for context, _value, error in message.outcomes:
+            # An outcome for an incarnation that crashed is dropped: its effect is in LMDB.
+            match context:
+                case _Verdicts(incarnation=incarnation) if incarnation == mine:
                     self._verdicts_committed(context, error)
-                else:
+                case _PollCommitted(incarnation=incarnation) if incarnation == mine:
                     self._poll_committed(context, error)
-            self._answer_waiters()
-            return None
-        if isinstance(message, _Poll):
-            if message.generation == self._poll_generation:
-                self._poll()
-            return None
-        if isinstance(message, _SyncDeadline):
-            waiter = self._waiters.pop(message.waiter, None)
-            if waiter is not None:
-                settle_all(((waiter.reply, self._counts(), None),))
-            return None
-        if isinstance(message, GetReplicationStatus):
-            return self._record_status(message.id) if message.id else self._counts()
-        if isinstance(message, SyncNow):
-            self._sync(self.defer(), message.timeout)
-            return None
-        return super().handle(message)
+        self._answer_waiters()
 
     # -- pushing ----------------------------------------------------------------------------------
 
     def _queue_push(self) -> None:
-        if self._push_queued or self._flight is not None or self._client is None or self._resting:
+        if self._push_queued or self.pusher.phase != "idle" or self._client is None:
             return
         self._push_queued = True
         self.tell_self(_Push())
 
-    def _next_batch(self) -> tuple[str, ...]:
-        if self._singles:
-            return (self._singles.popleft(),)
-        batch: list[str] = []
-        size = 0
-        with self.store.reader() as reader:
-            for record_id in list(self._pending):
-                if record_id in self._parked or record_id in self._invalidating:
-                    continue
-                record = reader.get(RECORDS, record_id)
-                if record is None or record.replication != "pending":
-                    del self._pending[record_id]
-                    continue
-                size += len(record.body.encode("utf-8")) + len(record.summary.encode("utf-8")) + 512
-                if batch and size > self.settings.batch_bytes:
-                    break
-                batch.append(record_id)
-                if len(batch) >= self.settings.batch_records:
-                    break
-        return tuple(batch)
-
-    def _fresh_state(self) -> tenacity.RetryCallState:
-        return tenacity.RetryCallState(retry_object=self._policy, fn=None, args=(), kwargs={})
-
     def _start_push(self) -> None:
-        if self._flight is not None or self._client is None or self._resting:
+        if self.pusher.phase != "idle" or self._client is None:
             return
-        ids = self._next_batch()
-        if not ids:
+        with self.store.reader() as reader:
+            batch = self.pusher.next_batch(reader, self.poller.invalidating)
+        if not batch:
             self._answer_waiters()
             return
-        self._cycle += 1
-        self._pushes += 1
-        self._flight = _Flight(cycle=self._cycle, ids=ids, state=self._fresh_state())
-        self._attempt(self._flight)
+        flight = self.pusher.start(tuple(r.id for r in batch))
+        self._send(flight, batch)
 
-    def _attempt(self, flight: _Flight) -> None:
-        if self._client is None:
+    def _send(self, flight: Flight, records: Sequence[MemoryRecord]) -> None:
+        client, io = self._client, self._io
+        if client is None or io is None:
             return
-        # A record whose invalidation is being written is left out: it will not be pending for long.
+        body = [realm_record(r) for r in records]
+        io.run(_Sent(flight.cycle, flight.retry.attempt_number), lambda: client.replicate(body))
+
+    def _retry(self, message: _Attempt) -> None:
+        # A retry names its push and attempt: one a sync made stale finds another flight.
+        if self.pusher.phase != "backoff" or not self.pusher.is_current(message.cycle, message.attempt):
+            return
+        flight = self.pusher.flight
+        if flight is not None:
+            self._resend(flight)
+
+    def _resend(self, flight: Flight) -> None:
+        """Send `flight` again with the records still pending (an invalidation may have taken some)."""
         with self.store.reader() as reader:
             records = [
-                r
-                for r in (reader.get(RECORDS, i) for i in flight.ids if i not in self._invalidating)
-                if r is not None and r.replication == "pending"
+                r for r in (reader.get(RECORDS, i) for i in flight.ids if i not in self.poller.invalidating)
+                if r is not None and r.replication in ("pending", "pending_review")
             ]
         if not records:
-            self._flight = None
+            self.pusher.done()
             self._queue_push()
             return
-        flight.ids = tuple(r.id for r in records)
-        self._requests += 1
-        try:
-            results = self._client.replicate([realm_record(r) for r in records])
-        except RealmUnavailable as error:
-            self._transient_failure(flight, str(error))
+        self.pusher.attempt(flight, tuple(r.id for r in records))
+        self._send(flight, records)
+
+    def _replicated(self, done: Done) -> None:
+        tag = done.tag
+        if self.pusher.phase != "requesting" or not self.pusher.is_current(tag.cycle, tag.attempt):
             return
-        except RealmRejected as error:
-            self._rejected(flight, str(error))
+        flight = self.pusher.flight
+        if flight is None:
             return
-        self._retrying = False
-        self._push_error = ""
+        match done.error:
+            case None:
+                self._record_verdicts(flight, done.value)
+            case RealmIdTaken(ids=ids):
+                self._ids_owned_elsewhere(flight, ids, str(done.error))
+            case RealmUnauthorized():
+                self._unauthorized(flight, str(done.error))
+            case RealmRejected():
+                self._refused(str(done.error))
+            case RealmUnavailable():
+                self._transient_failure(flight, str(done.error))
+            case _:
+                raise done.error
+
+    def _record_verdicts(self, flight: Flight, results: list[ReplicateResult]) -> None:
+        self.pusher.answered()
         now = self.clock.time()
         accepted = tuple(r.id for r in results if r.status == "accepted")
         events: list[Any] = [ReplicationAttempted(at=now, ids=flight.ids)]
         if accepted:
             events.append(RecordsSynced(at=now, ids=accepted))
-        events += [RecordConflicted(at=now, id=r.id, reason=r.reason) for r in results if r.status == "conflict"]
-        flight.awaiting_commit = True
-        verdicts = _Verdicts(self.context.incarnation, flight.cycle, flight.ids)
+        events += [
+            RecordConflicted(at=now, id=r.id, reason=r.reason, rule=r.rule) for r in results if r.status == "conflict"
+        ]
+        self._commit_verdicts(flight, events)
+
+    def _ids_owned_elsewhere(self, flight: Flight, ids: tuple[str, ...], error: str) -> None:
+        taken = tuple(i for i in flight.ids if i in set(ids))
+        if not taken:
+            self._refused(error)  # a 409 that names none of ours: nothing to learn from it
+            return
+        logger.warning("Realm says %d record ids belong to another home: %s", len(taken), ", ".join(taken[:5]))
+        self.pusher.answered()
+        now = self.clock.time()
+        events: list[Any] = [ReplicationAttempted(at=now, ids=flight.ids, error=error)]
+        events += [RecordConflicted(at=now, id=i, reason=ID_OWNED_REASON, rule="id_owned") for i in taken]
+        self._commit_verdicts(flight, events)
+
+    def _commit_verdicts(self, flight: Flight, events: list[Any]) -> None:
+        verdicts = _Verdicts(self.context.incarnation, flight.cycle)
         self.writer.tell(Commit(events=tuple(events)), ForwardReply(self.context.address, verdicts))
 
-    def _transient_failure(self, flight: _Flight, error: str) -> None:
-        self._push_error = error
-        self._retrying = True
+    def _transient_failure(self, flight: Flight, error: str) -> None:
         self._record_attempt(flight.ids, error)
-        state = flight.state  # attempt_number is the attempt that just failed (tenacity starts at 1)
-        if self._policy.stop(state):
+        delay = self.pusher.failed(error)
+        if delay is None:
             logger.warning(
                 "Realm push of %d records gave up after %d attempts (%s); retrying in %g s",
-                len(flight.ids), state.attempt_number, error, self.settings.retry_later,
+                len(flight.ids), flight.retry.attempt_number, error, self.settings.retry_later,
             )
-            self._flight = None
-            self._rest_for(self.settings.retry_later)
-            self._answer_waiters(exhausted=True)
+            self._rest_started(exhausted=True)
             return
-        delay = float(self._policy.wait(state))
-        state.attempt_number += 1
-        self.schedule(delay, _Attempt(flight.cycle, state.attempt_number))
+        self.schedule(delay, _Attempt(flight.cycle, flight.retry.attempt_number))
 
-    def _rest_for(self, delay: float) -> None:
-        """Push nothing until `delay` has passed (or a sync asks); one wake-up, whatever arrives."""
-        self._resting = True
-        self._rest += 1
-        self.schedule(delay, _Wake(self._rest))
+    def _unauthorized(self, flight: Flight, error: str) -> None:
+        # Retrying at once cannot help; an operator has to enroll the home or fix its token.
+        self._record_attempt(flight.ids, error)
+        logger.warning("Realm refused this home's token: %s", error)
+        self.pusher.rest_now(error)
+        self.pusher.retrying = True
+        self._rest_started(exhausted=True)
 
-    def _rejected(self, flight: _Flight, error: str) -> None:
-        self._push_error = error
-        self._flight = None
-        if len(flight.ids) > 1:
-            # Find the records Realm refuses by sending them one at a time.
-            self._singles.extend(flight.ids)
-        else:
-            self._parked[flight.ids[0]] = error
-            self._record_attempt(flight.ids, error)
-            logger.warning("Realm refused record %s: %s (parked until `replication sync`)", flight.ids[0], error)
+    def _rest_started(self, *, exhausted: bool) -> None:
+        self.schedule(self.settings.retry_later, _RestOver(self.pusher.rest))
+        self._answer_waiters(exhausted=exhausted)
+
+    def _refused(self, error: str) -> None:
+        parked = self.pusher.refused(error)
+        if parked is not None:
+            self._record_attempt((parked,), error)
+            logger.warning("Realm refused record %s: %s (parked until `replication sync`)", parked, error)
         self._queue_push()
 
     def _record_attempt(self, ids: Sequence[str], error: str) -> None:
         self.writer.tell(Commit(events=(ReplicationAttempted(at=self.clock.time(), ids=tuple(ids), error=error),)))
 
     def _verdicts_committed(self, verdicts: _Verdicts, error: BaseException | None) -> None:
-        flight = self._flight
-        if flight is None or flight.cycle != verdicts.cycle:
+        flight = self.pusher.flight
+        if self.pusher.phase != "committing" or flight is None or flight.cycle != verdicts.cycle:
             return
-        self._flight = None
         if error is not None:
             # Realm's answer is not recorded: the records stay pending and are pushed again.
             logger.error("could not record Realm's verdicts: %s", error)
-            self._push_error = f"recording Realm's answer failed: {error}"
-            self._rest_for(self.settings.retry_later)
-            self._answer_waiters(exhausted=True)
+            self.pusher.rest_now(f"recording Realm's answer failed: {error}")
+            self._rest_started(exhausted=True)
             return
-        for record_id in verdicts.ids:
-            self._pending.pop(record_id, None)
+        self.pusher.done()
         self._queue_push()
 
     # -- invalidations ----------------------------------------------------------------------------
 
-    def _poll(self) -> None:
-        if self._client is None or self._poll_busy:
-            return
-        if not self._paging:
-            self._rounds_started += 1
-            self._round = self._rounds_started
-            self._poll_again = False
-        try:
-            page = self._client.invalidations(since=self._cursor, limit=DEFAULT_PAGE_LIMIT)
-        except (RealmUnavailable, RealmRejected) as error:
-            self._poll_error = str(error)
-            self._end_round()
-            self._schedule_poll(self.settings.poll_interval)
-            return
-        self._poll_error = ""
-        now = self.clock.time()
-        with self.store.reader() as reader:
-            known = [item for item in page.items if reader.get(RECORDS, item.id) is not None]
-        events: list[Any] = [RecordInvalidated(at=now, id=i.id, reason=i.reason, realm_seq=i.seq) for i in known]
-        # A full page may have more behind it; a shorter one drained the feed.
-        more = len(page.items) >= DEFAULT_PAGE_LIMIT
-        if page.cursor > self._cursor:
-            events.append(InvalidationCursorAdvanced(at=now, seq=page.cursor))
-        if not events:
-            self._end_round()
-            self._next_round()
-            return
-        self._poll_busy = True
-        self._invalidating = frozenset(item.id for item in known)
-        polled = _PollCommitted(self.context.incarnation, page.cursor, more)
-        self.writer.tell(Commit(events=tuple(events)), ForwardReply(self.context.address, polled))
-
-    def _poll_committed(self, polled: _PollCommitted, error: BaseException | None) -> None:
-        self._poll_busy = False
-        self._invalidating = frozenset()
-        if error is not None:
-            logger.error("could not record invalidations: %s", error)
-            self._poll_error = f"recording invalidations failed: {error}"
-            self._end_round()
-            self._schedule_poll(self.settings.poll_interval)
-            return
-        self._cursor = max(self._cursor, polled.cursor)
-        self._queue_push()  # records it held back are pushed now, if still pending
-        if polled.more:
-            self._paging = True
-            self._schedule_poll(0.0)
-            return
-        self._end_round()
-        self._next_round()
-
-    def _end_round(self) -> None:
-        """The current round ended (drained, or failed: `last_error` says so)."""
-        self._paging = False
-        self._rounds_ended = self._round
-        self._answer_waiters()
-
-    def _next_round(self) -> None:
-        self._schedule_poll(0.0 if self._poll_again else self.settings.poll_interval)
-
     def _schedule_poll(self, delay: float) -> None:
-        # Only the latest scheduled poll runs: an earlier timer finds its generation stale.
-        self._poll_generation += 1
-        message = _Poll(self._poll_generation)
+        message = _Poll(self.poller.schedule())
         if delay <= 0:
             self.tell_self(message)
         else:
             self.schedule(delay, message)
+
+    def _poll(self) -> None:
+        client, io = self._client, self._io
+        if client is None or io is None or self.poller.phase != "idle":
+            return
+        self.poller.begin()
+        since = self.poller.cursor
+        io.run(_Fetched(self.poller.generation), lambda: client.invalidations(since=since, limit=DEFAULT_PAGE_LIMIT))
+
+    def _polled(self, done: Done) -> None:
+        if self.poller.phase != "polling":
+            return
+        if isinstance(done.error, RealmUnavailable | RealmRejected):
+            self.poller.failed(str(done.error))
+            self._round_ended()
+            return
+        if done.error is not None:
+            raise done.error
+        page: InvalidationPage = done.value
+        now = self.clock.time()
+        with self.store.reader() as reader:
+            known = [item for item in page.items if reader.get(RECORDS, item.id) is not None]
+        events: list[Any] = [RecordInvalidated(at=now, id=i.id, reason=i.reason, realm_seq=i.seq) for i in known]
+        if page.cursor > self.poller.cursor:
+            events.append(InvalidationCursorAdvanced(at=now, seq=page.cursor))
+        # A full page may have more behind it; Realm also says so when it filtered a long stretch.
+        more = page.more or len(page.items) >= DEFAULT_PAGE_LIMIT
+        if not events:
+            self.poller.drained()
+            self._round_ended()
+            return
+        self.poller.page(frozenset(item.id for item in known))
+        committed = _PollCommitted(self.context.incarnation, page.cursor, more)
+        self.writer.tell(Commit(events=tuple(events)), ForwardReply(self.context.address, committed))
+
+    def _poll_committed(self, polled: _PollCommitted, error: BaseException | None) -> None:
+        if error is not None:
+            logger.error("could not record invalidations: %s", error)
+            self.poller.failed(f"recording invalidations failed: {error}")
+            self._round_ended()
+            return
+        self.poller.committed(polled.cursor, polled.more)
+        self._queue_push()  # records it held back are pushed now, if still pending
+        if polled.more:
+            self._schedule_poll(0.0)
+            return
+        self._round_ended()
+
+    def _round_ended(self) -> None:
+        failed = bool(self.poller.error)
+        self._schedule_poll(self.settings.poll_interval if failed or not self.poller.again else 0.0)
+        self._queue_push()  # whatever tells were lost, each round looks at the pending index again
+        self._answer_waiters()
 
     # -- sync and status --------------------------------------------------------------------------
 
@@ -539,82 +531,57 @@ class Replication(SupervisedActor):
         if self._client is None:
             settle_all(((reply, self._counts(), None),))
             return
-        self._parked.clear()
-        if self._resting:
-            self._resting = False
-            self._rest += 1  # its scheduled wake-up is stale now
-        flight = self._flight
-        if flight is not None and not flight.awaiting_commit:
-            # The flight waits out a backoff: skip the wait with a new push of the same batch (its
-            # own attempts). The pending `_Attempt` names the old push and will be dropped.
-            self._cycle += 1
-            self._pushes += 1
-            flight.cycle = self._cycle
-            flight.state = self._fresh_state()
-            self.tell_self(_Attempt(flight.cycle, flight.state.attempt_number))
+        flight = self.pusher.sync()
+        if flight is not None:
+            # It waited out a backoff: the new push goes at once; the scheduled attempt is stale.
+            self._resend(flight)
         else:
             self._queue_push()
         # The round that answers this sync must begin after it.
-        needed = self._rounds_started + 1
-        if self._poll_busy or self._paging:
-            self._poll_again = True
-        else:
+        needed = self.poller.wants_round_after()
+        if not self.poller.busy:
             self._schedule_poll(0.0)
-        waiter_id = next(self._waiter_ids)
-        waiter = _Waiter(reply, needed, until_exhausted=timeout is None)
+        waiter = Waiter(reply, needed, until_exhausted=timeout is None)
+        number = self.waiters.add(waiter)
         if timeout is not None:
-            waiter.deadline = self.schedule(timeout, _SyncDeadline(waiter_id))
-        self._waiters[waiter_id] = waiter
+            waiter.deadline = self.schedule(timeout, _SyncDeadline(number))
 
     def _answer_waiters(self, *, exhausted: bool = False) -> None:
-        if not self._waiters:
+        if not self.waiters:
             return
-        settled = self._flight is None and not self._pending_unparked()
-        ready = [
-            key
-            for key, w in self._waiters.items()
-            if (exhausted and w.until_exhausted) or (settled and self._rounds_ended >= w.round)
-        ]
-        if not ready:
-            return
-        counts = self._counts()
-        answered = [self._waiters.pop(key) for key in ready]
-        for waiter in answered:
-            if waiter.deadline is not None:
-                waiter.deadline.cancel()
-        settle_all((w.reply, counts, None) for w in answered if w.reply is not None)
-
-    def _pending_unparked(self) -> bool:
-        """Whether any record still waits for a push; forgets those that left `pending` meanwhile
-        (an invalidation can reach a record whose acceptance was never written down)."""
         with self.store.reader() as reader:
-            for record_id in list(self._pending):
-                record = reader.get(RECORDS, record_id)
-                if record is None or record.replication != "pending":
-                    del self._pending[record_id]
-                elif record_id not in self._parked:
-                    return True
-        return False
+            settled = self.pusher.flight is None and not self.pusher.has_unparked(reader)
+        answered = self.waiters.ready(settled=settled, rounds_ended=self.poller.rounds_ended, exhausted=exhausted)
+        if answered:
+            counts = self._counts()
+            settle_all((w.reply, counts, None) for w in answered if w.reply is not None)
 
     def _counts(self) -> ReplicationCounts:
-        counts = {"pending": 0, "synced": 0, "conflict": 0, "invalidated": 0}
-        withheld: list[str] = []
+        """Counts from the indexes (records awaiting Realm, records it refused), never a scan of every record."""
         with self.store.reader() as reader:
-            for record_id, record in reader.items(RECORDS):
-                counts[record.replication] = counts.get(record.replication, 0) + 1
-                if record.replication in WITHHELD and record.lifecycle == "active":
+            total = reader.count(RECORDS)
+            counts = {"pending": 0, "pending_review": 0, "synced": 0, "conflict": 0, "invalidated": 0}
+            for _, awaiting in reader.items(PENDING):
+                counts[awaiting.state] += 1
+            withheld: list[str] = []
+            for record_id, refusal in reader.items(REFUSED):
+                counts[refusal.state] += 1
+                record = reader.get(RECORDS, record_id)
+                if record is not None and record.lifecycle == "active":
                     withheld.append(record_id)
-        note = "" if self.realm_url else NO_REALM_NOTE
+        counts["synced"] = total - sum(counts.values())
         return ReplicationCounts(
             counts=counts,
             realm=self.realm_url,
-            parked=len(self._parked),
-            retrying=self._retrying,
-            last_error=self._push_error or self._poll_error,
-            note=note,
-            pushes=self._pushes,
-            requests=self._requests,
+            parked=len(self.pusher.parked),
+            retrying=self.pusher.retrying,
+            last_error=self.pusher.error or self.poller.error,
+            note="" if self.realm_url else NO_REALM_NOTE,
+            pushes=self.pusher.pushes,
+            requests=self.pusher.requests,
             withheld=tuple(withheld),
+            pusher=self.pusher.phase,
+            poller=self.poller.phase,
         )
 
     def _record_status(self, record_id: str) -> RecordReplication:
@@ -626,8 +593,9 @@ class Replication(SupervisedActor):
         return RecordReplication(
             id=record_id,
             state=record.replication,
-            reason=record.replication_reason or self._parked.get(record_id, ""),
+            reason=record.replication_reason or self.pusher.parked.get(record_id, ""),
             attempts=status.attempts if status else 0,
             last_error=status.last_error if status else "",
             last_attempt_at=status.last_attempt_at if status else None,
         )
+

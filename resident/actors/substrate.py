@@ -37,6 +37,7 @@ import numpy.typing as npt
 from resident.errors import EmbedderUnavailable, InvalidInput, MemoryDisabled
 from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.index import IndexEntry, RecallIndex
+from resident.memory.integrity import corruption_error, is_intact
 from resident.memory.records import MAX_QUERY_CHARS, clean_query
 from resident.memory.stored_terms import decode_terms, encode_terms, is_current, split_terms
 from resident.memory.text import Analysis, Terms, analyse, term_ids, term_ids_batch, terms_of
@@ -627,6 +628,9 @@ class Substrate(SupervisedActor):
                 if not is_served(record):
                     # The index had not heard yet: learn now, serve nothing (fail-closed).
                     self._indexed().set_replication(record.id, record.replication)
+                    continue
+                if not is_intact(record):
+                    logger.error("%s", corruption_error(record).message)
                     continue
                 if record.lifecycle != "active" and not message.include_inactive:
                     self._indexed().set_lifecycle(record.id, record.lifecycle)

@@ -9,7 +9,8 @@ import click
 from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, print_table, stdout
 from resident.config import default_config, load_config, render_config
 from resident.errors import InvalidInput
-from resident.realm.client import realm_base_url
+from resident.realm.tokens import HOME_TOKEN_FILE, read_token_file
+from resident.realm.urls import realm_base_url
 from resident.runtime import Runtime
 from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, resolve_home, write_private_file
 from resident.store.tables import SCHEMA_VERSION
@@ -34,19 +35,26 @@ def _replace_config(path: Path, content: bytes | None) -> None:
     help="Realm server to replicate to, e.g. http://127.0.0.1:8765 (see `resident realm serve`).",
 )
 @click.option(
+    "--realm-token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A file holding the home's Realm token (`resident realm enroll`); copied into the home, 0600.",
+)
+@click.option(
     "--force", is_flag=True, help="Rewrite resident.toml with the default team (and --realm) even if it exists."
 )
 @json_option
 @pass_state
-def init(state: CliState, realm_url: str | None, force: bool, as_json: bool) -> None:
+def init(state: CliState, realm_url: str | None, realm_token_file: Path | None, force: bool, as_json: bool) -> None:
     """Create the home and its resident.toml, or set its Realm URL.
 
     The home is created private (0700) with the default team of five and memory off (turn it on
     with `resident memory enable`). On an existing home, resident.toml is left as it is unless
     --realm (which changes only the [realm] url) or --force (which starts over from the defaults)
     is given. If the home cannot be opened (in use, another schema), resident.toml is not changed:
-    the home is claimed before anything is written.
+    the home is claimed before anything is written. --realm-token-file copies the token Realm
+    issued to this home into it ($RESIDENT_REALM_TOKEN overrides it).
     """
+    token = None if realm_token_file is None else read_token_file(realm_token_file)
     url = None
     if realm_url is not None:
         try:
@@ -72,6 +80,8 @@ def init(state: CliState, realm_url: str | None, force: bool, as_json: bool) -> 
             if changed:
                 _replace_config(path, previous)
             raise
+        if token is not None:
+            write_private_file(home / HOME_TOKEN_FILE, f"{token}\n".encode("ascii"))
     if as_json:
         emit_json({"home": str(home), "config": str(path), "realm": config.realm_url,
                    "created": previous is None, "changed": changed})

@@ -212,7 +212,6 @@ def forget(state: CliState, record_id: str, member: str, reason: str, as_json: b
     "--supersedes", type=UTF8, metavar="ID", help="The record this one replaces (it is kept, marked superseded)."
 )
 @click.option("--canonical", is_flag=True, help="Ask Realm to treat this memory as canonical.")
-@click.option("--delegated", is_flag=True, help="The memory arrives through a delegated path.")
 @click.option(
     "--importance", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Weight in recall, 0 to 1."
 )
@@ -231,7 +230,6 @@ def remember(
     summary: str | None,
     supersedes: str | None,
     canonical: bool,
-    delegated: bool,
     importance: float,
     domain: str | None,
     project: str | None,
@@ -256,7 +254,6 @@ def remember(
             activation={"domain": domain, "project": project},
             supersedes=supersedes,
             canonical=canonical,
-            delegated=delegated,
         )
     if as_json:
         emit_json(receipt)

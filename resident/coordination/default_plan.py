@@ -106,7 +106,7 @@ def default_plan(
         if name == conflicted and with_realm:
             steps += [
                 Step(do="remember", text="the hedging playbook is the canonical reference for the desk",
-                     canonical=True, delegated=True, as_="promotion"),
+                     canonical=True, as_="promotion"),
                 Step(do="wait-for", ref="promotion", state="conflict"),
                 Step(do="recall", query="hedging playbook canonical reference", expect_absent="promotion"),
                 Step(do="reconcile", ref="promotion", readmit=True, canonical=False, as_="promotion-v2"),

@@ -13,8 +13,9 @@
     ]
 
 Tasks run concurrently; the steps of one task run in order. Member steps are callbacks checked
-against the member's grant: `remember` (text, scope, counterpart, world, kind, canonical,
-delegated, repeat, as), `recall` (query, k, expect, expect_absent), `supersede` (ref, text),
+against the member's grant, and delegated (the runtime marks what a session writes so, and Realm
+refuses a delegated canonical promotion): `remember` (text, scope, counterpart, world, kind,
+canonical, repeat, as), `recall` (query, k, expect, expect_absent), `supersede` (ref, text),
 `forget` (ref), `reconcile` (ref, readmit | rollback, text, canonical), `expect-state` (ref, state),
 `wait-for` (task, or ref with an optional state), `sync`. The coordinator's task may also drive the
 run itself: `crash` (actor), `realm-outage` (seconds) and `invalidate` (ref, reason — the
@@ -38,12 +39,12 @@ MEMBER_STEPS = frozenset(
     {"remember", "recall", "supersede", "forget", "reconcile", "expect-state", "wait-for", "sync"}
 )
 HARNESS_STEPS = frozenset({"crash", "realm-outage", "invalidate"})
-STATES = ("pending", "synced", "conflict", "invalidated")
+STATES = ("pending", "pending_review", "synced", "conflict", "invalidated")
 
 # Which keys each step accepts (beyond `do`), so a typo is an error instead of being ignored.
 _KEYS: dict[str, frozenset[str]] = {
     "remember": frozenset(
-        {"text", "scope", "counterpart", "world", "kind", "canonical", "delegated", "repeat", "as", "summary"}
+        {"text", "scope", "counterpart", "world", "kind", "canonical", "repeat", "as", "summary"}
     ),
     "recall": frozenset({"query", "k", "expect", "expect_absent"}),
     "supersede": frozenset({"ref", "text", "as"}),
@@ -70,7 +71,6 @@ class Step:
     world: str | None = None
     kind: str = "experience"
     canonical: bool | None = None
-    delegated: bool = False
     repeat: int = 1
     as_: str | None = None
     ref: str | None = None
@@ -143,7 +143,7 @@ def _step(raw: Any, where: str) -> Step:
     for key in strings:
         if key in raw:
             values[key] = _typed(raw[key], str, key, where)
-    for key in ("canonical", "delegated", "readmit", "rollback"):
+    for key in ("canonical", "readmit", "rollback"):
         if key in raw:
             values[key] = _typed(raw[key], bool, key, where)
     if "as" in raw:

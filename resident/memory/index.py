@@ -31,7 +31,8 @@ __all__ = ["MAX_K", "Hit", "IndexEntry", "RecallIndex"]
 
 MAX_K = 100
 _LIFECYCLES: dict[str, int] = {"active": 0, "superseded": 1, "retracted": 2}
-_REPLICATIONS: dict[str, int] = {"pending": 0, "synced": 1, "conflict": 2, "invalidated": 3}
+# Served states come first: a row is served while its code is at most `_LAST_SERVED`.
+_REPLICATIONS: dict[str, int] = {"pending": 0, "synced": 1, "conflict": 2, "invalidated": 3, "pending_review": 4}
 _ACTIVE = _LIFECYCLES["active"]
 _LAST_SERVED = _REPLICATIONS["synced"]
 _NONE = -1

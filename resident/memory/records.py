@@ -8,12 +8,11 @@ digest is the record's version identity for Realm: the same id with another dige
 
 from __future__ import annotations
 
-import hashlib
 import math
 
-import msgspec
-
 from resident.errors import InvalidInput, TextInvalid
+from resident.messages.digest import content_digest
+from resident.messages.limits import MAX_BODY_CHARS, MAX_SUMMARY_CHARS
 from resident.messages.memory import Activation, Kind, MemoryRecord, Scope
 
 __all__ = [
@@ -31,8 +30,6 @@ __all__ = [
     "summarize",
 ]
 
-MAX_SUMMARY_CHARS = 500
-MAX_BODY_CHARS = 16_000
 MAX_QUERY_CHARS = 2_000
 KINDS: tuple[Kind, ...] = ("world", "experience", "observation")
 
@@ -101,22 +98,6 @@ def check_kind(kind: str) -> Kind:
         if kind == known:
             return known
     raise InvalidInput(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}")
-
-
-def content_digest(
-    *,
-    record_id: str,
-    summary: str,
-    body: str,
-    kind: str,
-    bank: str,
-    canonical: bool,
-    delegated: bool,
-    supersedes: str | None,
-) -> str:
-    """sha256 over the fields that make a version of a record what it is."""
-    payload = msgspec.msgpack.encode([record_id, summary, body, kind, bank, canonical, delegated, supersedes])
-    return hashlib.sha256(payload).hexdigest()
 
 
 def make_record(

@@ -2,13 +2,18 @@
 
 A member sees its own `AGENT_CORE` and `AGENT_DYADIC` banks and the `WORLD_SHARED` banks of the
 worlds it belongs to; never another member's private banks, never app banks. An app sees its own
-`APP_PRIVATE` banks, a workspace its own `WORKSPACE_PRIVATE` banks. On top of visibility,
-fail-closed serving: a record Realm put in `conflict` or `invalidated` is never served, whoever asks.
+`APP_PRIVATE` banks, a workspace its own `WORKSPACE_PRIVATE` banks. A member acting under a grant
+sees only the scopes the grant covers. On top of visibility, fail-closed serving: a record Realm
+put in `conflict` or `invalidated`, or a new version still awaiting Realm's review after one, is
+never served, whoever asks; nor is a record whose content no longer matches its digest.
 """
 
 from __future__ import annotations
 
-from resident.errors import RecordNotFound, RecordWithheld
+import logging
+
+from resident.errors import GrantExceeded, RecordNotFound, RecordWithheld
+from resident.memory.integrity import corruption_error, is_intact
 from resident.messages.memory import Bank, MemoryRecord, Principal, ReplicationState, Scope
 
 __all__ = [
@@ -16,15 +21,20 @@ __all__ = [
     "can_see",
     "can_see_bank",
     "can_write",
+    "check_within_grant",
+    "intact_record",
     "is_served",
     "readable_record",
+    "visible_record",
     "withheld_error",
 ]
 
-WITHHELD: frozenset[ReplicationState] = frozenset({"conflict", "invalidated"})
+logger = logging.getLogger(__name__)
+
+WITHHELD: frozenset[ReplicationState] = frozenset({"pending_review", "conflict", "invalidated"})
 
 
-def _visible(principal: Principal, scope: Scope, owner: str, world: str | None) -> bool:
+def _visible_to_whole_principal(principal: Principal, scope: Scope, owner: str, world: str | None) -> bool:
     if principal.kind == "member":
         if scope in ("AGENT_CORE", "AGENT_DYADIC"):
             return owner == principal.name
@@ -34,6 +44,20 @@ def _visible(principal: Principal, scope: Scope, owner: str, world: str | None) 
     if principal.kind == "app":
         return scope == "APP_PRIVATE" and owner == principal.name
     return scope == "WORKSPACE_PRIVATE" and owner == principal.name
+
+
+def _within_grant(principal: Principal, scope: Scope) -> bool:
+    return principal.scopes is None or scope in principal.scopes
+
+
+def check_within_grant(principal: Principal, scope: Scope, what: str) -> None:
+    """Refuse (`GrantExceeded`) when `principal` acts under a grant that does not cover `scope`."""
+    if not _within_grant(principal, scope):
+        raise GrantExceeded(f"grant {principal.grant} does not cover {scope} memories such as {what}")
+
+
+def _visible(principal: Principal, scope: Scope, owner: str, world: str | None) -> bool:
+    return _within_grant(principal, scope) and _visible_to_whole_principal(principal, scope, owner, world)
 
 
 def can_see_bank(principal: Principal, bank: Bank) -> bool:
@@ -52,11 +76,19 @@ def can_write(principal: Principal, bank: Bank) -> bool:
 
 
 def is_served(record: MemoryRecord) -> bool:
-    """False for records Realm governance withheld (fail-closed)."""
+    """False for records Realm governance withheld, or whose new version awaits its review (fail-closed)."""
     return record.replication not in WITHHELD
 
 
 def withheld_error(record: MemoryRecord) -> RecordWithheld:
+    if record.replication == "pending_review":
+        return RecordWithheld(
+            f"record {record.id} supersedes a withheld record and is withheld until Realm accepts it "
+            "(pending_review); `resident replication sync` asks Realm now",
+            record_id=record.id,
+            state=record.replication,
+            reason="awaiting Realm's review",
+        )
     reason = record.replication_reason or "no reason given"
     return RecordWithheld(
         f"record {record.id} is withheld ({record.replication}: {reason}); "
@@ -67,13 +99,35 @@ def withheld_error(record: MemoryRecord) -> RecordWithheld:
     )
 
 
+def visible_record(principal: Principal, record_id: str, record: MemoryRecord | None) -> MemoryRecord:
+    """`record` if `principal` may see it at all (served or not); otherwise the error that says why not.
+
+    A record the principal may not see is reported as not found, so its existence does not leak.
+    One it could see but its grant does not cover is `GrantExceeded`.
+    """
+    if record is not None and can_see(principal, record):
+        return record
+    if record is not None and _visible_to_whole_principal(principal, record.scope, record.owner, record.world):
+        check_within_grant(principal, record.scope, record_id)
+    raise RecordNotFound(f"no memory record {record_id} is visible to {principal.kind} {principal.name}")
+
+
+def intact_record(record: MemoryRecord) -> MemoryRecord:
+    """`record` if its content still matches its digest; else `RecordCorrupted`, logged."""
+    if not is_intact(record):
+        error = corruption_error(record)
+        logger.error("%s", error.message)
+        raise error
+    return record
+
+
 def readable_record(principal: Principal, record_id: str, record: MemoryRecord | None) -> MemoryRecord:
     """`record` if `principal` may read it directly; otherwise the error that says why not.
 
-    A record the principal may not see is reported as not found, so its existence does not leak.
+    Beyond `visible_record`: a withheld record says why it is withheld, and one whose content no
+    longer matches its digest is `RecordCorrupted` (and logged).
     """
-    if record is None or not can_see(principal, record):
-        raise RecordNotFound(f"no memory record {record_id} is visible to {principal.kind} {principal.name}")
-    if not is_served(record):
-        raise withheld_error(record)
-    return record
+    visible = visible_record(principal, record_id, record)
+    if not is_served(visible):
+        raise withheld_error(visible)
+    return intact_record(visible)

@@ -26,6 +26,7 @@ from resident.messages.memory import (
 )
 from resident.messages.replication import (
     InvalidationCursorAdvanced,
+    PendingIndexBuilt,
     RecordConflicted,
     RecordInvalidated,
     RecordsSynced,
@@ -50,6 +51,7 @@ AnyEvent = Union[  # noqa: UP007
     RecordConflicted,
     RecordInvalidated,
     InvalidationCursorAdvanced,
+    PendingIndexBuilt,
     GrantIssued,
     ExecutionStarted,
     ExecutionFinished,

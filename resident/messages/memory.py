@@ -13,6 +13,7 @@ __all__ = [
     "Activation",
     "Bank",
     "BankCreated",
+    "Delegation",
     "Forget",
     "GetRecord",
     "GetSubstrateStatus",
@@ -47,15 +48,34 @@ SCOPES: tuple[Scope, ...] = ("AGENT_CORE", "AGENT_DYADIC", "WORLD_SHARED", "APP_
 
 Kind = Literal["world", "experience", "observation"]
 Lifecycle = Literal["active", "superseded", "retracted"]
-ReplicationState = Literal["pending", "synced", "conflict", "invalidated"]
+# `pending_review`: a version that supersedes a withheld record. Realm has not judged it yet and,
+# unlike `pending`, it is not served until Realm accepts it (fail-closed).
+ReplicationState = Literal["pending", "pending_review", "synced", "conflict", "invalidated"]
 
 
 class Principal(Record, frozen=True):
-    """Who is asking: a member (with the worlds it belongs to), an app, or a workspace."""
+    """Who is asking: a member (with the worlds it belongs to), an app, or a workspace.
+
+    A member acting under a grant (`grant` set) sees only the scopes the grant covers.
+    """
 
     kind: Literal["member", "app", "workspace"]
     name: str
     worlds: tuple[str, ...] = ()
+    grant: str | None = None
+    scopes: tuple[Scope, ...] | None = None
+
+
+class Delegation(Record, frozen=True):
+    """A call made by a member's session under a grant, not by the owner: the runtime sets it.
+
+    The member actor narrows what the call may read or change to `scopes`, and marks what it
+    writes `delegated`; callers never set either themselves.
+    """
+
+    grant: str
+    holder: str
+    scopes: tuple[Scope, ...]
 
 
 class Activation(Record, frozen=True):
@@ -115,6 +135,9 @@ class MemoryRecord(Record, frozen=True):
     replication: ReplicationState = "pending"
     replication_reason: str = ""
     author: str = ""
+    # Which of Realm's rules withheld the record (`delegated_promotion`, `invalidated`, ...): a
+    # readmit must change what that rule objected to.
+    replication_rule: str = ""
 
 
 class MemoryConfig(Record, frozen=True):
@@ -209,10 +232,10 @@ class Remember(Message, frozen=True, tag="remember"):
     activation: Activation = msgspec.field(default_factory=Activation)
     supersedes: str | None = None
     canonical: bool = False
-    delegated: bool = False
     source: str = "manual"
     occurred_at: float | None = None
     cites: tuple[str, ...] = ()
+    delegation: Delegation | None = None
 
 
 class Recall(Message, frozen=True, tag="recall"):
@@ -224,17 +247,18 @@ class Recall(Message, frozen=True, tag="recall"):
     activation: Activation = msgspec.field(default_factory=Activation)
     include_inactive: bool = False
     principal: Principal | None = None
+    delegation: Delegation | None = None
 
 
 class GetRecord(Message, frozen=True, tag="record.get"):
     id: str
-    principal: Principal | None = None
+    delegation: Delegation | None = None
 
 
 class Forget(Message, frozen=True, tag="record.forget"):
     id: str
     reason: str = ""
-    principal: Principal | None = None
+    delegation: Delegation | None = None
 
 
 class Reconcile(Message, frozen=True, tag="record.reconcile"):
@@ -249,6 +273,7 @@ class Reconcile(Message, frozen=True, tag="record.reconcile"):
     readmit: bool = False
     text: str | None = None
     canonical: bool | None = None
+    delegation: Delegation | None = None
 
 
 class Reconciled(Message, frozen=True, tag="record.reconciled"):

@@ -4,6 +4,11 @@ Wire bodies are untagged JSON objects: the path says which shape is expected, so
 `type` field to send. Request bodies forbid unknown fields, so a client that misspells a field gets
 a 400 instead of a silently ignored value; response bodies tolerate unknown fields, so Realm can
 add fields to an answer without breaking older clients.
+
+Every route but `GET /v1/health` needs `Authorization: Bearer TOKEN`: a home's token for
+replication (`/v1/replicate`, `/v1/invalidations`), the admin token for governance
+(`/v1/invalidate`, `/v1/records`). A token is `NAME.SECRET`, where NAME is the home it was issued
+to (or `admin`); Realm keeps only its SHA-256.
 """
 
 from __future__ import annotations
@@ -13,24 +18,31 @@ from typing import Annotated, Literal
 import msgspec
 
 from resident.messages.base import Record
+from resident.messages.limits import MAX_BODY_CHARS, MAX_SUMMARY_CHARS, RecordId
 from resident.messages.memory import Kind, Scope
 
 __all__ = [
+    "ADMIN",
     "DEFAULT_PAGE_LIMIT",
     "MAX_BODY_BYTES",
     "MAX_PAGE_LIMIT",
     "MAX_REPLICATE_RECORDS",
     "PROTOCOL_VERSION",
     "AcceptedRecord",
+    "ConflictRule",
     "Digest",
     "ErrorBody",
     "ErrorDetail",
     "Health",
+    "HomeEntry",
+    "HomeName",
     "InvalidateRequest",
     "Invalidation",
     "InvalidationPage",
     "RealmRecord",
     "RecordId",
+    "RecordPage",
+    "RecordSummary",
     "ReplicateRequest",
     "ReplicateResponse",
     "ReplicateResult",
@@ -38,22 +50,30 @@ __all__ = [
     "Verdict",
 ]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 MAX_REPLICATE_RECORDS = 500
 MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_PAGE_LIMIT = 500
 MAX_PAGE_LIMIT = 1000
 
-# Printable ASCII without spaces, at most 200 characters: such an id is safe in a URL, a log line
-# and an LMDB key (511 bytes at most, and Realm keys decisions by id + digest).
-RecordId = Annotated[str, msgspec.Meta(pattern=r"^[!-~]{1,200}$")]
-# Lower-case hex SHA-256 of the content, as the client computed it; Realm never recomputes it.
+# Lower-case hex SHA-256 of the content (`resident.messages.digest`); Realm recomputes it.
 Digest = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
+# The name a home is enrolled under, and the first part of its token; `admin` is Realm's own.
+HomeName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
+ADMIN = "admin"
+Summary = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_SUMMARY_CHARS)]
+Body = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_BODY_CHARS)]
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 # At least one visible character: an invalidation must say why.
 Reason = Annotated[str, msgspec.Meta(pattern=r"\S", max_length=2000)]
 
 ReplicateStatus = Literal["accepted", "conflict"]
+# Which rule refused a record (`resident.realm.governance`); `id_owned` is the runtime's own name
+# for a 409 (the id belongs to another home) and `invalidated` for an invalidation.
+ConflictRule = Literal[
+    "different_content", "delegated_promotion", "supersedes_invalidated", "invalidated_content", "id_owned",
+    "invalidated",
+]
 
 
 class _Body(msgspec.Struct, frozen=True, kw_only=True):
@@ -73,8 +93,8 @@ class RealmRecord(_Request, frozen=True):
     bank: Name
     scope: Scope
     kind: Kind
-    summary: str
-    body: str
+    summary: Summary
+    body: Body
     canonical: bool
     delegated: bool
     recorded_at: float
@@ -88,11 +108,12 @@ class ReplicateRequest(_Request, frozen=True):
 
 
 class ReplicateResult(_Body, frozen=True):
-    """Realm's decision on one replicated record; `reason` is empty when it was accepted."""
+    """Realm's decision on one replicated record; `reason` and `rule` are empty when it was accepted."""
 
     id: str
     status: ReplicateStatus
     reason: str = ""
+    rule: str = ""
 
 
 class ReplicateResponse(_Body, frozen=True):
@@ -116,10 +137,32 @@ class Invalidation(_Body, frozen=True):
 
 
 class InvalidationPage(_Body, frozen=True):
-    """`GET /v1/invalidations`: entries after `since`; pass `cursor` as the next `since`."""
+    """`GET /v1/invalidations`: entries after `since`; pass `cursor` as the next `since`.
+
+    A home sees only invalidations of the records it owns, so a page may hold fewer than `limit`
+    items and still have more behind it: `more` says so.
+    """
 
     items: tuple[Invalidation, ...]
     cursor: int
+    more: bool = False
+
+
+class RecordSummary(_Body, frozen=True):
+    """One record Realm accepted, as governance lists it (`GET /v1/records`)."""
+
+    id: str
+    home: str
+    digest: str
+    accepted_at: float
+    invalidated: bool
+
+
+class RecordPage(_Body, frozen=True):
+    """`GET /v1/records`: accepted records after `after`, by id; pass `next` as the next `after`."""
+
+    items: tuple[RecordSummary, ...]
+    next: str | None = None
 
 
 class Health(_Body, frozen=True):
@@ -134,6 +177,8 @@ class Health(_Body, frozen=True):
 class ErrorDetail(_Body, frozen=True):
     type: str
     message: str
+    # The record ids the error is about, where there are some (a 409 names the ids it refused).
+    ids: tuple[str, ...] = ()
 
 
 class ErrorBody(_Body, frozen=True):
@@ -151,10 +196,20 @@ class Verdict(Record, frozen=True):
     status: ReplicateStatus
     reason: str = ""
     at: float = 0.0
+    rule: str = ""
 
 
 class AcceptedRecord(Record, frozen=True):
-    """A record Realm accepted, as it was sent, with when it was accepted."""
+    """A record Realm accepted, as it was sent, with when it was accepted and which home sent it."""
 
     record: RealmRecord
     accepted_at: float
+    home: str = ""
+
+
+class HomeEntry(Record, frozen=True):
+    """A home enrolled with Realm: the SHA-256 of its token (the token itself is never stored)."""
+
+    name: str
+    token_sha256: str
+    enrolled_at: float

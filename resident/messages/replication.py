@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from resident.messages.base import Event, Message, Record
 
 __all__ = [
+    "AwaitingRealm",
     "GetReplicationStatus",
     "InvalidationCursorAdvanced",
+    "PendingIndexBuilt",
     "RealmCursor",
+    "RealmRefusal",
     "RecordConflicted",
     "RecordInvalidated",
     "RecordReplication",
@@ -34,6 +39,24 @@ class RealmCursor(Record, frozen=True):
     seq: int = 0
 
 
+class AwaitingRealm(Record, frozen=True):
+    """A record waiting for Realm's verdict: the pending index entry replication works from.
+
+    Written in the same transaction as the record and removed with the verdict, so what must be
+    pushed is known from LMDB alone, whatever tells were lost.
+    """
+
+    state: Literal["pending", "pending_review"] = "pending"
+    since: float = 0.0
+
+
+class RealmRefusal(Record, frozen=True):
+    """A record Realm refused (`conflict`) or withdrew (`invalidated`): the index status reads."""
+
+    state: Literal["conflict", "invalidated"]
+    at: float = 0.0
+
+
 # -- events --------------------------------------------------------------------------------------
 
 
@@ -51,10 +74,15 @@ class RecordsSynced(Event, frozen=True, tag="records.synced"):
 
 
 class RecordConflicted(Event, frozen=True, tag="record.conflicted"):
-    """Realm governance rejected the record; it is withheld until reconciled."""
+    """Realm governance rejected the record; it is withheld until reconciled.
+
+    `rule` names the rule that refused it (see `resident.messages.realm.ConflictRule`), so a
+    readmit knows what it has to change.
+    """
 
     id: str
     reason: str
+    rule: str = ""
 
 
 class RecordInvalidated(Event, frozen=True, tag="record.invalidated"):
@@ -67,6 +95,17 @@ class RecordInvalidated(Event, frozen=True, tag="record.invalidated"):
 
 class InvalidationCursorAdvanced(Event, frozen=True, tag="realm.cursor"):
     seq: int
+
+
+class PendingIndexBuilt(Event, frozen=True, tag="replication.indexed"):
+    """The pending and refusal indexes were built for records admitted before they existed.
+
+    Written once per home, by the first replication actor that finds no index; applying it again
+    (a replay) changes nothing, since the projections of the records' own events built the same.
+    """
+
+    awaiting: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()
 
 
 # -- commands and replies ------------------------------------------------------------------------
@@ -93,7 +132,8 @@ class ReplicationCounts(Message, frozen=True, tag="replication.counts"):
     """Records per replication state, and how replication is doing.
 
     `pushes` and `requests` count the pushes started and the replicate requests sent since the
-    replication actor last (re)started.
+    replication actor last (re)started. `pusher` and `poller` name what each is doing now
+    (`idle`, `requesting`, `committing`, `backoff`, `resting`; `idle`, `polling`, `committing`).
     """
 
     counts: dict[str, int]
@@ -106,10 +146,13 @@ class ReplicationCounts(Message, frozen=True, tag="replication.counts"):
     requests: int = 0
     # The withheld (conflict or invalidated) records that still await reconciliation, oldest first.
     withheld: tuple[str, ...] = ()
+    pusher: str = ""
+    poller: str = ""
 
     @property
     def pending(self) -> int:
-        return self.counts.get("pending", 0)
+        """Records still waiting for Realm's verdict (`pending` and `pending_review`)."""
+        return self.counts.get("pending", 0) + self.counts.get("pending_review", 0)
 
 
 class RecordReplication(Message, frozen=True, tag="replication.record"):

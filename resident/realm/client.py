@@ -5,7 +5,13 @@
   its protocol (a body that does not decode, results that do not match the request, a redirect, a
   4xx without Realm's error body).
 * `RealmRejected` — Realm understood the request and refused it (a 4xx with its typed error body);
-  sending the same request again will not help.
+  sending the same request again will not help. Two kinds are told apart: `RealmUnauthorized`
+  (401/403: the token is missing, unknown or of the wrong kind) and `RealmIdTaken` (409: record ids
+  in a push belong to another home; it names them).
+
+Every call but `health` carries the client's bearer token. Plain `http` is refused for any host but
+this machine's loopback: a token must not cross a network in the clear, so a Realm elsewhere is
+reached over `https` (verified against the system's trust store, or `$SSL_CERT_FILE`).
 
 Each call makes exactly one attempt: retry policy belongs to the caller (the replication actor
 schedules retries as messages). No call hangs: each socket operation is bounded by the timeout, and
@@ -15,8 +21,8 @@ an answer still arriving once the timeout has passed since the call began is cut
 from __future__ import annotations
 
 import math
+import ssl
 import time
-import urllib.parse
 from collections.abc import Sequence
 from types import TracebackType
 from typing import TypeVar
@@ -24,21 +30,24 @@ from typing import TypeVar
 import httpx
 import msgspec
 
-from resident.errors import InvalidInput, RealmRejected, RealmUnavailable
+from resident.errors import InvalidInput, RealmIdTaken, RealmRejected, RealmUnauthorized, RealmUnavailable
 from resident.messages.realm import (
     DEFAULT_PAGE_LIMIT,
     ErrorBody,
+    ErrorDetail,
     Health,
     InvalidateRequest,
     Invalidation,
     InvalidationPage,
     RealmRecord,
+    RecordPage,
     ReplicateRequest,
     ReplicateResponse,
     ReplicateResult,
 )
+from resident.realm.urls import realm_base_url, realm_url
 
-__all__ = ["RealmClient", "realm_base_url"]
+__all__ = ["RealmClient", "realm_base_url", "realm_url"]
 
 _T = TypeVar("_T")
 
@@ -47,30 +56,21 @@ _MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 _TRANSIENT_4XX = frozenset({408, 429})
 
 
-def realm_base_url(url: str) -> str:
-    """`url` without a trailing slash, once it is known to be http://host:port[/prefix]."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise InvalidInput(f"Realm URL {url!r} is malformed ({exc}); use http://host:port") from exc
-    if parts.scheme != "http" or not parts.hostname or port is None:
-        raise InvalidInput(f"Realm URL {url!r} must look like http://host:port (an optional path may follow)")
-    if parts.query or parts.fragment or parts.username or parts.password:
-        raise InvalidInput(f"Realm URL {url!r} must not carry a query, fragment or credentials")
-    return url.rstrip("/")
-
-
 class RealmClient:
     """A synchronous, pooled connection to one Realm; one attempt per call, errors classified."""
 
-    def __init__(self, url: str, timeout: float = 2.0) -> None:
+    def __init__(self, url: str, timeout: float = 2.0, *, token: str | None = None) -> None:
         self.url = realm_base_url(url)
         if not (math.isfinite(timeout) and timeout > 0):
             raise InvalidInput(f"Realm timeout must be a positive number of seconds, got {timeout!r}")
         self.timeout = timeout
-        # trust_env=False: a proxy named in the environment must not intercept a loopback service.
-        self._http = httpx.Client(timeout=timeout, trust_env=False, follow_redirects=False)
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        # trust_env=False: a proxy named in the environment must not intercept a loopback service;
+        # the default SSL context still honours $SSL_CERT_FILE for a private CA.
+        self._http = httpx.Client(
+            timeout=timeout, trust_env=False, follow_redirects=False, headers=headers,
+            verify=ssl.create_default_context(),
+        )
 
     def health(self) -> Health:
         """Realm's liveness and counts."""
@@ -97,6 +97,11 @@ class RealmClient:
         if len(seqs) > limit or not ordered or page.cursor < max([since, *seqs]):
             raise self._garbage("GET /v1/invalidations", f"a page out of order for since={since}")
         return page
+
+    def records(self, after: str = "", limit: int = DEFAULT_PAGE_LIMIT) -> RecordPage:
+        """Accepted records with ids after `after` (governance; needs the admin token)."""
+        params = {"limit": str(limit), **({"after": after} if after else {})}
+        return self._call("GET", "/v1/records", RecordPage, params=params)
 
     def invalidate(self, id: str, reason: str) -> Invalidation:  # noqa: A002 - the protocol's field name
         """Withdraw an accepted record (a governance action); invalidating twice returns the first entry."""
@@ -146,9 +151,17 @@ class RealmClient:
                 return msgspec.json.decode(content, type=answer)
             except msgspec.DecodeError as exc:
                 raise self._garbage(what, f"a body that is not a {answer.__name__} ({_one_line(exc)})") from exc
-        error = _error_message(content)
-        if 400 <= status < 500 and status not in _TRANSIENT_4XX and error is not None:
-            raise RealmRejected(f"Realm at {self.url} rejected {what} ({status}): {error}")
+        detail_body = _error_detail(content)
+        error = None if detail_body is None else detail_body.message
+        if 400 <= status < 500 and status not in _TRANSIENT_4XX and detail_body is not None:
+            message = f"Realm at {self.url} rejected {what} ({status}): {error}"
+            if status == 401:
+                raise RealmUnauthorized(f"{message}; check the home's Realm token (`resident realm enroll`)")
+            if status == 403:
+                raise RealmUnauthorized(message)
+            if status == 409:
+                raise RealmIdTaken(message, ids=detail_body.ids)
+            raise RealmRejected(message)
         detail = f": {error}" if error is not None else " without Realm's error body; is this URL a Realm?"
         raise RealmUnavailable(f"Realm at {self.url} answered {status} to {what}{detail}")
 
@@ -184,10 +197,10 @@ class _TooSlow(Exception):
     """The answer was still arriving when the call's deadline passed."""
 
 
-def _error_message(content: bytes) -> str | None:
-    """Realm's own error message, or `None` when the body is not Realm's error shape."""
+def _error_detail(content: bytes) -> ErrorDetail | None:
+    """Realm's own error, or `None` when the body is not Realm's error shape."""
     try:
-        return msgspec.json.decode(content, type=ErrorBody).error.message
+        return msgspec.json.decode(content, type=ErrorBody).error
     except msgspec.DecodeError:
         return None
 

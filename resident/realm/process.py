@@ -5,7 +5,9 @@ it down for a moment to show an outage); the tests use it to put a real Realm be
 The child runs `python -m resident.realm.server --ready-file F` and is ready once F names its pid;
 every wait has a deadline. The port is kept across `restart()`, so clients pointed at it before
 keep working. Its output goes to `<data_dir>.log`. It is started through `resident.children`, so it
-stops by itself when the process that started it dies, even by `kill -9`.
+stops by itself when the process that started it dies, even by `kill -9`. `admin_token()` reads the
+token the server created, and `enroll(name)` issues a home's token (LMDB lets this process write
+beside the server).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from types import TracebackType
 
 from resident.children import ChildProcess, spawn_child
 from resident.errors import RealmUnavailable
+from resident.realm.tokens import ADMIN_TOKEN_FILE, read_token_file
+from resident.realm.urls import realm_base_url, realm_url
 
 __all__ = ["START_TIMEOUT", "STOP_TIMEOUT", "RealmProcess", "realm_for", "start_realm"]
 
@@ -39,7 +43,18 @@ class RealmProcess:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return realm_url(self.host, self.port)
+
+    def admin_token(self) -> str:
+        """The admin token the server wrote into its data directory on its first start."""
+        return read_token_file(self.data_dir / ADMIN_TOKEN_FILE)
+
+    def enroll(self, name: str, *, rotate: bool = False) -> str:
+        """Issue the token of home `name` (works while the server runs)."""
+        from resident.realm.state import RealmState  # noqa: PLC0415 - LMDB only where a home is enrolled
+
+        with RealmState.open(self.data_dir) as state:
+            return state.enroll(name, rotate=rotate)
 
     @property
     def pid(self) -> int:
@@ -135,8 +150,6 @@ def realm_for(mode: str, data_dir: Path) -> tuple[str | None, RealmProcess | Non
 
     The process is returned too when one was started, so the caller stops it when done.
     """
-    from resident.realm.client import realm_base_url  # noqa: PLC0415 - httpx only where a URL is given
-
     if mode == "none":
         return None, None
     if mode == "auto":

@@ -1,18 +1,25 @@
-"""Realm's HTTP server: the `/v1` protocol over `RealmState`, served by uvicorn on loopback.
+"""Serving Realm: the `/v1` app (`resident.realm.app`) under uvicorn, one server per data directory.
 
-Every answer is JSON. Bad input gets a 4xx with `{"error": {"type", "message"}}` and changes
-nothing; a failure inside Realm gets the same shape with a 5xx, which clients treat as transient.
-A request is answered only after its writes are durably committed.
+`serve()` takes a lock on the data directory first (a second `realm serve` on it is refused with
+`RealmInUse`), creates the admin token on first start, binds, and only then reports that it
+serves (the ready file, the `on_started` callback with the real URL, `--port 0` included).
 
-When bound to loopback, requests must also name a loopback `Host`, and POST bodies must be declared
-`application/json`: together these stop a web page in the user's browser from reaching Realm
-(DNS rebinding, or a cross-site form post that needs no CORS preflight).
+It is strict with slow clients and quick to stop. A connection that has not finished sending a
+request's headers within the read timeout is closed, and a body that trickles is answered 408
+(`resident.realm.app`). On SIGTERM or SIGINT, connections still waiting for a client's body are
+closed at once (their handlers see the client gone and end normally), requests Realm is already
+working on get a second to finish, and the process exits 0 without a traceback.
+
+Off loopback (`allow_remote`), Realm speaks only TLS: a certificate and key are required, as the
+tokens already are for every route but health.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -20,214 +27,107 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from types import FrameType
-from typing import TypeVar
+from types import FrameType, TracebackType
 
-import msgspec
 import uvicorn
-from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
-from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
-from starlette.routing import Route
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from resident.errors import InvalidInput, RecordNotFound, ResidentError, StoreClosed, StoreFailed
+from resident.errors import InvalidInput, RealmInUse, ResidentError
 from resident.files import write_private_file
 from resident.loopback import is_loopback_host
-from resident.messages.realm import (
-    DEFAULT_PAGE_LIMIT,
-    MAX_BODY_BYTES,
-    MAX_PAGE_LIMIT,
-    ErrorBody,
-    ErrorDetail,
-    InvalidateRequest,
-    ReplicateRequest,
-    ReplicateResponse,
-)
-from resident.realm.state import RealmState
+from resident.realm.app import READ_TIMEOUT, create_app
+from resident.realm.state import RealmState, make_private_dirs
+from resident.realm.tokens import ADMIN_TOKEN_FILE, ensure_admin_token
+from resident.realm.urls import realm_url
 
-__all__ = ["create_app", "main", "serve"]
+__all__ = ["GRACE_SECONDS", "LOCK_FILE", "main", "serve"]
 
 logger = logging.getLogger(__name__)
 
-_T = TypeVar("_T")
-Endpoint = Callable[[Request], Awaitable[Response]]
-
-# An oversized body is still read (and dropped) up to this size, so that the client, which sends
-# its whole body before it reads, sees the 413 rather than a reset connection.
-_DRAIN_LIMIT = 64 * 1024 * 1024
-_MAX_SEQ = 2**63 - 1
-_PATHS = "/v1/health, /v1/replicate, /v1/invalidations and /v1/invalidate"
+LOCK_FILE = "serve.lock"
+# What a request Realm is already handling gets to finish once a stop is asked for.
+GRACE_SECONDS = 1
 
 
-class _Refusal(Exception):
-    """A request Realm answers with an error status; raised inside endpoints, never escapes."""
+def _strict_protocol(read_timeout: float) -> type[H11Protocol]:
+    """uvicorn's HTTP/1.1 protocol, closing connections that trickle and letting go of them on stop."""
 
-    def __init__(self, status: int, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.kind = kind
-        self.message = message
+    class StrictProtocol(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+        _waiting_for: object = None
 
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._await_request()
 
-def _json(body: msgspec.Struct, status: int = 200) -> Response:
-    return Response(msgspec.json.encode(body), status_code=status, media_type="application/json")
+        def _await_request(self) -> None:
+            """Give the client `read_timeout` seconds to complete the next request's headers."""
+            self._cancel_deadline()
+            self._waiting_for = self.cycle
+            self._deadline = self.loop.call_later(read_timeout, self._too_slow)
 
+        def _cancel_deadline(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
 
-def _error(status: int, kind: str, message: str) -> Response:
-    return _json(ErrorBody(error=ErrorDetail(type=kind, message=message)), status)
+        def _too_slow(self) -> None:
+            if self.cycle is self._waiting_for and not self.transport.is_closing():
+                self.transport.close()
 
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.cycle is not self._waiting_for:
+                self._cancel_deadline()  # a new request's headers are complete
 
-def _host_header_name(value: str) -> str:
-    if value.startswith("["):
-        return value[1 : value.find("]")]
-    return value.rsplit(":", 1)[0]
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._await_request()
 
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._cancel_deadline()
+            super().connection_lost(exc)
 
-def _require_loopback_host(request: Request) -> None:
-    if not is_loopback_host(_host_header_name(request.headers.get("host", ""))):
-        raise _Refusal(
-            421,
-            "HostNotAllowed",
-            "this Realm answers only requests addressed to 127.0.0.1, ::1 or localhost; "
-            "use such a URL, or start Realm with --allow-remote",
-        )
+        def shutdown(self) -> None:
+            # A request still waiting for its body would hold the stop until the grace period
+            # ends and its task is cancelled (a traceback); the client is gone as far as Realm
+            # cares, so let its handler see a disconnect now.
+            if self.cycle is not None and not self.cycle.response_complete and self.cycle.more_body:
+                self.transport.close()
+                return
+            super().shutdown()
 
-
-async def _read_body(request: Request) -> bytes:
-    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if media_type != "application/json":
-        raise _Refusal(415, "UnsupportedMediaType", "send the body as JSON with Content-Type: application/json")
-    declared = request.headers.get("content-length", "")
-    too_large = declared.isdigit() and int(declared) > _DRAIN_LIMIT
-    chunks: list[bytes] = []
-    size = 0
-    if not too_large:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size <= MAX_BODY_BYTES:
-                chunks.append(chunk)
-            elif size > _DRAIN_LIMIT:
-                break
-    if too_large or size > MAX_BODY_BYTES:
-        raise _Refusal(
-            413,
-            "BodyTooLarge",
-            f"request body is larger than {MAX_BODY_BYTES} bytes; split it into smaller requests",
-        )
-    return b"".join(chunks)
+    return StrictProtocol
 
 
-def _decode(body: bytes, kind: type[_T]) -> _T:
-    try:
-        return msgspec.json.decode(body, type=kind)
-    except msgspec.ValidationError as exc:
-        raise _Refusal(400, "InvalidInput", f"invalid {kind.__name__}: {exc}") from exc
-    except msgspec.DecodeError as exc:
-        raise _Refusal(400, "MalformedJSON", f"request body is not valid JSON: {exc}") from exc
+class _ServeLock:
+    """An exclusive lock on a data directory, held for as long as one `serve()` runs there."""
 
+    def __init__(self, data_dir: Path) -> None:
+        self._path = data_dir / LOCK_FILE
+        self._fd: int | None = None
 
-def _int_param(request: Request, name: str, default: int, high: int, low: int = 0) -> int:
-    values = request.query_params.getlist(name)
-    if not values:
-        return default
-    raw = values[0]
-    # isdigit() alone also accepts non-ASCII digits; a length bound keeps int() cheap.
-    if len(values) > 1 or not (raw.isascii() and raw.isdigit() and len(raw) <= 20) or not low <= int(raw) <= high:
-        raise _Refusal(400, "InvalidInput", f"query parameter `{name}` must be one integer from {low} to {high}")
-    return int(raw)
+    def __enter__(self) -> _ServeLock:
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RealmInUse(
+                f"another `realm serve` already serves {self._path.parent}; stop it, or give this one another --data"
+            ) from None
+        self._fd = fd
+        return self
 
-
-class _Api:
-    """The `/v1` endpoints over one `RealmState`."""
-
-    def __init__(self, state: RealmState, *, loopback_only: bool) -> None:
-        self._state = state
-        self._loopback_only = loopback_only
-
-    def guarded(self, handler: Endpoint) -> Endpoint:
-        """Wrap `handler` so that every failure becomes a typed JSON error and none escapes."""
-
-        async def endpoint(request: Request) -> Response:
-            try:
-                if self._loopback_only:
-                    _require_loopback_host(request)
-                return await handler(request)
-            except _Refusal as exc:
-                return _error(exc.status, exc.kind, exc.message)
-            except RecordNotFound as exc:
-                return _error(404, "RecordNotFound", exc.message)
-            except (StoreFailed, StoreClosed) as exc:
-                logger.error("Realm store failure: %s", exc.message)
-                return _error(503, type(exc).__name__, exc.message)
-            except ClientDisconnect:
-                return _error(400, "ClientDisconnect", "the client went away before sending the whole body")
-            except Exception as exc:
-                logger.exception("Realm failed to answer %s %s", request.method, request.url.path)
-                return _error(500, "InternalError", f"Realm failed to handle the request ({type(exc).__name__})")
-
-        return endpoint
-
-    async def health(self, _request: Request) -> Response:
-        return _json(await run_in_threadpool(self._state.health))
-
-    async def replicate(self, request: Request) -> Response:
-        body = _decode(await _read_body(request), ReplicateRequest)
-        results = await run_in_threadpool(self._state.replicate, body.records)
-        return _json(ReplicateResponse(results=tuple(results)))
-
-    async def invalidate(self, request: Request) -> Response:
-        body = _decode(await _read_body(request), InvalidateRequest)
-        return _json(await run_in_threadpool(self._state.invalidate, body.id, body.reason))
-
-    async def invalidations(self, request: Request) -> Response:
-        unknown = sorted(set(request.query_params) - {"since", "limit"})
-        if unknown:
-            raise _Refusal(400, "InvalidInput", f"unknown query parameter `{unknown[0]}`; use since and limit")
-        since = _int_param(request, "since", 0, _MAX_SEQ)
-        limit = _int_param(request, "limit", DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, low=1)
-        return _json(await run_in_threadpool(self._state.invalidations, since, limit))
-
-
-async def _http_exception(request: Request, exc: Exception) -> Response:
-    # The router raises these for an unknown path (404) and a wrong method (405).
-    if not isinstance(exc, HTTPException):
-        return _error(500, "InternalError", f"Realm failed to route the request ({type(exc).__name__})")
-    if exc.status_code == 405:
-        allowed = (exc.headers or {}).get("Allow", "")
-        message = f"{request.method} is not allowed on {request.url.path}; use {allowed}"
-        response = _error(405, "MethodNotAllowed", message)
-        response.headers["Allow"] = allowed
-        return response
-    if exc.status_code == 404:
-        return _error(404, "NotFound", f"no such path {request.url.path}; Realm serves {_PATHS}")
-    return _error(exc.status_code, "HTTPError", exc.detail)
-
-
-async def _unexpected(_request: Request, exc: Exception) -> Response:
-    # Only failures outside the endpoints get here; the server logs them after this answer.
-    return _error(500, "InternalError", f"Realm failed to handle the request ({type(exc).__name__}); see its log")
-
-
-def create_app(state: RealmState, *, loopback_only: bool = True) -> Starlette:
-    """The Realm ASGI app over `state`; `loopback_only` also refuses requests with a foreign `Host`."""
-    api = _Api(state, loopback_only=loopback_only)
-    routes = [
-        Route("/v1/health", api.guarded(api.health), methods=["GET"]),
-        Route("/v1/replicate", api.guarded(api.replicate), methods=["POST"]),
-        Route("/v1/invalidations", api.guarded(api.invalidations), methods=["GET"]),
-        Route("/v1/invalidate", api.guarded(api.invalidate), methods=["POST"]),
-    ]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_exception, Exception: _unexpected})
-    # A redirect is not part of the protocol; "/v1/health/" is simply an unknown path.
-    app.router.redirect_slashes = False
-    return app
-
-
-# -- serving -------------------------------------------------------------------------------------
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 class _Server(uvicorn.Server):
@@ -263,11 +163,11 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _write_ready_file(path: Path, sock: socket.socket) -> None:
-    host, port = sock.getsockname()[:2]
+def _write_ready_file(path: Path, url: str, host: str, port: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # A reader sees either no file or the whole file, never a half-written one.
-    write_private_file(path, json.dumps({"host": host, "port": port, "pid": os.getpid()}).encode("utf-8"))
+    ready = {"host": host, "port": port, "pid": os.getpid(), "url": url}
+    write_private_file(path, json.dumps(ready).encode("utf-8"))
 
 
 @contextlib.contextmanager
@@ -292,36 +192,65 @@ def _stop_on_signals(server: uvicorn.Server) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def _check_where(host: str, port: int, allow_remote: bool, tls: tuple[Path, Path] | None) -> None:
+    if not allow_remote and not is_loopback_host(host):
+        raise InvalidInput(
+            f"Realm listens on loopback only and {host!r} is not loopback; "
+            "pass --allow-remote (with --tls-cert and --tls-key) to expose it beyond this machine"
+        )
+    if allow_remote and tls is None:
+        raise InvalidInput("--allow-remote needs TLS: pass --tls-cert and --tls-key (PEM files)")
+    if not 0 <= port <= 65535:
+        raise InvalidInput(f"port {port} is out of range; use 0..65535 (0 picks a free one)")
+    for path in tls or ():
+        if not path.is_file():
+            raise InvalidInput(f"TLS file {path} does not exist")
+
+
 def serve(
     data_dir: Path,
     host: str = "127.0.0.1",
     port: int = 8765,
     allow_remote: bool = False,
     ready_file: Path | None = None,
+    *,
+    tls: tuple[Path, Path] | None = None,
+    read_timeout: float = READ_TIMEOUT,
+    on_started: Callable[[str], None] | None = None,
 ) -> None:
     """Run Realm on `host:port` over the store in `data_dir` until SIGTERM or SIGINT.
 
-    Port 0 picks a free port; `ready_file`, if given, receives `{"host", "port", "pid"}` once the
-    server accepts connections (and is removed on a clean exit).
+    Port 0 picks a free port. Once the server accepts connections, `ready_file` (if given)
+    receives `{"host", "port", "pid", "url"}` (and is removed on a clean exit) and `on_started`
+    is called with the URL. `tls` is (certificate, key), both PEM; required with `allow_remote`.
     """
-    if not allow_remote and not is_loopback_host(host):
-        raise InvalidInput(
-            f"Realm listens on loopback only and {host!r} is not loopback; "
-            "pass --allow-remote to expose it beyond this machine"
-        )
-    if not 0 <= port <= 65535:
-        raise InvalidInput(f"port {port} is out of range; use 0..65535 (0 picks a free one)")
-    with RealmState.open(data_dir) as state:
+    _check_where(host, port, allow_remote, tls)
+    if not 0 < read_timeout < float("inf"):
+        raise InvalidInput(f"the read timeout must be a positive number of seconds, not {read_timeout!r}")
+    make_private_dirs(data_dir)
+    with _ServeLock(data_dir), RealmState.open(data_dir) as state:
+        admin_token = ensure_admin_token(data_dir)
         sock = _listen(host, port)
         try:
+            bound_host, bound_port = sock.getsockname()[:2]
+            url = realm_url(bound_host, bound_port, tls=tls is not None)
             config = uvicorn.Config(
-                create_app(state, loopback_only=not allow_remote),
+                create_app(state, admin_token=admin_token, loopback_only=not allow_remote, read_timeout=read_timeout),
                 log_level="warning",
                 lifespan="off",
-                timeout_graceful_shutdown=5,
+                http=_strict_protocol(read_timeout),
+                timeout_graceful_shutdown=GRACE_SECONDS,
+                ssl_certfile=None if tls is None else str(tls[0]),
+                ssl_keyfile=None if tls is None else str(tls[1]),
             )
-            on_started = (lambda: _write_ready_file(ready_file, sock)) if ready_file else (lambda: None)
-            server = _Server(config, on_started)
+
+            def started() -> None:
+                if ready_file is not None:
+                    _write_ready_file(ready_file, url, bound_host, bound_port)
+                if on_started is not None:
+                    on_started(url)
+
+            server = _Server(config, started)
             with _stop_on_signals(server):
                 server.run(sockets=[sock])
         finally:
@@ -336,15 +265,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, required=True, help="directory of Realm's LMDB store")
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
     parser.add_argument("--port", type=int, default=8765, help="port to listen on; 0 picks a free one")
-    parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
-    parser.add_argument("--ready-file", type=Path, help="write {host, port, pid} JSON here once listening")
+    parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host (needs TLS)")
+    parser.add_argument("--tls-cert", type=Path, help="PEM certificate (with --tls-key: serve https)")
+    parser.add_argument("--tls-key", type=Path, help="PEM private key of --tls-cert")
+    parser.add_argument("--read-timeout", type=float, default=READ_TIMEOUT, help="seconds a request may take to arrive")
+    parser.add_argument("--ready-file", type=Path, help="write {host, port, pid, url} JSON here once listening")
     args = parser.parse_args(argv)
     try:
-        serve(args.data, args.host, args.port, args.allow_remote, args.ready_file)
+        tls = _tls_pair(args.tls_cert, args.tls_key)
+        serve(
+            args.data, args.host, args.port, args.allow_remote, args.ready_file, tls=tls,
+            read_timeout=args.read_timeout,
+            on_started=lambda url: print(
+                f"Realm serving {args.data} on {url}; admin token in {args.data / ADMIN_TOKEN_FILE}", flush=True
+            ),
+        )
     except ResidentError as exc:
         sys.stderr.write(f"error: {exc.message}\n")
         return 2
     return 0
+
+
+def _tls_pair(cert: Path | None, key: Path | None) -> tuple[Path, Path] | None:
+    """(certificate, key), None for neither; one without the other is an error."""
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise InvalidInput("TLS needs both --tls-cert and --tls-key")
+    return cert, key
 
 
 if __name__ == "__main__":

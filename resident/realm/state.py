@@ -1,13 +1,19 @@
-"""Realm's durable state: accepted records, verdicts and the invalidation feed, in one LMDB env.
+"""Realm's durable state: accepted records, verdicts, the invalidation feed and enrolled homes.
 
-Every table is write-once: a verdict, an accepted record or an invalidation is never updated or
+Verdicts, accepted records, record owners and invalidations are write-once: never updated or
 deleted, so an answer Realm gave once is the answer it gives after any restart or crash. Every
 write transaction is committed with `sync=True` before its caller sees the result, so an accepted
 record survives `kill -9` the moment its response exists.
+
+What Realm stores it checks first: each record's digest is recomputed from its content (the
+limits on ids and text are checked as the request is decoded). A record id belongs to the home
+that first pushed it; a push naming an id another home owns is refused whole, storing nothing.
+A home's token is stored as its SHA-256 only; enrolling a home again needs `rotate`.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -18,20 +24,26 @@ from types import TracebackType
 import lmdb
 import msgspec
 
-from resident.errors import RecordNotFound, SchemaMismatch, StoreClosed, StoreFailed
+from resident.errors import InvalidInput, RecordNotFound, SchemaMismatch, StoreClosed, StoreFailed
+from resident.messages.digest import content_digest
 from resident.messages.realm import (
+    ADMIN,
     PROTOCOL_VERSION,
     AcceptedRecord,
     Health,
+    HomeEntry,
     Invalidation,
     InvalidationPage,
     RealmRecord,
+    RecordPage,
+    RecordSummary,
     ReplicateResult,
     Verdict,
 )
-from resident.realm.governance import judge, next_cursor
+from resident.realm.governance import Precedent, content_key, judge, next_cursor
+from resident.realm.tokens import new_token, token_digest
 
-__all__ = ["SCHEMA_VERSION", "RealmState"]
+__all__ = ["SCHEMA_VERSION", "IdsOwnedElsewhere", "RealmState", "make_private_dirs"]
 
 SCHEMA_VERSION = 1
 # Address space, not disk: LMDB files grow as data is written.
@@ -42,11 +54,47 @@ _encode = msgspec.msgpack.Encoder().encode
 _decode_verdict = msgspec.msgpack.Decoder(Verdict).decode
 _decode_invalidation = msgspec.msgpack.Decoder(Invalidation).decode
 _decode_accepted = msgspec.msgpack.Decoder(AcceptedRecord).decode
+_decode_home = msgspec.msgpack.Decoder(HomeEntry).decode
+_HOME_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+# How many feed entries one page request may look at while it filters a home's own.
+_SCAN_LIMIT = 5_000
+
+
+class IdsOwnedElsewhere(Exception):
+    """A push named record ids that belong to another home; nothing of it was stored."""
+
+    def __init__(self, ids: tuple[str, ...]) -> None:
+        super().__init__(f"{len(ids)} record ids belong to another home")
+        self.ids = ids
+
+
+def make_private_dirs(path: Path) -> None:
+    """Create `path` and any missing parents, each 0700 whatever the umask."""
+    missing: list[Path] = []
+    current = path
+    while not current.exists():
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700, exist_ok=True)
+        directory.chmod(0o700)
+    path.chmod(0o700)
 
 
 def _seq_key(seq: int) -> bytes:
     # Big-endian so that LMDB's byte order is sequence order.
     return seq.to_bytes(8, "big")
+
+
+def _check_digest(record: RealmRecord) -> None:
+    expected = content_digest(
+        record_id=record.id, summary=record.summary, body=record.body, kind=record.kind, bank=record.bank,
+        canonical=record.canonical, delegated=record.delegated, supersedes=record.supersedes,
+    )
+    if record.digest != expected:
+        raise InvalidInput(
+            f"record {record.id}: its digest does not match its content; send the digest of what it says"
+        )
 
 
 def _verdict_key(record_id: str, digest: str) -> bytes:
@@ -65,6 +113,9 @@ class RealmState:
         self._verdicts = env.open_db(b"verdicts")
         self._invalidations = env.open_db(b"invalidations")
         self._invalidated = env.open_db(b"invalidated")
+        self._invalidated_content = env.open_db(b"invalidated_content")
+        self._owners = env.open_db(b"owners")
+        self._homes = env.open_db(b"homes")
         self._meta = env.open_db(b"meta")
         self._closed = False
         self._close_lock = threading.Lock()
@@ -79,9 +130,8 @@ class RealmState:
     ) -> RealmState:
         """Open (or create) the store in `data_dir`; refuses a store of another schema version."""
         try:
-            data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            data_dir.chmod(0o700)
-            env = lmdb.open(str(data_dir), map_size=map_size, max_dbs=8, mode=0o600, sync=True, metasync=True)
+            make_private_dirs(data_dir)
+            env = lmdb.open(str(data_dir), map_size=map_size, max_dbs=16, mode=0o600, sync=True, metasync=True)
         except (OSError, lmdb.Error) as exc:
             raise StoreFailed(f"cannot open the Realm store in {data_dir}: {exc}") from exc
         try:
@@ -118,25 +168,44 @@ class RealmState:
         except lmdb.Error as exc:
             raise StoreFailed(f"the Realm store in {self._path} failed: {exc}") from exc
 
-    def replicate(self, records: Sequence[RealmRecord]) -> list[ReplicateResult]:
-        """Judge each record in order and store new verdicts and accepted records in one commit."""
+    def replicate(self, home: str, records: Sequence[RealmRecord]) -> list[ReplicateResult]:
+        """Judge each record of `home`'s push in order; store new verdicts, owners and accepted records in one commit.
+
+        Refused whole, with nothing stored: a record whose digest does not match its content
+        (`InvalidInput`), or ids that another home pushed first (`IdsOwnedElsewhere`).
+        """
+        for record in records:
+            _check_digest(record)
         now = self._clock()
-        results: list[ReplicateResult] = []
         with self._txn(write=True) as txn:
-            for record in records:
-                key = _verdict_key(record.id, record.digest)
-                prior_raw = txn.get(key, db=self._verdicts)
-                prior = None if prior_raw is None else _decode_verdict(prior_raw)
-                verdict = judge(record, prior=prior, accepted_digest=self._accepted_digest(txn, record.id), at=now)
-                if prior is None:
-                    # The transaction sees its own writes, so a later duplicate in the same batch
-                    # is judged against this one.
-                    txn.put(key, _encode(verdict), db=self._verdicts)
-                    if verdict.status == "accepted":
-                        stored = AcceptedRecord(record=record, accepted_at=now)
-                        txn.put(record.id.encode(), _encode(stored), db=self._records)
-                results.append(ReplicateResult(id=record.id, status=verdict.status, reason=verdict.reason))
-        return results
+            taken = tuple(dict.fromkeys(r.id for r in records if self._owner(txn, r.id) not in (None, home)))
+            if taken:
+                raise IdsOwnedElsewhere(taken)
+            return [self._judge(txn, home, record, now) for record in records]
+
+    def _judge(self, txn: lmdb.Transaction[bytes], home: str, record: RealmRecord, now: float) -> ReplicateResult:
+        # The transaction sees its own writes, so a later duplicate in the same batch is judged
+        # against an earlier one.
+        txn.put(record.id.encode(), home.encode(), db=self._owners, overwrite=False)
+        key = _verdict_key(record.id, record.digest)
+        prior_raw = txn.get(key, db=self._verdicts)
+        invalidated = txn.get(content_key(record).encode(), db=self._invalidated_content)
+        precedent = Precedent(
+            prior=None if prior_raw is None else _decode_verdict(prior_raw),
+            accepted_digest=self._accepted_digest(txn, record.id),
+            invalidated_with_content=None if invalidated is None else bytes(invalidated).decode(),
+        )
+        verdict = judge(record, precedent, at=now)
+        if precedent.prior is None:
+            txn.put(key, _encode(verdict), db=self._verdicts)
+            if verdict.status == "accepted":
+                stored = AcceptedRecord(record=record, accepted_at=now, home=home)
+                txn.put(record.id.encode(), _encode(stored), db=self._records)
+        return ReplicateResult(id=record.id, status=verdict.status, reason=verdict.reason, rule=verdict.rule)
+
+    def _owner(self, txn: lmdb.Transaction[bytes], record_id: str) -> str | None:
+        raw = txn.get(record_id.encode(), db=self._owners)
+        return None if raw is None else bytes(raw).decode()
 
     def _accepted_digest(self, txn: lmdb.Transaction[bytes], record_id: str) -> str | None:
         raw = txn.get(record_id.encode(), db=self._records)
@@ -145,9 +214,13 @@ class RealmState:
         return _decode_accepted(raw).record.digest
 
     def invalidate(self, record_id: str, reason: str) -> Invalidation:
-        """Append an invalidation of an accepted record; a second call returns the first entry."""
+        """Append an invalidation of an accepted record; a second call returns the first entry.
+
+        Its content is remembered too: a later record with the same body is refused.
+        """
         with self._txn(write=True) as txn:
-            if txn.get(record_id.encode(), db=self._records) is None:
+            raw = txn.get(record_id.encode(), db=self._records)
+            if raw is None:
                 raise RecordNotFound(f"Realm has no accepted record {record_id}; nothing to invalidate")
             seq_key = txn.get(record_id.encode(), db=self._invalidated)
             existing = None if seq_key is None else txn.get(seq_key, db=self._invalidations)
@@ -158,19 +231,85 @@ class RealmState:
             item = Invalidation(seq=seq, id=record_id, reason=reason, at=self._clock())
             txn.put(_seq_key(seq), _encode(item), db=self._invalidations, append=True)
             txn.put(record_id.encode(), _seq_key(seq), db=self._invalidated)
+            content = content_key(_decode_accepted(raw).record).encode()
+            txn.put(content, record_id.encode(), db=self._invalidated_content, overwrite=False)
         return item
 
-    def invalidations(self, since: int, limit: int) -> InvalidationPage:
-        """At most `limit` invalidations with a sequence number above `since`, oldest first."""
+    def invalidations(self, since: int, limit: int, *, home: str | None = None) -> InvalidationPage:
+        """At most `limit` invalidations with a sequence number above `since`, oldest first.
+
+        With `home`, only invalidations of records that home owns; a page then stops after looking
+        at `_SCAN_LIMIT` entries, with `more` set, so no request walks the whole feed.
+        """
         items: list[Invalidation] = []
+        cursor_at = since
+        more = False
         with self._txn(write=False) as txn:
             cursor = txn.cursor(db=self._invalidations)
+            scanned = 0
             if cursor.set_range(_seq_key(since + 1)):
                 for _, raw in cursor:
-                    if len(items) >= limit:
+                    if len(items) >= limit or scanned >= _SCAN_LIMIT:
+                        more = True
                         break
-                    items.append(_decode_invalidation(raw))
-        return InvalidationPage(items=tuple(items), cursor=next_cursor(since, [item.seq for item in items]))
+                    scanned += 1
+                    item = _decode_invalidation(raw)
+                    cursor_at = item.seq
+                    if home is None or self._owner(txn, item.id) == home:
+                        items.append(item)
+        return InvalidationPage(
+            items=tuple(items), cursor=next_cursor(since, [cursor_at, *(item.seq for item in items)]), more=more
+        )
+
+    def records(self, after: str, limit: int) -> RecordPage:
+        """At most `limit` accepted records with ids after `after`, by id (a governance listing)."""
+        items: list[RecordSummary] = []
+        last: str | None = None
+        with self._txn(write=False) as txn:
+            cursor = txn.cursor(db=self._records)
+            found = cursor.set_range(after.encode()) if after else cursor.first()
+            while found:
+                record_id = bytes(cursor.key()).decode()
+                if record_id != after:
+                    if len(items) >= limit:
+                        return RecordPage(items=tuple(items), next=last)
+                    accepted = _decode_accepted(cursor.value())
+                    invalidated = txn.get(record_id.encode(), db=self._invalidated) is not None
+                    items.append(
+                        RecordSummary(
+                            id=record_id, home=accepted.home, digest=accepted.record.digest,
+                            accepted_at=accepted.accepted_at, invalidated=invalidated,
+                        )
+                    )
+                    last = record_id
+                found = cursor.next()
+        return RecordPage(items=tuple(items))
+
+    def enroll(self, name: str, *, rotate: bool = False) -> str:
+        """Issue the token of home `name` (shown once; only its hash is kept).
+
+        Enrolling a home that already has a token needs `rotate`, which makes the old token stop working.
+        """
+        if not _HOME_NAME.match(name) or name == ADMIN:
+            raise InvalidInput(
+                f"home name {name!r} is not valid: use 1-32 lower-case letters, digits, '-' or '_', "
+                f"starting with a letter (and not {ADMIN!r})"
+            )
+        token = new_token(name)
+        entry = HomeEntry(name=name, token_sha256=token_digest(token), enrolled_at=self._clock())
+        with self._txn(write=True) as txn:
+            if txn.get(name.encode(), db=self._homes) is not None and not rotate:
+                raise InvalidInput(
+                    f"home {name} is already enrolled; pass --rotate to issue a new token (the old one stops working)"
+                )
+            txn.put(name.encode(), _encode(entry), db=self._homes)
+        return token
+
+    def home_token_digest(self, name: str) -> str | None:
+        """The SHA-256 of home `name`'s token, or None if no such home is enrolled."""
+        with self._txn(write=False) as txn:
+            raw = txn.get(name.encode(), db=self._homes)
+        return None if raw is None else _decode_home(raw).token_sha256
 
     def health(self) -> Health:
         """How many records Realm accepted and how many it invalidated."""

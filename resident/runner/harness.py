@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from resident.coordination.plan import Plan, Step, TaskPlan
-from resident.errors import ResidentError
+from resident.errors import RecordWithheld, ResidentError
 from resident.memory.visibility import WITHHELD
 from resident.messages.coordination import Grant, Outcome
 from resident.messages.memory import Receipt
@@ -100,6 +100,7 @@ class RunHarness:
         *,
         realm_url: str | None,
         realm_process: RealmProcess | None,
+        admin_token: str | None = None,
         metrics: RunMetrics | None = None,
         run_tag: str | None = None,
     ) -> None:
@@ -108,6 +109,7 @@ class RunHarness:
         self.plan = plan
         self.realm_url = realm_url
         self.realm_process = realm_process
+        self.admin_token = admin_token
         self.metrics = metrics or RunMetrics()
         if realm_url is None:
             self.metrics.notes.append("no Realm: records stay pending; nothing is replicated, withheld or invalidated")
@@ -212,7 +214,6 @@ class RunHarness:
                             self._fill(at.step.text, at.task.member, i), scope=at.step.scope,
                             summary=at.step.summary, counterpart=at.step.counterpart,
                             world=at.step.world, kind=at.step.kind, canonical=bool(at.step.canonical),
-                            delegated=at.step.delegated,
                         ),
                         at.progress,
                     )
@@ -255,6 +256,16 @@ class RunHarness:
             self.metrics.acknowledged.add(result.new_id)
             at.progress.writes += 1
             self._define(at.step.as_, result.new_id)
+            await self._probe_readmitted(at.session, result.new_id)
+
+    async def _probe_readmitted(self, session: Session, record_id: str) -> None:
+        """A readmitted version is withheld until Realm accepts it: a direct read must not serve it before."""
+        try:
+            record = await session.get(record_id)
+        except RecordWithheld:
+            return
+        if record.replication in WITHHELD:
+            self.metrics.served_withheld.append(record_id)
 
     def _state(self, record_id: str) -> str:
         with self.runtime._internal.store.reader() as reader:
@@ -327,14 +338,14 @@ class RunHarness:
         at.progress.state = "running"
 
     async def _do_invalidate(self, at: _At) -> None:
-        if self.realm_url is None:
-            self._skip(at.step, "no Realm to invalidate in")
+        if self.realm_url is None or self.admin_token is None:
+            self._skip(at.step, "the run holds no Realm admin token (use --realm auto)")
             return
         record_id = self._ref(at.step.ref or "")
-        url = self.realm_url
+        url, token = self.realm_url, self.admin_token
 
         def invalidate() -> None:
-            with RealmClient(url) as client:
+            with RealmClient(url, token=token) as client:
                 client.invalidate(record_id, at.step.reason)
 
         await asyncio.to_thread(invalidate)

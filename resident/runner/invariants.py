@@ -1,17 +1,29 @@
-"""What must hold at the end of a run, checked against the store and the supervisor, not the harness."""
+"""What must hold at the end of a run, checked against the store and the supervisor, not the harness.
+
+"Nothing withheld was served" is checked on every read surface: for every withheld record
+(`conflict`, `invalidated`, and readmitted versions still in `pending_review`), a direct get must
+say why it is withheld, recall must leave it out, and the member's export must not carry it; after
+the runtime is closed, the same through the CLI (`memory show`, `recall`, `member export`).
+"""
 
 from __future__ import annotations
 
+import json
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
+
+from click.testing import CliRunner
 
 from resident.errors import RecordWithheld, ResidentError
 from resident.memory.visibility import WITHHELD
+from resident.messages.memory import MemoryRecord
 from resident.messages.replication import ReplicationCounts
 from resident.runner.harness import RunMetrics
 from resident.runtime import Runtime
 from resident.store.tables import RECORDS
 
-__all__ = ["Invariant", "check_invariants"]
+__all__ = ["Invariant", "check_cli_read_surfaces", "check_invariants", "withheld_records"]
 
 
 @dataclass(frozen=True)
@@ -30,29 +42,87 @@ def _writes_kept(runtime: Runtime, metrics: RunMetrics) -> Invariant:
     return Invariant("no acknowledged write lost", not missing, detail)
 
 
-def _nothing_withheld_served(runtime: Runtime, metrics: RunMetrics) -> Invariant:
-    problems = [f"recall served withheld {i}" for i in metrics.served_withheld]
+def withheld_records(runtime: Runtime) -> list[MemoryRecord]:
+    """Every withheld record whose author is a member of this home (readmitted versions included)."""
+    members = runtime.config.member_names()
     with runtime._internal.store.reader() as reader:
-        withheld = [r for _, r in reader.items(RECORDS) if r.replication in WITHHELD]
+        return [r for _, r in reader.items(RECORDS) if r.replication in WITHHELD and (r.author or r.owner) in members]
+
+
+def _api_problems(runtime: Runtime, withheld: list[MemoryRecord]) -> list[str]:
+    problems: list[str] = []
     for record in withheld:
-        author = record.author or record.owner
-        if author not in runtime.config.member_names():
-            continue
-        member = runtime.member(author)
+        member = runtime.member(record.author or record.owner)
         try:
             member.get(record.id)
             problems.append(f"get served withheld {record.id}")
         except RecordWithheld:
             pass
         try:
-            hits = member.recall(record.summary, k=100)
+            hits = member.recall(record.summary, k=100, include_inactive=True)
         except ResidentError as error:
             problems.append(f"recall failed while probing {record.id}: {error}")
             continue
         if record.id in {hit.id for hit in hits}:
             problems.append(f"recall served withheld {record.id}")
-    detail = f"{len(withheld)} withheld records, none served" if not problems else "; ".join(problems[:3])
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in sorted({r.author or r.owner for r in withheld}):
+            path = Path(scratch) / f"{name}.json"
+            runtime.export_member(name, path)
+            exported = {item["id"] for item in json.loads(path.read_bytes())["records"]}
+            problems += [f"export carried withheld {r.id}" for r in withheld if r.id in exported]
+    return problems
+
+
+def _nothing_withheld_served(runtime: Runtime, metrics: RunMetrics) -> Invariant:
+    withheld = withheld_records(runtime)
+    problems = [f"recall served withheld {i}" for i in metrics.served_withheld] + _api_problems(runtime, withheld)
+    reviewed = sum(1 for r in withheld if r.replication == "pending_review")
+    detail = (
+        f"{len(withheld)} withheld records ({reviewed} readmitted, awaiting review), none served by get, recall "
+        "or export"
+        if not problems
+        else "; ".join(problems[:3])
+    )
     return Invariant("nothing withheld was served", not problems, detail)
+
+
+def check_cli_read_surfaces(home: Path, withheld: list[MemoryRecord]) -> Invariant:
+    """The same fail-closed check through the CLI, on the closed home: show, recall and export."""
+    from resident.cli.main import cli  # noqa: PLC0415 - the runner probes the CLI only at the end
+
+    runner = CliRunner()
+    problems: list[str] = []
+
+    def run(*args: str) -> tuple[int, str]:
+        result = runner.invoke(cli, ["--home", str(home), *args, "--json"], catch_exceptions=True)
+        return result.exit_code, result.stdout
+
+    for record in withheld:
+        author = record.author or record.owner
+        code, out = run("memory", "show", record.id, "--as", author)
+        if code == 0 or _error_type(out) not in ("RecordWithheld", "RecordCorrupted"):
+            problems.append(f"memory show served withheld {record.id}")
+        code, out = run("recall", author, record.summary[:200], "-k", "100")
+        if code != 0 or record.id in out:
+            problems.append(f"recall (CLI) served withheld {record.id}" if code == 0 else f"recall failed: {out}")
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in sorted({r.author or r.owner for r in withheld}):
+            path = Path(scratch) / f"{name}.json"
+            code, out = run("member", "export", name, str(path))
+            exported = {item["id"] for item in json.loads(path.read_bytes())["records"]} if path.exists() else set()
+            problems += [f"member export carried withheld {r.id}" for r in withheld if r.id in exported]
+            if code != 0:
+                problems.append(f"member export failed: {out}")
+    detail = f"{len(withheld)} withheld records, none shown, recalled or exported by the CLI"
+    return Invariant("nothing withheld was served by the CLI", not problems, "; ".join(problems[:3]) or detail)
+
+
+def _error_type(out: str) -> str:
+    try:
+        return str(json.loads(out)["error"]["type"])
+    except (ValueError, KeyError, TypeError):
+        return ""
 
 
 def _restarts_recovered(runtime: Runtime, metrics: RunMetrics) -> Invariant:
@@ -85,7 +155,7 @@ def _replication_settled(counts: ReplicationCounts | None) -> Invariant | None:
 def check_invariants(
     runtime: Runtime, metrics: RunMetrics, replication: ReplicationCounts | None
 ) -> list[Invariant]:
-    """Every invariant of a run, each with what was found."""
+    """Every invariant of a run that reads the open runtime, each with what was found."""
     checks = [
         _writes_kept(runtime, metrics),
         _nothing_withheld_served(runtime, metrics),

@@ -32,7 +32,7 @@ from resident.messages.supervision import SupervisorStatistics
 from resident.realm.process import realm_for
 from resident.runner.display import live_view, summary_view
 from resident.runner.harness import RunHarness, RunMetrics
-from resident.runner.invariants import Invariant, check_invariants
+from resident.runner.invariants import Invariant, check_cli_read_surfaces, check_invariants, withheld_records
 from resident.runtime import Runtime
 from resident.store.home import CONFIG_FILE, HOME_ENV, HomeLock, current_store_dir, ensure_home, resolve_home
 from resident.store.projections import MEMORY_OFF_MESSAGE
@@ -165,12 +165,16 @@ def run(options: RunOptions, console: Console) -> RunReport:
     started = time.monotonic()
     url, process = realm_for(options.realm, home / "run-realm")
     try:
-        with Runtime.open(home, realm=url or "none", replication=RUN_REPLICATION) as runtime:
+        # A Realm the run started gets this home enrolled, and lends the run its admin token for
+        # the plan's invalidations; a Realm given by URL uses the home's own token.
+        token = process.enroll("run", rotate=True) if process is not None else None
+        admin_token = process.admin_token() if process is not None else None
+        with Runtime.open(home, realm=url or "none", realm_token=token, replication=RUN_REPLICATION) as runtime:
             if enable_memory:
                 runtime.memory.enable()
             else:
                 runtime.memory.require_enabled()
-            harness = RunHarness(runtime, plan, realm_url=url, realm_process=process)
+            harness = RunHarness(runtime, plan, realm_url=url, realm_process=process, admin_token=admin_token)
             asyncio.run(_play(runtime, harness, console if options.live else None))
             counts = runtime.replication.sync(timeout=FINAL_SYNC_TIMEOUT) if url else None
             report = RunReport(
@@ -180,6 +184,9 @@ def run(options: RunOptions, console: Console) -> RunReport:
             )
             report.invariants = check_invariants(runtime, harness.metrics, counts)
             report.statistics = runtime.statistics()
+            withheld = withheld_records(runtime)
+        # The CLI opens the home itself, so its read surfaces are probed once the run has closed it.
+        report.invariants.append(check_cli_read_surfaces(home, withheld))
     finally:
         if process is not None:
             process.stop()

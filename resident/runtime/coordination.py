@@ -1,8 +1,8 @@
 """`rt.coordinator` and sessions: dispatching work under grants, member callbacks, progress.
 
 A `Session` is what a member's harness holds while it works on a dispatched task: every callback
-into the runtime (remember, recall, forget, supersede, reconcile) is checked against the session's
-grant first, and `finish()` records the outcome on the execution.
+into the runtime (remember, recall, get, forget, supersede, reconcile) is checked against the
+session's grant, and `finish()` records the outcome on the execution.
 """
 
 from __future__ import annotations
@@ -29,8 +29,18 @@ from resident.messages.coordination import (
     Outcome,
     Progress,
 )
-from resident.messages.memory import SCOPES, RecallHit, Receipt, Reconciled
+from resident.messages.memory import (
+    SCOPES,
+    Delegation,
+    Forget,
+    GetRecord,
+    MemoryRecord,
+    RecallHit,
+    Receipt,
+    Reconciled,
+)
 from resident.messages.store import Commit
+from resident.runtime.member import ActivationLike, recall_message, reconcile_message, reconciled, remember_message
 from resident.store.tables import EXECUTIONS, GRANT_TOKENS, GRANTS
 
 if TYPE_CHECKING:
@@ -49,7 +59,15 @@ def result_digest(parts: Iterable[str]) -> str:
 
 
 class Session:
-    """A member at work on one execution; its callbacks are checked against its grant."""
+    """A member at work on one execution; every callback is checked against its grant.
+
+    `check(action, scope)` is the one gate: it refuses an expired grant, an action the grant does
+    not allow, and a target scope it does not cover. The call then reaches the member actor
+    carrying a `Delegation`, set here and never by the caller: the actor narrows what the call
+    may read or change to the grant's scopes (a record named by id in another scope is
+    `GrantExceeded`, recall searches only covered banks) and marks what it writes `delegated`.
+    Reading a record by id counts as `recall`; a remember that replaces a record is `supersede`.
+    """
 
     def __init__(self, runtime: Runtime, dispatched: Dispatched, token: str) -> None:
         self._runtime = runtime
@@ -61,28 +79,96 @@ class Session:
         self.member = runtime.member(dispatched.execution.member)
         self.steps = 0
         self.produced: list[str] = []
+        self._delegation = Delegation(grant=self.grant.id, holder=self.grant.holder, scopes=self.grant.scopes)
 
-    def _check(self, action: str, scope: str | None) -> None:
+    def check(self, action: str, scope: str | None = None) -> None:
+        """Refuse `action` (on `scope`, when the call names one) unless the grant covers it; count the step."""
         check(self.grant, action, None if scope is None else parse_scope(scope), self._runtime.clock.time())
         self.steps += 1
 
-    async def remember(self, text: str, *, scope: str = "AGENT_CORE", **options: Any) -> Receipt:
-        self._check("supersede" if options.get("supersedes") else "remember", scope)
-        receipt = await self.member.aremember(text, scope=scope, source=f"execution:{self.execution.id}", **options)
+    async def _ask(self, message: Any, timeout: float | None) -> Any:
+        return await self._runtime.ask_member_async(self.member.name, message, timeout)
+
+    async def remember(
+        self,
+        text: str | bytes,
+        *,
+        scope: str = "AGENT_CORE",
+        summary: str | bytes | None = None,
+        kind: str = "experience",
+        counterpart: str | None = None,
+        world: str | None = None,
+        importance: float = 0.5,
+        confidence: float = 1.0,
+        activation: ActivationLike = None,
+        supersedes: str | None = None,
+        canonical: bool = False,
+        occurred_at: float | None = None,
+        cites: tuple[str, ...] = (),
+        timeout: float | None = None,
+    ) -> Receipt:
+        """Write a memory for the execution (`supersede` when it replaces `supersedes`)."""
+        self.check("supersede" if supersedes else "remember", scope)
+        message = remember_message(
+            text, scope=scope, summary=summary, kind=kind, counterpart=counterpart, world=world,
+            importance=importance, confidence=confidence, activation=activation, supersedes=supersedes,
+            canonical=canonical, source=f"execution:{self.execution.id}", occurred_at=occurred_at, cites=cites,
+            delegation=self._delegation,
+        )
+        receipt: Receipt = await self._ask(message, timeout)
         self.produced.append(receipt.id)
         return receipt
 
-    async def recall(self, query: str, k: int = 10, **options: Any) -> list[RecallHit]:
-        self._check("recall", None)
-        return await self.member.arecall(query, k, **options)
+    async def supersede(self, record_id: str, text: str | bytes, **options: Any) -> Receipt:
+        """Write a new version of `record_id` (which must be in a scope the grant covers)."""
+        return await self.remember(text, supersedes=record_id, **options)
 
-    async def forget(self, record_id: str, reason: str = "") -> None:
-        self._check("forget", None)
-        await self.member.aforget(record_id, reason=reason)
+    async def recall(
+        self,
+        query: str | bytes,
+        k: int = 10,
+        *,
+        activation: ActivationLike = None,
+        char_budget: int = 8_000,
+        include_inactive: bool = False,
+        timeout: float | None = None,
+    ) -> list[RecallHit]:
+        """The member's best matches, searched only in the scopes the grant covers."""
+        self.check("recall")
+        message = recall_message(
+            query, k, activation=activation, char_budget=char_budget, include_inactive=include_inactive,
+            delegation=self._delegation,
+        )
+        hits: list[RecallHit] = await self._ask(message, timeout)
+        return hits
 
-    async def reconcile(self, record_id: str, **options: Any) -> Reconciled:
-        self._check("reconcile", None)
-        result = await self.member.areconcile(record_id, **options)
+    async def get(self, record_id: str, *, timeout: float | None = None) -> MemoryRecord:
+        """One record by id, if the grant covers its scope."""
+        self.check("recall")
+        record: MemoryRecord = await self._ask(GetRecord(id=record_id, delegation=self._delegation), timeout)
+        return record
+
+    async def forget(self, record_id: str, reason: str = "", *, timeout: float | None = None) -> None:
+        """Retract a record, if the grant covers its scope."""
+        self.check("forget")
+        await self._ask(Forget(id=record_id, reason=reason, delegation=self._delegation), timeout)
+
+    async def reconcile(
+        self,
+        record_id: str,
+        *,
+        rollback: bool = False,
+        readmit: bool = False,
+        text: str | bytes | None = None,
+        canonical: bool | None = None,
+        timeout: float | None = None,
+    ) -> Reconciled:
+        """Settle a withheld record in a scope the grant covers (see `Member.reconcile`)."""
+        self.check("reconcile")
+        message = reconcile_message(
+            record_id, rollback=rollback, readmit=readmit, text=text, canonical=canonical, delegation=self._delegation
+        )
+        result = reconciled(message, await self._ask(message, timeout))
         if result.new_id:
             self.produced.append(result.new_id)
         return result

@@ -12,6 +12,7 @@ from resident.memory.banks import parse_scope
 from resident.memory.records import clean_query
 from resident.messages.memory import (
     Activation,
+    Delegation,
     Forget,
     GetRecord,
     MemoryRecord,
@@ -27,7 +28,15 @@ from resident.messages.memory import (
 if TYPE_CHECKING:
     from resident.runtime.runtime import Runtime
 
-__all__ = ["Member", "as_activation", "recall_message"]
+__all__ = [
+    "ActivationLike",
+    "Member",
+    "as_activation",
+    "recall_message",
+    "reconcile_message",
+    "reconciled",
+    "remember_message",
+]
 
 ActivationLike = Activation | Mapping[str, str | None] | None
 
@@ -61,6 +70,7 @@ def recall_message(
     char_budget: int,
     include_inactive: bool = False,
     principal: Principal | None = None,
+    delegation: Delegation | None = None,
 ) -> Recall:
     """A checked `Recall`: a valid query, `k` from 1 to 100, a positive character budget."""
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_RECALL_K:
@@ -74,6 +84,7 @@ def recall_message(
         activation=as_activation(activation),
         include_inactive=include_inactive,
         principal=principal,
+        delegation=delegation,
     )
 
 
@@ -88,6 +99,66 @@ def _text(value: str | bytes) -> str:
     return value
 
 
+def remember_message(
+    text: str | bytes,
+    *,
+    scope: str,
+    summary: str | bytes | None,
+    kind: str,
+    counterpart: str | None,
+    world: str | None,
+    importance: float,
+    confidence: float,
+    activation: ActivationLike,
+    supersedes: str | None,
+    canonical: bool,
+    source: str,
+    occurred_at: float | None,
+    cites: tuple[str, ...],
+    delegation: Delegation | None = None,
+) -> Remember:
+    """A `Remember` from caller-shaped values (the member actor checks and shapes the rest)."""
+    return Remember(
+        text=_text(text),
+        scope=parse_scope(scope),
+        summary=None if summary is None else _text(summary),
+        kind=kind,  # type: ignore[arg-type]  # checked by the member actor
+        counterpart=counterpart,
+        world=world,
+        importance=importance,
+        confidence=confidence,
+        activation=as_activation(activation),
+        supersedes=None if supersedes is None else check_record_id(supersedes, "supersedes"),
+        canonical=canonical,
+        source=source,
+        occurred_at=occurred_at,
+        cites=tuple(check_record_id(cited, "a cited record id") for cited in cites),
+        delegation=delegation,
+    )
+
+
+def reconcile_message(
+    record_id: str,
+    *,
+    rollback: bool,
+    readmit: bool,
+    text: str | bytes | None,
+    canonical: bool | None,
+    delegation: Delegation | None = None,
+) -> Reconcile:
+    return Reconcile(
+        id=check_record_id(record_id), rollback=rollback, readmit=readmit,
+        text=None if text is None else _text(text), canonical=canonical, delegation=delegation,
+    )
+
+
+def reconciled(message: Reconcile, answer: object) -> Reconciled:
+    """What a reconcile did, from the member actor's answer (a receipt for a readmit)."""
+    if isinstance(answer, Receipt):
+        return Reconciled(id=message.id, action="readmit", new_id=answer.id, replication=answer.replication)
+    return Reconciled(id=message.id, action="rollback")
+
+
 class Member:
     """A member's memory surface. Every call has an awaitable twin (`aremember`, `arecall`, ...)."""
 
@@ -97,43 +168,6 @@ class Member:
 
     def __repr__(self) -> str:
         return f"<Member {self.name}>"
-
-    @staticmethod
-    def _remember_message(
-        text: str | bytes,
-        *,
-        scope: str,
-        summary: str | bytes | None,
-        kind: str,
-        counterpart: str | None,
-        world: str | None,
-        importance: float,
-        confidence: float,
-        activation: ActivationLike,
-        supersedes: str | None,
-        canonical: bool,
-        delegated: bool,
-        source: str,
-        occurred_at: float | None,
-        cites: tuple[str, ...],
-    ) -> Remember:
-        return Remember(
-            text=_text(text),
-            scope=parse_scope(scope),
-            summary=None if summary is None else _text(summary),
-            kind=kind,  # type: ignore[arg-type]  # checked by the member actor
-            counterpart=counterpart,
-            world=world,
-            importance=importance,
-            confidence=confidence,
-            activation=as_activation(activation),
-            supersedes=None if supersedes is None else check_record_id(supersedes, "supersedes"),
-            canonical=canonical,
-            delegated=delegated,
-            source=source,
-            occurred_at=occurred_at,
-            cites=tuple(check_record_id(cited, "a cited record id") for cited in cites),
-        )
 
     def remember(
         self,
@@ -149,17 +183,16 @@ class Member:
         activation: ActivationLike = None,
         supersedes: str | None = None,
         canonical: bool = False,
-        delegated: bool = False,
         source: str = "manual",
         occurred_at: float | None = None,
         cites: tuple[str, ...] = (),
         timeout: float | None = None,
     ) -> Receipt:
         """Admit a memory durably; the receipt's `replication` is `pending` until Realm accepts it."""
-        message = self._remember_message(
+        message = remember_message(
             text, scope=scope, summary=summary, kind=kind, counterpart=counterpart, world=world,
             importance=importance, confidence=confidence, activation=activation, supersedes=supersedes,
-            canonical=canonical, delegated=delegated, source=source, occurred_at=occurred_at, cites=cites,
+            canonical=canonical, source=source, occurred_at=occurred_at, cites=cites,
         )
         receipt: Receipt = self._runtime.ask_member(self.name, message, timeout)
         return receipt
@@ -178,17 +211,16 @@ class Member:
         activation: ActivationLike = None,
         supersedes: str | None = None,
         canonical: bool = False,
-        delegated: bool = False,
         source: str = "manual",
         occurred_at: float | None = None,
         cites: tuple[str, ...] = (),
         timeout: float | None = None,
     ) -> Receipt:
         """`remember` for asyncio hosts: awaits the durable write without blocking the loop."""
-        message = self._remember_message(
+        message = remember_message(
             text, scope=scope, summary=summary, kind=kind, counterpart=counterpart, world=world,
             importance=importance, confidence=confidence, activation=activation, supersedes=supersedes,
-            canonical=canonical, delegated=delegated, source=source, occurred_at=occurred_at, cites=cites,
+            canonical=canonical, source=source, occurred_at=occurred_at, cites=cites,
         )
         receipt: Receipt = await self._runtime.ask_member_async(self.name, message, timeout)
         return receipt
@@ -244,12 +276,6 @@ class Member:
     async def aforget(self, record_id: str, *, reason: str = "", timeout: float | None = None) -> None:
         await self._runtime.ask_member_async(self.name, Forget(id=check_record_id(record_id), reason=reason), timeout)
 
-    @staticmethod
-    def _reconciled(message: Reconcile, answer: object) -> Reconciled:
-        if isinstance(answer, Receipt):
-            return Reconciled(id=message.id, action="readmit", new_id=answer.id, replication=answer.replication)
-        return Reconciled(id=message.id, action="rollback")
-
     def reconcile(
         self,
         record_id: str,
@@ -263,13 +289,11 @@ class Member:
         """Settle a withheld (conflict/invalidated) record: roll it back, or re-admit it corrected.
 
         `readmit=True` writes a new version (with `text` and `canonical` if given) that supersedes
-        the withheld one and starts again as `pending`; `rollback=True` retracts the local write.
+        the withheld one; it must change what Realm objected to, and stays withheld
+        (`pending_review`) until Realm accepts it. `rollback=True` retracts the local write.
         """
-        message = Reconcile(
-            id=check_record_id(record_id), rollback=rollback, readmit=readmit,
-            text=None if text is None else _text(text), canonical=canonical,
-        )
-        return self._reconciled(message, self._runtime.ask_member(self.name, message, timeout))
+        message = reconcile_message(record_id, rollback=rollback, readmit=readmit, text=text, canonical=canonical)
+        return reconciled(message, self._runtime.ask_member(self.name, message, timeout))
 
     async def areconcile(
         self,
@@ -281,8 +305,5 @@ class Member:
         canonical: bool | None = None,
         timeout: float | None = None,
     ) -> Reconciled:
-        message = Reconcile(
-            id=check_record_id(record_id), rollback=rollback, readmit=readmit,
-            text=None if text is None else _text(text), canonical=canonical,
-        )
-        return self._reconciled(message, await self._runtime.ask_member_async(self.name, message, timeout))
+        message = reconcile_message(record_id, rollback=rollback, readmit=readmit, text=text, canonical=canonical)
+        return reconciled(message, await self._runtime.ask_member_async(self.name, message, timeout))

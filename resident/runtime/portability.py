@@ -11,7 +11,8 @@ import msgspec
 
 from resident.config import DEFAULT_WORLD, validate_name
 from resident.errors import ActorUnavailable, ConfigError, ExportInvalid, InvalidInput
-from resident.memory.portability import build_export, parse_export
+from resident.memory.integrity import corruption_error, is_intact
+from resident.memory.portability import MAX_EXPORT_BYTES, build_export, imported_records, parse_export, portable
 from resident.messages.memory import BankCreated, MemberImported, RecordAdmitted
 from resident.messages.store import Commit
 from resident.store.home import write_private_file
@@ -40,6 +41,9 @@ def export_member(runtime: Runtime, name: str, path: Path) -> int:
     with runtime._internal.store.reader() as reader:
         banks = [bank for _, bank in reader.items(BANKS)]
         records = [record for _, record in reader.items(RECORDS)]
+    for record in records:
+        if portable(member.name, record) and not is_intact(record):
+            logger.error("left out of the export of %s: %s", member.name, corruption_error(record).message)
     document = build_export(
         member.name, member.role, banks, records, now=runtime.clock.time(), schema_version=SCHEMA_VERSION
     )
@@ -54,13 +58,7 @@ def export_member(runtime: Runtime, name: str, path: Path) -> int:
 def import_member(runtime: Runtime, path: Path, world: str | None = None) -> ImportResult:
     """Load an export into this home in one transaction; records already here are skipped."""
     runtime.check_open()
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ExportInvalid(f"{path} does not exist") from None
-    except IsADirectoryError:
-        raise ExportInvalid(f"{path} is a directory, not an export file") from None
-    document = parse_export(data, str(path))
+    document = parse_export(_read_bounded(path), str(path), now=runtime.clock.time())
     if world is not None:
         validate_name("world", world)
     # Known: on the roster of resident.toml, or joined by an earlier import (its records are merged).
@@ -78,13 +76,9 @@ def import_member(runtime: Runtime, path: Path, world: str | None = None) -> Imp
     now = runtime.clock.time()
     runtime.memory.require_enabled()
     with runtime._internal.store.reader() as reader:
-        fresh = [r for r in document.records if reader.get(RECORDS, r.id) is None]
+        fresh = [r for r in imported_records(document) if reader.get(RECORDS, r.id) is None]
     events: list[object] = [BankCreated(at=now, bank=bank) for bank in document.banks]
-    # Replication starts over: this home's Realm has not accepted these records yet.
-    events += [
-        RecordAdmitted(at=now, record=msgspec.structs.replace(r, replication="pending", replication_reason=""))
-        for r in fresh
-    ]
+    events += [RecordAdmitted(at=now, record=record) for record in fresh]
     joined = not known
     if joined:
         events.append(
@@ -101,3 +95,17 @@ def import_member(runtime: Runtime, path: Path, world: str | None = None) -> Imp
     if joined:
         runtime.add_member(document.member, document.role, (world or DEFAULT_WORLD,))
     return ImportResult(document.member, len(fresh), len(document.records) - len(fresh), joined)
+
+
+def _read_bounded(path: Path) -> bytes:
+    """The file's bytes, refusing (without reading it all) one larger than any real export."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_EXPORT_BYTES + 1)
+    except FileNotFoundError:
+        raise ExportInvalid(f"{path} does not exist") from None
+    except IsADirectoryError:
+        raise ExportInvalid(f"{path} is a directory, not an export file") from None
+    if len(data) > MAX_EXPORT_BYTES:
+        raise ExportInvalid(f"{path} is larger than {MAX_EXPORT_BYTES} bytes; it is not a member export")
+    return data

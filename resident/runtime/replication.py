@@ -1,18 +1,21 @@
-"""`rt.replication`: where records stand with Realm, and pushing now."""
+"""`rt.replication`: where records stand with Realm, and pushing now; which token a home uses."""
 
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from resident.errors import ActorUnavailable, InvalidInput
 from resident.ids import check_record_id
 from resident.messages.replication import GetReplicationStatus, RecordReplication, ReplicationCounts, SyncNow
+from resident.realm.tokens import HOME_TOKEN_FILE, TOKEN_ENV, check_token, read_token_file
 
 if TYPE_CHECKING:
     from resident.runtime.runtime import Runtime
 
-__all__ = ["ReplicationControl"]
+__all__ = ["ReplicationControl", "home_realm_token"]
 
 # The actor answers a sync at its deadline, but it may be inside one Realm request (bounded by the
 # request timeout) or restarting when the deadline falls; the caller waits this much longer.
@@ -54,3 +57,19 @@ class ReplicationControl:
             # The actor restarted (or stalled) before answering: report where things stand now.
             counts = address.ask(GetReplicationStatus(), STATUS_TIMEOUT)
         return counts
+
+
+def home_realm_token(home: Path, explicit: str | None = None) -> str | None:
+    """The token a home presents to Realm: `explicit`, else `$RESIDENT_REALM_TOKEN`, else `<home>/realm.token`.
+
+    None when there is none: replication then reports Realm's 401 as its last error.
+    """
+    if explicit is not None:
+        return check_token(explicit, "the Realm token given")
+    from_env = os.environ.get(TOKEN_ENV)
+    if from_env:
+        return check_token(from_env, f"${TOKEN_ENV}")
+    path = home / HOME_TOKEN_FILE
+    if not path.exists():
+        return None
+    return read_token_file(path)

@@ -39,7 +39,7 @@ from resident.runtime.coordination import CoordinatorControl
 from resident.runtime.member import Member
 from resident.runtime.memory import MemoryControl
 from resident.runtime.portability import ImportResult, export_member, import_member
-from resident.runtime.replication import ReplicationControl
+from resident.runtime.replication import ReplicationControl, home_realm_token
 from resident.runtime.wiring import DEFAULT_TIMEOUT, Wiring, build_wiring
 from resident.store.backup import backup as backup_home
 from resident.store.backup import restore as restore_home
@@ -112,6 +112,7 @@ class Runtime:
         embedder_factory: Callable[[str], Embedder] | None = None,
         map_size: int = DEFAULT_MAP_SIZE,
         realm: str | None = None,
+        realm_token: str | None = None,
         replication: ReplicationSettings | None = None,
         create: bool = True,
         lock: HomeLock | None = None,
@@ -119,10 +120,12 @@ class Runtime:
         """Open `home` (else `$RESIDENT_HOME`, else the user data dir) and start the actors.
 
         `realm` overrides the Realm URL of `resident.toml` (`"none"` turns replication off for
-        this run); `replication` tunes batch sizes, attempts and backoff. With `create=False` the
-        home must already hold a store (`HomeNotFound` otherwise). A home this process may not
-        write opens for reading: writes are refused with `HomeReadOnly`. `lock` is a claim on the
-        home the caller already holds (and keeps: the runtime leaves it to the caller to release).
+        this run) and `realm_token` the token the home presents to it (else
+        `$RESIDENT_REALM_TOKEN`, else `<home>/realm.token`); `replication` tunes batch sizes,
+        attempts and backoff. With `create=False` the home must already hold a store
+        (`HomeNotFound` otherwise). A home this process may not write opens for reading: writes are
+        refused with `HomeReadOnly`. `lock` is a claim on the home the caller already holds (and
+        keeps: the runtime leaves it to the caller to release).
         """
         path = resolve_home(home)
         path = ensure_home(path) if create else require_home(path)
@@ -142,7 +145,10 @@ class Runtime:
             config = config.with_imported(imported)
             realm_url = config.realm_url if realm is None else (None if realm == "none" else realm_base_url(realm))
             config = config.with_realm(realm_url)
-            wiring = build_wiring(store, config, embedder_factory or make_embedder, realm_url, replication)
+            token = home_realm_token(path, realm_token) if realm_url is not None else None
+            wiring = build_wiring(
+                store, config, embedder_factory or make_embedder, realm_url, replication, realm_token=token
+            )
             runtime = cls(
                 home=path, lock=lock if owns_lock else None, store=store, config=config, clock=active_clock,
                 owns_clock=owns_clock, wiring=wiring,

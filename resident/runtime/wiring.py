@@ -78,6 +78,8 @@ def build_wiring(
     embedder_factory: Callable[[str], Embedder],
     realm_url: str | None,
     replication_settings: ReplicationSettings | None = None,
+    *,
+    realm_token: str | None = None,
 ) -> Wiring:
     writer = Address("writer", default_timeout=DEFAULT_TIMEOUT)
     substrate = Address("substrate", default_timeout=DEFAULT_TIMEOUT, timeout_error=SubstrateUnavailable)
@@ -90,6 +92,7 @@ def build_wiring(
             RecordsSynced, RecordConflicted, RecordInvalidated,
         )
     }
+    # Only a wake-up: replication reads what to push from the pending index, whatever tells are lost.
     subscribers[RecordAdmitted].append(replication)
     wiring = Wiring(
         spec=SupervisorSpec("root", []), store=store, writer=writer, substrate=substrate,
@@ -115,6 +118,7 @@ def build_wiring(
                 Replication,
                 kwargs={
                     "store": store, "writer": writer, "realm_url": realm_url, "settings": replication_settings,
+                    "realm_token": realm_token,
                 },
                 backoff=Backoff(min=0.05, max=5.0, jitter=0.2, reset_after=30.0),
             ),

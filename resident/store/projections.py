@@ -29,6 +29,7 @@ from resident.messages.memory import (
     BankCreated,
     MemberImported,
     MemoryConfig,
+    MemoryRecord,
     MemorySwitchedOff,
     MemorySwitchedOn,
     RecordAdmitted,
@@ -38,8 +39,11 @@ from resident.messages.memory import (
     VectorsFilled,
 )
 from resident.messages.replication import (
+    AwaitingRealm,
     InvalidationCursorAdvanced,
+    PendingIndexBuilt,
     RealmCursor,
+    RealmRefusal,
     RecordConflicted,
     RecordInvalidated,
     RecordsSynced,
@@ -52,10 +56,13 @@ from resident.store.tables import (
     EXECUTIONS,
     GRANT_TOKENS,
     GRANTS,
+    INDEXED_KEY,
     MEMBERS,
     MEMORY_CONFIG,
+    PENDING,
     REALM_CURSOR,
     RECORDS,
+    REFUSED,
     REPLICATION,
 )
 from resident.store.view import View
@@ -153,6 +160,7 @@ def _admit(view: View, event: RecordAdmitted) -> None:
     # lookup would cost a second descent of the records table for every record.
     if not view.insert(RECORDS, event.record.id, event.record):
         raise InvalidInput(f"a record with id {event.record.id} already exists")
+    _index_replication(view, event.record, event.at)
 
 
 def _existing(view: View, record_id: str) -> Any:
@@ -220,16 +228,33 @@ def _member_imported(view: View, event: MemberImported) -> None:
 
 # -- replication to Realm ------------------------------------------------------------------------
 #
-# Realm's first verdict on a record stands: only a `pending` record becomes `synced` or `conflict`,
-# and an invalidation applies once, to a record Realm accepted (locally `pending` when the process
-# died before writing the acceptance down, else `synced`). An event that would change nothing is
+# Realm's first verdict on a record stands: only a record awaiting it (`pending`, or `pending_review`
+# for a version that supersedes a withheld one) becomes `synced` or `conflict`, and an invalidation
+# applies once, to a record Realm accepted (locally still awaiting the verdict when the process died
+# before writing the acceptance down, else `synced`). An event that would change nothing is
 # not appended, so it is not published either (the substrate would otherwise mark its index copy of
 # an invalidated record `synced`).
+
+
+# States that wait for Realm's verdict: a plain write, and a version that supersedes a withheld one.
+_AWAITING = ("pending", "pending_review")
 
 
 def _is(view: View, record_id: str, *states: str) -> bool:
     record = view.get(RECORDS, record_id)
     return record is not None and record.replication in states
+
+
+def _index_replication(view: View, record: MemoryRecord, at: float) -> None:
+    """Keep replication's indexes in step with `record`'s state (written beside the change itself)."""
+    match record.replication:
+        case "pending" | "pending_review":
+            view.put(PENDING, record.id, AwaitingRealm(state=record.replication, since=at))
+        case "conflict" | "invalidated":
+            view.delete(PENDING, record.id)
+            view.put(REFUSED, record.id, RealmRefusal(state=record.replication, at=at))
+        case "synced":
+            view.delete(PENDING, record.id)
 
 
 @projection(ReplicationAttempted)
@@ -247,26 +272,34 @@ def _attempted(view: View, event: ReplicationAttempted) -> None:
         )
 
 
-@projection(RecordsSynced, check=lambda view, event: any(_is(view, i, "pending") for i in event.ids))
+@projection(RecordsSynced, check=lambda view, event: any(_is(view, i, *_AWAITING) for i in event.ids))
 def _synced(view: View, event: RecordsSynced) -> None:
     for record_id in event.ids:
         record = view.get(RECORDS, record_id)
-        if record is not None and record.replication == "pending":
-            view.put(RECORDS, record_id, msgspec.structs.replace(record, replication="synced", replication_reason=""))
+        if record is not None and record.replication in _AWAITING:
+            synced = msgspec.structs.replace(record, replication="synced", replication_reason="")
+            view.put(RECORDS, record_id, synced)
+            _index_replication(view, synced, event.at)
 
 
-@projection(RecordConflicted, check=lambda view, event: _is(view, event.id, "pending"))
+@projection(RecordConflicted, check=lambda view, event: _is(view, event.id, *_AWAITING))
 def _conflicted(view: View, event: RecordConflicted) -> None:
     record = _existing(view, event.id)
-    changed = msgspec.structs.replace(record, replication="conflict", replication_reason=event.reason)
+    changed = msgspec.structs.replace(
+        record, replication="conflict", replication_reason=event.reason, replication_rule=event.rule
+    )
     view.put(RECORDS, event.id, changed)
+    _index_replication(view, changed, event.at)
 
 
-@projection(RecordInvalidated, check=lambda view, event: _is(view, event.id, "pending", "synced"))
+@projection(RecordInvalidated, check=lambda view, event: _is(view, event.id, *_AWAITING, "synced"))
 def _invalidated(view: View, event: RecordInvalidated) -> None:
     record = _existing(view, event.id)
-    changed = msgspec.structs.replace(record, replication="invalidated", replication_reason=event.reason)
+    changed = msgspec.structs.replace(
+        record, replication="invalidated", replication_reason=event.reason, replication_rule="invalidated"
+    )
     view.put(RECORDS, event.id, changed)
+    _index_replication(view, changed, event.at)
 
 
 @projection(
@@ -275,6 +308,15 @@ def _invalidated(view: View, event: RecordInvalidated) -> None:
 )
 def _cursor(view: View, event: InvalidationCursorAdvanced) -> None:
     view.put(REALM_CURSOR, "cursor", RealmCursor(seq=event.seq))
+
+
+@projection(PendingIndexBuilt)
+def _pending_indexed(view: View, event: PendingIndexBuilt) -> None:
+    for record_id in (*event.awaiting, *event.refused):
+        record = view.get(RECORDS, record_id)
+        if record is not None:
+            _index_replication(view, record, event.at)
+    view.put(REALM_CURSOR, INDEXED_KEY, RealmCursor(seq=1))
 
 
 # -- coordination --------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from resident.messages.coordination import Correction, Execution, Grant, GrantTo
 from resident.messages.events import AnyEvent
 from resident.messages.members import MemberEntry
 from resident.messages.memory import Bank, MemoryConfig, MemoryRecord
-from resident.messages.replication import RealmCursor, ReplicationStatus
+from resident.messages.replication import AwaitingRealm, RealmCursor, RealmRefusal, ReplicationStatus
 
 __all__ = [
     "BANKS",
@@ -29,11 +29,14 @@ __all__ = [
     "EXECUTIONS",
     "GRANTS",
     "GRANT_TOKENS",
+    "INDEXED_KEY",
     "MEMBERS",
     "MEMORY_CONFIG",
     "META",
+    "PENDING",
     "REALM_CURSOR",
     "RECORDS",
+    "REFUSED",
     "REPLICATION",
     "SCHEMA_VERSION",
     "STATE_TABLES",
@@ -83,6 +86,11 @@ TERMS: Table[bytes] = Table("terms", bytes, derived=True, raw=True)
 MEMBERS: Table[MemberEntry] = Table("members", MemberEntry)
 REPLICATION: Table[ReplicationStatus] = Table("replication", ReplicationStatus)
 REALM_CURSOR: Table[RealmCursor] = Table("realm_cursor", RealmCursor)
+# Replication's indexes: records awaiting Realm's verdict (by id), and those it refused or withdrew.
+PENDING: Table[AwaitingRealm] = Table("pending", AwaitingRealm)
+REFUSED: Table[RealmRefusal] = Table("refused", RealmRefusal)
+# Under this key of REALM_CURSOR: whether the two indexes cover the records admitted before them.
+INDEXED_KEY = "indexed"
 GRANTS: Table[Grant] = Table("grants", Grant)
 EXECUTIONS: Table[Execution] = Table("executions", Execution)
 CORRECTIONS: Table[Correction] = Table("corrections", Correction)
@@ -91,7 +99,7 @@ GRANT_TOKENS: Table[GrantToken] = Table("grant_tokens", GrantToken)
 
 TABLES: tuple[Table[Any], ...] = (
     META, EVENTS, MEMORY_CONFIG, BANKS, RECORDS, VECTORS, TERMS, MEMBERS, REPLICATION, REALM_CURSOR,
-    GRANTS, EXECUTIONS, CORRECTIONS, GRANT_TOKENS,
+    GRANTS, EXECUTIONS, CORRECTIONS, GRANT_TOKENS, PENDING, REFUSED,
 )
 # State the event log rebuilds: everything except the log itself, metadata and derived caches.
 STATE_TABLES: tuple[Table[Any], ...] = tuple(

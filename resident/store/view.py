@@ -27,6 +27,10 @@ class View(Protocol):
         """Put `value` under `key` unless the key is present; whether it was put."""
         ...
 
+    def delete(self, table: Table[Any], key: str) -> None:
+        """Remove `key` from `table` (an index entry whose reason is gone); absent is fine."""
+        ...
+
 
 def _refuse_events(table: Table[Any]) -> None:
     # The event log is append-only: projections never touch it, only the store's commit does.
@@ -78,6 +82,11 @@ class TxnView:
         self._seen[entry] = value
         return True
 
+    def delete(self, table: Table[Any], key: str) -> None:
+        _refuse_events(table)
+        self._txn.delete(key.encode("utf-8"), db=self._dbs[table.name])
+        self._seen[(table.name, key)] = None
+
     def _remembered(self, entry: tuple[str, str]) -> Any:
         """What this view or one it is nested in read or wrote under `entry`, else `_UNSEEN`."""
         view: TxnView | None = self
@@ -120,6 +129,10 @@ class DictView:
             return False
         rows[encoded_key] = table.encode(value)
         return True
+
+    def delete(self, table: Table[Any], key: str) -> None:
+        _refuse_events(table)
+        self.tables.get(table.name, {}).pop(key.encode("utf-8"), None)
 
     def items(self, table: Table[Any]) -> Iterator[tuple[bytes, bytes]]:
         return iter(sorted(self.tables.get(table.name, {}).items()))
