@@ -227,10 +227,14 @@ class Replication(SupervisedActor):
     # -- life cycle -------------------------------------------------------------------------------
 
     def setup(self) -> None:
-        self._index_older_records()
         with self.store.reader() as reader:
             cursor = reader.get(REALM_CURSOR, "cursor")
         self.poller.cursor = cursor.seq if cursor is not None else 0
+        if self.store.readonly:
+            # A read-only home could not record a verdict or an invalidation, so it talks to no
+            # Realm: its records keep the state they had, and status still reads them.
+            return
+        self._index_older_records()
         if self.realm_url is not None:
             self._client = self._client_factory(self.realm_url, self.settings.request_timeout, token=self._token)
             self._io = IoWorker(self.name, self._from_worker)
