@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resident.engagement.rules import EngagementConfig, parse_engagement, render_engagement
 from resident.errors import ConfigError, InvalidInput, UnknownMember
 from resident.realm.client import realm_base_url
 from resident.store.home import CONFIG_FILE, ensure_home, write_private_file
@@ -71,6 +72,7 @@ class Config:
     realm_url: str | None = None
     path: Path | None = None
     extra_members: tuple[MemberConfig, ...] = field(default=())
+    engagement: EngagementConfig = field(default_factory=EngagementConfig)
 
     def member(self, name: str) -> MemberConfig:
         for member in (*self.members, *self.extra_members):
@@ -84,13 +86,13 @@ class Config:
 
     def with_realm(self, url: str | None) -> Config:
         """The same configuration with another Realm URL (None: no replication)."""
-        return Config(self.members, self.coordinator, url, self.path, self.extra_members)
+        return Config(self.members, self.coordinator, url, self.path, self.extra_members, self.engagement)
 
     def with_imported(self, imported: list[MemberConfig]) -> Config:
         """The roster plus members that joined this home by `member import`."""
         known = {m.name for m in self.members}
         extra = tuple(m for m in imported if m.name not in known)
-        return Config(self.members, self.coordinator, self.realm_url, self.path, extra)
+        return Config(self.members, self.coordinator, self.realm_url, self.path, extra, self.engagement)
 
 
 def default_config(path: Path | None = None) -> Config:
@@ -149,7 +151,7 @@ def _unknown(section: str, data: dict[str, Any], allowed: set[str], path: Path) 
 
 
 def _parse(data: dict[str, Any], path: Path) -> Config:
-    _unknown("the top level", data, {"team", "members", "realm"}, path)
+    _unknown("the top level", data, {"team", "members", "realm", "engagement"}, path)
     team = _table(data, "team", path)
     _unknown("[team]", team, {"coordinator"}, path)
     members_table = _table(data, "members", path)
@@ -181,7 +183,8 @@ def _parse(data: dict[str, Any], path: Path) -> Config:
             url = realm_base_url(url)
         except InvalidInput as error:
             raise ConfigError(f"{path}: [realm] {error}") from None
-    return Config(members=tuple(members), coordinator=coordinator, realm_url=url, path=path)
+    engagement = parse_engagement(data.get("engagement"), str(path))
+    return Config(members=tuple(members), coordinator=coordinator, realm_url=url, path=path, engagement=engagement)
 
 
 def render_config(config: Config) -> str:
@@ -200,4 +203,5 @@ def render_config(config: Config) -> str:
         lines += [f"[members.{member.name}]", f"role = {json.dumps(member.role)}", f"worlds = [{worlds}]", ""]
     if config.realm_url:
         lines += ["[realm]", f"url = {json.dumps(config.realm_url)}", ""]
+    lines += render_engagement(config.engagement)
     return "\n".join(lines)

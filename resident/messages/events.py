@@ -13,6 +13,8 @@ from resident.messages.coordination import (
     GrantIssued,
     GrantTokenIssued,
 )
+from resident.messages.engagement import EngagementQuestionAnswered, EngagementQuestionAsked, EngagementSwitched
+from resident.messages.evolution import MemoryAdmissionRecorded, MemoryAdmissionRetracted
 from resident.messages.memory import (
     BankCreated,
     MemberImported,
@@ -24,12 +26,28 @@ from resident.messages.memory import (
     RecordSuperseded,
     VectorsFilled,
 )
+from resident.messages.principles import PrincipleDecided, PrincipleProposed, PrincipleReverted
 from resident.messages.replication import (
     InvalidationCursorAdvanced,
     RecordConflicted,
     RecordInvalidated,
     RecordsSynced,
     ReplicationAttempted,
+)
+from resident.messages.skills import (
+    ForgettingDryRun,
+    NativeSkillsDeclared,
+    SkillAdded,
+    SkillForgotten,
+    SkillGiven,
+    SkillRead,
+    SkillReclaimed,
+    SkillRemoved,
+    SkillRestored,
+    SkillSessionClosed,
+    SkillSessionOpened,
+    SkillUseCorrected,
+    SkillUsed,
 )
 
 __all__ = ["EVENT_DECODER", "AnyEvent", "decode_event", "encode_event"]
@@ -55,6 +73,27 @@ AnyEvent = Union[  # noqa: UP007
     ExecutionFinished,
     CorrectionRecorded,
     GrantTokenIssued,
+    SkillAdded,
+    SkillGiven,
+    SkillReclaimed,
+    NativeSkillsDeclared,
+    SkillSessionOpened,
+    SkillRead,
+    SkillUsed,
+    SkillSessionClosed,
+    SkillUseCorrected,
+    SkillForgotten,
+    ForgettingDryRun,
+    SkillRemoved,
+    SkillRestored,
+    PrincipleProposed,
+    PrincipleDecided,
+    PrincipleReverted,
+    EngagementSwitched,
+    EngagementQuestionAsked,
+    EngagementQuestionAnswered,
+    MemoryAdmissionRecorded,
+    MemoryAdmissionRetracted,
 ]
 
 EVENT_DECODER: msgspec.msgpack.Decoder[AnyEvent] = msgspec.msgpack.Decoder(AnyEvent)
