@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from resident.actors.member_evolution import MemberEvolution
+from resident.actors.substrate import MAX_RECALL_K
 from resident.config import MemberConfig
 from resident.errors import InvalidInput, MemoryDisabled, NotVisible, RecordNotFound
 from resident.ids import new_id
 from resident.memory.banks import runtime_bank
 from resident.memory.records import make_record
 from resident.memory.visibility import can_see, can_write, is_served, readable_record
+from resident.messages.evolution import MemberCommand
 from resident.messages.memory import (
     BankCreated,
     Forget,
@@ -35,7 +38,7 @@ from resident.messages.store import Commit
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.store import Store
 from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS
-from resident.supervisor import Address, ChildContext, SupervisedActor
+from resident.supervisor import Address, ChildContext, Completed, SupervisedActor
 
 __all__ = ["MemberActor"]
 
@@ -50,6 +53,8 @@ class MemberActor(SupervisedActor):
         store: Store,
         substrate: Address,
         writer: Address,
+        *,
+        library: Address,
     ) -> None:
         super().__init__(context)
         self.member = member
@@ -58,23 +63,27 @@ class MemberActor(SupervisedActor):
         self.writer = writer
         self.principal = Principal(kind="member", name=member.name, worlds=member.worlds)
         self._known_banks: set[str] = set()
+        # The skill set and engagement (evolution); `library` is the skill library actor.
+        self.evolution = MemberEvolution(self, member.name, store, writer, library)
+
+    def setup(self) -> None:
+        self.evolution.start()
+
+    def on_crash(self, error: BaseException) -> None:  # noqa: ARG002 - the cause is already logged
+        self.evolution.crashed()
 
     def handle(self, message: Any) -> Any:
         if isinstance(message, Remember):
             self._remember(message)
             return None
         if isinstance(message, Recall):
-            self.substrate.tell(
-                Recall(
-                    query=message.query,
-                    k=message.k,
-                    char_budget=message.char_budget,
-                    activation=message.activation,
-                    include_inactive=message.include_inactive,
-                    principal=self.principal,
-                ),
-                self.defer(),
-            )
+            # Engagement narrows what the caller asked for (never widens it).
+            self.evolution.recall(message, self.principal, self.substrate, MAX_RECALL_K)
+            return None
+        if isinstance(message, MemberCommand):
+            return self.evolution.handle(message)
+        if isinstance(message, Completed):
+            self.evolution.completed(message)
             return None
         if isinstance(message, GetRecord):
             self._require_memory()

@@ -43,6 +43,7 @@ __all__ = [
     "SkillHolding",
     "SkillMatch",
     "SkillRead",
+    "SkillRebuild",
     "SkillReclaimed",
     "SkillRemoved",
     "SkillRestored",
@@ -367,3 +368,11 @@ class SkillMatch(Record, frozen=True):
     description: str
     score: float
     derived_from: str | None = None
+
+
+class SkillRebuild(Record, frozen=True):
+    """Every holding recomputed from the event log, and where it differs from the live state."""
+
+    events: int
+    holdings: int
+    differences: tuple[str, ...]

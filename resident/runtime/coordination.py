@@ -29,6 +29,7 @@ from resident.messages.coordination import (
     Outcome,
     Progress,
 )
+from resident.messages.engagement import EngagementContext
 from resident.messages.memory import SCOPES, RecallHit, Receipt, Reconciled
 from resident.messages.store import Commit
 from resident.store.tables import EXECUTIONS, GRANT_TOKENS, GRANTS
@@ -65,6 +66,10 @@ class Session:
     def _check(self, action: str, scope: str | None) -> None:
         check(self.grant, action, None if scope is None else parse_scope(scope), self._runtime.clock.time())
         self.steps += 1
+
+    def authorize(self, action: str) -> None:
+        """Check a callback outside memory (skills, principles, engagement) against the grant."""
+        self._check(action, None)
 
     async def remember(self, text: str, *, scope: str = "AGENT_CORE", **options: Any) -> Receipt:
         self._check("supersede" if options.get("supersedes") else "remember", scope)
@@ -139,6 +144,8 @@ class CoordinatorControl:
             expires_at=expires_at, parent_grant=parent_grant.id, token_digest=token_digest(token),
         )
         dispatched: Dispatched = runtime.wiring.coordinator.ask(message)
+        # A session starts: decide the member's engagement for it (rules, then the judge, else ask).
+        runtime.engagement.resolve_quietly(dispatched.execution.member, EngagementContext(task=task))
         return Session(runtime, dispatched, token)
 
     def session(self, token: str) -> Session:
@@ -170,6 +177,8 @@ class CoordinatorControl:
         self._runtime.wiring.coordinator.ask(
             FinishExecution(id=execution_id, outcome=outcome, result_digest=result_digest, error=error, steps=steps)
         )
+        # The session ended: its skill reads become uses now (or when the member next starts).
+        self._runtime.skills.settle_execution(execution_id)
 
     def progress(self) -> Progress:
         """Per-member progress from the execution records, as of now."""
@@ -185,6 +194,8 @@ class CoordinatorControl:
         correction: Correction = self._runtime.wiring.coordinator.ask(
             CorrectExecution(id=execution_id, note=note.strip(), by=by)
         )
+        # A corrected session's skill uses score 0.
+        self._runtime.skills.settle_execution(execution_id)
         return correction
 
     def executions(self) -> list[Execution]:

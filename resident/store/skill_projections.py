@@ -115,7 +115,7 @@ def _join(view: View, event: SkillGiven | SkillReclaimed, origin: str) -> None:
         view, member=event.member, kind="give" if origin == "give" else "reclaim", subject=event.skill,
         before="forgotten" if previous is not None else "not held",
         after=f"in set, weight {_weight(event.weight)} ({event.track} track)",
-        basis=event.basis or f"{origin} by {event.by}", at=event.at,
+        basis=event.basis or f"{'given' if origin == 'give' else 'reclaimed'} by {event.by}", at=event.at,
     )
 
 
