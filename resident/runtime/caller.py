@@ -101,7 +101,7 @@ class Caller:
         if self.session is not None:
             self.session.authorize(action)
 
-    def memory(self, runtime: Runtime, member: str) -> Member | SessionMemory:
+    def memory(self, runtime: Runtime, member: str | None) -> Member | SessionMemory:
         """`member`'s memory as this caller may use it."""
         name = self.acting_as(member)
         if self.session is None:
