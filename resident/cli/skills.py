@@ -160,7 +160,8 @@ def read(state: CliState, skill: str, as_json: bool) -> None:
 
 @skills.command()
 @click.argument("query", type=UTF8)
-@click.option("--limit", type=click.IntRange(1, MAX_SEARCH), default=20, show_default=True)
+@click.option("--limit", type=click.IntRange(1, MAX_SEARCH), default=20, show_default=True,
+              help="At most this many skills.")
 @json_option
 @pass_state
 def search(state: CliState, query: str, limit: int, as_json: bool) -> None:
@@ -181,7 +182,8 @@ def search(state: CliState, query: str, limit: int, as_json: bool) -> None:
 @skills.command()
 @click.argument("member", type=UTF8)
 @click.argument("task", type=UTF8)
-@click.option("--limit", type=click.IntRange(1, PROJECTED_SKILLS), default=PROJECTED_SKILLS, show_default=True)
+@click.option("--limit", type=click.IntRange(1, PROJECTED_SKILLS), default=PROJECTED_SKILLS, show_default=True,
+              help="At most this many skills (a session projects at most 10).")
 @json_option
 @pass_state
 def choose(state: CliState, member: str, task: str, limit: int, as_json: bool) -> None:
