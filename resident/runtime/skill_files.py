@@ -28,9 +28,12 @@ def soul_path(home: Path, member: str) -> Path:
 
 
 def _read_regular(path: Path, limit: int, what: str) -> bytes:
-    """At most `limit` + 1 bytes of the regular file at `path`, opened without following a link."""
+    """At most `limit` + 1 bytes of the regular file at `path`, opened without following a link.
+
+    Opened non-blocking, so a FIFO planted in its place is refused instead of hanging the reader.
+    """
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise SkillInvalid(f"{what} not found at {path}") from None
     except OSError as error:
