@@ -67,7 +67,9 @@ def evolution_samples(at: float) -> tuple[list[Event], list[Any]]:
         member="deven", execution="exec_01hzx3k9q0", ordinal=40, opened_at=at, reads=("deploy-k8s-v2", "triage"),
         closed=True, outcome="failed", uses=(use,),
     )
-    context = EngagementContext(task="fix the acme deploy", directory="/work/acme", harness="codex", counterpart="alice")
+    context = EngagementContext(
+        task="fix the acme deploy", directory="/work/acme", harness="codex", counterpart="alice"
+    )
     state = EngagementState(
         member="deven", at=at, domain="work", project="acme", counterpart="alice", activity="debugging",
         source="judge", confidence=0.875, held=True, restricted=True, context=context, question="q_01hzx3k9q0",

@@ -96,7 +96,8 @@ def test_natives_do_not_count_toward_the_thirty(natives: int, others: int) -> No
         return SkillHolding(member="deven", skill=name, weight=0.0 if native else 3.0, updated_session=0,
                             updated_at=0.0, added_session=0, added_at=0.0, native=native)
 
-    held = [holding(f"native-{n}", True) for n in range(natives)] + [holding(f"other-{n}", False) for n in range(others)]
+    held = [holding(f"native-{n}", True) for n in range(natives)]
+    held += [holding(f"other-{n}", False) for n in range(others)]
     assert plan_forgetting(held, 20, 0.0, -SINCE).forget == ()
     one_more = [*held, *(holding(f"extra-{n}", False) for n in range(SET_LIMIT + 1 - others))]
     assert len(plan_forgetting(one_more, 20, 0.0, -SINCE).forget) == 1

@@ -63,7 +63,7 @@ def test_a_read_in_a_session_becomes_a_use_scored_by_its_outcome_and_projection_
     rt.skills.give("triage", "deven")
     rt.skills.give("deploy-k8s", "deven")
     won = session(rt, "deven", "triage the bug queue")
-    assert [c.name for c in rt.skills.choose("deven", "triage the bug queue")][0] == "triage"
+    assert rt.skills.choose("deven", "triage the bug queue")[0].name == "triage"
     assert rt.skills.read("triage", session=won).body.startswith("# triage")
     won.finish("succeeded")
     lost = session(rt, "deven", "deploy")
@@ -146,7 +146,8 @@ def test_forgetting_is_a_dry_run_in_the_first_month_then_applies_and_leaves_the_
     for _ in range(10):
         session(rt, "deven").finish("succeeded")
     view = rt.skills.skill_set("deven")
-    assert view.dry_run and len(view.skills) == 32
+    assert view.dry_run
+    assert len(view.skills) == 32
     assert sorted(h.skill for h in view.skills if h.would_forget) == ["skill-00", "skill-01"]
     clock.advance(31 * DAY)
     session(rt, "deven").finish("succeeded")
@@ -156,7 +157,9 @@ def test_forgetting_is_a_dry_run_in_the_first_month_then_applies_and_leaves_the_
     assert not any(h.would_forget for h in view.skills)
     assert len(rt.skills.library()) == 32
     forgotten = [c for c in rt.evolution.log("deven") if c.kind == "forget"]
-    assert [(c.subject, c.basis.split(":")[0]) for c in forgotten] == [("skill-00", "capacity"), ("skill-01", "capacity")]
+    assert [(c.subject, c.basis.split(":")[0]) for c in forgotten] == [
+        ("skill-00", "capacity"), ("skill-01", "capacity")
+    ]
 
 
 def test_native_skills_from_soul_md_are_never_forgotten_and_do_not_count(rt, tmp_path, clock) -> None:
@@ -186,5 +189,6 @@ def test_rebuilding_recomputes_every_weight_from_events_and_finds_them_equal(rt,
         work.finish(outcome)
     rt.coordinator.correct(work.execution.id, "no")
     result = rt.skills.rebuild()
-    assert result.holdings == 2 and result.differences == ()
+    assert result.holdings == 2
+    assert result.differences == ()
     assert rt._internal.store.replay() == rt._internal.store.state_tables()
