@@ -55,8 +55,8 @@ class Quarter:
         distance = max(0, self.sessions - session) if held.track == "sessions" else max(0.0, at - when) / DAY
         return float(held.weight * 2.0 ** (-distance / HALF_LIFE[held.track]))
 
-    def join(self, skill: str, at: float, *, native: bool = False, track: str = "sessions", weight: float = 1.0) -> None:
-        self.held[skill] = Held(weight, track, (self.sessions, at), (self.sessions, at), native=native)
+    def join(self, skill: str, at: float, *, native: bool = False, track: str = "sessions") -> None:
+        self.held[skill] = Held(1.0, track, (self.sessions, at), (self.sessions, at), native=native)
         self.sweep(at)
 
     def reclaim(self, skill: str, at: float) -> None:
