@@ -39,9 +39,9 @@ from resident.messages.skills import (
     Track,
 )
 from resident.messages.store import Commit
-from resident.runtime.skill_files import read_natives, read_skill_folder
+from resident.runtime.skill_files import read_skill_folder, read_soul
 from resident.skills.ledger import SkillLedger, differences
-from resident.skills.skill_file import check_skill_name
+from resident.skills.skill_file import check_skill_name, parse_natives
 from resident.store.tables import EXECUTIONS, SKILL_HOLDINGS, SKILLS
 
 if TYPE_CHECKING:
@@ -73,6 +73,9 @@ class SkillsControl:
 
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
+        # The soul.md digest each member's natives were last recorded from: an unchanged file is
+        # neither parsed nor sent to the member again (every write of natives goes through here).
+        self._natives: dict[str, tuple[str, tuple[str, ...]]] = {}
 
     # -- the team library -------------------------------------------------------------------------
 
@@ -157,8 +160,14 @@ class SkillsControl:
         """Read `member`'s soul.md and record its native skills if they changed; the natives."""
         runtime = self._runtime
         runtime.config.member(member)
-        natives, digest = read_natives(runtime.home, member) or ((), "")
+        soul = read_soul(runtime.home, member)
+        digest = "" if soul is None else soul[1]
+        known = self._natives.get(member)
+        if known is not None and known[0] == digest:
+            return known[1]
+        natives = () if soul is None else parse_natives(member, soul[0])
         self._ask(member, DeclareNatives(skills=natives, digest=digest))
+        self._natives[member] = (digest, natives)
         return natives
 
     # -- sessions ---------------------------------------------------------------------------------
