@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -103,14 +104,14 @@ def pure(skills: list[TeamSkill], tasks: list[str]) -> dict[str, Any]:
     started = time.perf_counter()
     index = SkillIndex(skills)
     build_ms = (time.perf_counter() - started) * 1000
-    keyword = index._keyword  # noqa: SLF001 - the work itself, timed beside the choice
+    keyword = index._keyword
     held = [RankCandidate(name=s.name, weight=1.0 + (n % 7) / 10) for n, s in enumerate(skills[: HELD + NATIVES])]
     everything = [RankCandidate(name=s.name, weight=1.0 + (n % 7) / 10) for n, s in enumerate(skills)]
     mask = np.zeros(len(skills), dtype=np.bool_)
     mask[: HELD + NATIVES] = True
-    search_alone = timed([lambda t=task: keyword.search(t, mask, HELD + NATIVES) for task in tasks])
-    set_of_40 = timed([lambda t=task: index.choose(t, held, 10) for task in tasks])
-    whole_library = timed([lambda t=task: index.choose(t, everything, 10) for task in tasks])
+    search_alone = timed([partial(keyword.search, task, mask, HELD + NATIVES) for task in tasks])
+    set_of_40 = timed([partial(index.choose, task, held, 10) for task in tasks])
+    whole_library = timed([partial(index.choose, task, everything, 10) for task in tasks])
     return {
         "build_ms": round(build_ms, 2),
         "indexed_chars": sum(len(indexed_text(s)) for s in skills),
@@ -124,15 +125,15 @@ def pure(skills: list[TeamSkill], tasks: list[str]) -> dict[str, Any]:
 def through_runtime(skills: list[TeamSkill], tasks: list[str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="resident-bench-skills-") as scratch, \
             Runtime.open(Path(scratch) / "home", realm="none") as rt:
-        rt._internal.write(Commit(events=tuple(SkillAdded(at=0.0, skill=s) for s in skills)))  # noqa: SLF001
+        rt._internal.write(Commit(events=tuple(SkillAdded(at=0.0, skill=s) for s in skills)))
         soul = rt.home / "members" / "deven" / "soul.md"
         soul.parent.mkdir(parents=True)
         natives = ", ".join(s.name for s in skills[HELD : HELD + NATIVES])
         soul.write_text(f"---\nnative_skills: [{natives}]\n---\nDeven.\n", encoding="utf-8")
         for skill in skills[:HELD]:
             rt.skills.give(skill.name, "deven")
-        actor = timed([lambda t=task: rt.ask_member("deven", ChooseSkills(task=t, limit=10), None) for task in tasks])
-        facade = timed([lambda t=task: rt.skills.choose("deven", t) for task in tasks])
+        actor = timed([partial(rt.ask_member, "deven", ChooseSkills(task=task, limit=10), None) for task in tasks])
+        facade = timed([partial(rt.skills.choose, "deven", task) for task in tasks])
         held = len(rt.skills.skill_set("deven").skills)
     return {"held": held, "member_and_library_actors": actor, "rt_skills_choose": facade}
 
@@ -149,7 +150,7 @@ def main() -> None:
     args = parser.parse_args()
     skills = library(LIBRARY)
     tasks = synthetic_queries(args.tasks, seed=29)
-    report = {
+    report: dict[str, Any] = {
         "library": LIBRARY, "tasks": len(tasks), "target_p99_ms": TARGET_P99_MS,
         "pure": pure(skills, tasks), "runtime": through_runtime(skills, tasks),
     }
