@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from resident.errors import SkillInvalid
-from resident.runtime.skill_files import read_natives, read_skill_folder, soul_path
+from resident.runtime.skill_files import read_skill_folder, read_soul, soul_path
 from resident.skills.skill_file import MAX_DESCRIPTION, MAX_SKILL_FILE, parse_natives, parse_skill
 
 
@@ -113,14 +113,14 @@ def test_a_skill_md_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> Non
 
 
 def test_a_member_without_soul_md_has_no_natives_and_a_linked_one_is_refused(tmp_path: Path) -> None:
-    assert read_natives(tmp_path, "deven") is None
+    assert read_soul(tmp_path, "deven") is None
     path = soul_path(tmp_path, "deven")
     path.parent.mkdir(parents=True)
     path.write_bytes(b"---\nnative_skills: [triage]\n---\n")
-    natives, digest = read_natives(tmp_path, "deven") or ((), "")
-    assert natives == ("triage",)
+    data, digest = read_soul(tmp_path, "deven") or (b"", "")
+    assert parse_natives("deven", data) == ("triage",)
     assert len(digest) == 64
     path.unlink()
     path.symlink_to(tmp_path / "elsewhere.md")
     with pytest.raises(SkillInvalid, match="symbolic link"):
-        read_natives(tmp_path, "deven")
+        read_soul(tmp_path, "deven")

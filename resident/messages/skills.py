@@ -139,28 +139,24 @@ class SkillAdded(Event, frozen=True, tag="skill.added"):
     skill: TeamSkill
 
 
-class SkillGiven(Event, frozen=True, tag="skill.given"):
+class _Joined(Event, frozen=True):
+    """A team skill joins a member's set with `weight` on `track`, at the member's session `session`."""
+
+    member: str
+    skill: str
+    weight: float
+    track: Track
+    session: int
+    by: str
+    basis: str = ""
+
+
+class SkillGiven(_Joined, frozen=True, tag="skill.given"):
     """The owner syncs a team skill into a member's set with an initial weight."""
 
-    member: str
-    skill: str
-    weight: float
-    track: Track
-    session: int
-    by: str
-    basis: str = ""
 
-
-class SkillReclaimed(Event, frozen=True, tag="skill.reclaimed"):
-    """A member takes a team skill (back) into its own set, without approval."""
-
-    member: str
-    skill: str
-    weight: float
-    track: Track
-    session: int
-    by: str
-    basis: str = ""
+class SkillReclaimed(_Joined, frozen=True, tag="skill.reclaimed"):
+    """A member takes a team skill (back) into its own set, without approval (weight: see `rejoined`)."""
 
 
 class NativeSkillsDeclared(Event, frozen=True, tag="skill.natives"):

@@ -81,10 +81,6 @@ class Caller:
     def member(self) -> str | None:
         return None if self.session is None else self.session.member.name
 
-    def require_owner(self, what: str) -> None:
-        if self.session is not None:
-            refuse_member_session("", what)
-
     def acting_as(self, named: str | None, what: str = "a member") -> str:
         """The member a call acts as: the session's own (naming another is refused), or the one the owner names."""
         if self.session is None:

@@ -26,6 +26,7 @@ from resident.messages.engagement import (
     Engage,
     EngagementContext,
     EngagementDecision,
+    EngagementExample,
     EngagementQuestion,
     EngagementState,
     GetEngagement,
@@ -68,7 +69,7 @@ class EngagementControl:
         """`member`'s engagement (None until something decided it: no narrowing then)."""
         return self._row(member, examples=False).state
 
-    def examples(self, member: str) -> tuple[object, ...]:
+    def examples(self, member: str) -> tuple[EngagementExample, ...]:
         """What `member`'s judge learns from: its explicit switches in sessions and the owner's answers."""
         return self._row(member, examples=True).examples
 

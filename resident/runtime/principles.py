@@ -10,7 +10,7 @@ runtime proposes the note of every owner correction to the corrected member.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from resident.errors import InvalidInput, UnknownPrinciple
 from resident.ids import new_id
@@ -83,10 +83,11 @@ class PrinciplesControl:
         """The owner rejects a candidate, saying why."""
         return self._decide(principle_id, "rejected", decision_reason(reason, required=True), by)
 
-    def _decide(self, principle_id: str, decision: str, reason: str, by: str) -> Principle:
+    def _decide(
+        self, principle_id: str, decision: Literal["approved", "rejected"], reason: str, by: str
+    ) -> Principle:
         self.get(principle_id)
-        event = PrincipleDecided(
-            at=self._runtime.clock.time(), id=principle_id, decision=decision, by=by, reason=reason  # type: ignore[arg-type]
-        )
+        at = self._runtime.clock.time()
+        event = PrincipleDecided(at=at, id=principle_id, decision=decision, by=by, reason=reason)
         self._runtime._internal.write(Commit(events=(event,)))
         return self.get(principle_id)

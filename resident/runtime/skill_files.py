@@ -15,9 +15,9 @@ import stat
 from pathlib import Path
 
 from resident.errors import SkillInvalid
-from resident.skills.skill_file import MAX_SKILL_FILE, MAX_SOUL_FILE, ParsedSkill, parse_natives, parse_skill
+from resident.skills.skill_file import MAX_SKILL_FILE, MAX_SOUL_FILE, ParsedSkill, parse_skill
 
-__all__ = ["SKILL_FILE", "SOUL_FILE", "read_natives", "read_skill_folder", "read_soul", "soul_path"]
+__all__ = ["SKILL_FILE", "SOUL_FILE", "read_skill_folder", "read_soul", "soul_path"]
 
 SKILL_FILE = "SKILL.md"
 SOUL_FILE = "soul.md"
@@ -65,8 +65,3 @@ def read_soul(home: Path, member: str) -> tuple[bytes, str] | None:
     data = _read_regular(path, MAX_SOUL_FILE, f"soul.md of {member}")
     return data, hashlib.sha256(data).hexdigest()
 
-
-def read_natives(home: Path, member: str) -> tuple[tuple[str, ...], str] | None:
-    """The native skills of `member`'s soul.md and its digest, or None when it has no soul.md."""
-    soul = read_soul(home, member)
-    return None if soul is None else (parse_natives(member, soul[0]), soul[1])
