@@ -146,7 +146,7 @@ def cli(ctx: click.Context, home: str | None) -> None:
 
 def _register() -> None:
     # Subcommand modules import the runtime; registering them here keeps each module small.
-    from resident.cli import (  # noqa: PLC0415  # noqa: PLC0415
+    from resident.cli import (  # noqa: PLC0415
         bench,
         engagement,
         evolution,
