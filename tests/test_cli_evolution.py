@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import click
 import pytest
 
 from resident import Runtime
+from resident.cli.caller import MEMBER_COMMANDS
+from resident.cli.main import cli
 from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token
 from resident.store.tables import EVENTS
 from tests.cli_helpers import expect_error, expect_json, expect_ok, invoke, run_process
@@ -53,6 +56,8 @@ OWNER_COMMANDS = [
     ["replication", "sync"],
     ["init", "--force"],
     ["backup", "elsewhere"],
+    ["status"],
+    ["progress"],
 ]
 
 
@@ -154,3 +159,20 @@ def test_a_hostile_skill_file_is_refused_in_one_line_that_does_not_replay_its_es
     assert "\x1b" not in outcome.stderr
     missing = expect_error(invoke(home, "skills", "add", str(tmp_path / "nowhere"), "--json"), "SkillInvalid")
     assert "not a skill folder" in missing
+
+
+def test_every_command_a_member_session_may_run_exists_and_every_other_one_is_guarded() -> None:
+    def leaves(group: click.Group, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], click.Command]:
+        found: dict[tuple[str, ...], click.Command] = {}
+        for name, command in group.commands.items():
+            if isinstance(command, click.Group):
+                found.update(leaves(command, (*path, name)))
+            else:
+                found[(*path, name)] = command
+        return found
+
+    commands = leaves(cli)
+    assert set(commands) >= MEMBER_COMMANDS
+    for path, command in commands.items():
+        guarded = getattr(command.callback, "owner_only", None) is not None
+        assert guarded == (path not in MEMBER_COMMANDS), path

@@ -30,9 +30,6 @@ MEMBER_COMMANDS: frozenset[tuple[str, ...]] = frozenset({
     ("reconcile",),
     ("memory", "show"),
     ("memory", "forget"),
-    ("memory", "status"),
-    ("status",),
-    ("progress",),
     ("skills", "read"),
     ("skills", "search"),
     ("skills", "list"),
@@ -54,6 +51,7 @@ def _guarded(callback: Callable[..., Any], path: tuple[str, ...]) -> Callable[..
         refuse_member_session(presented_token(os.environ), what)
         return callback(*args, **kwargs)
 
+    guard.owner_only = what  # type: ignore[attr-defined]  # tells a guarded command apart (tests)
     return guard
 
 
