@@ -6,7 +6,6 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,7 +28,6 @@ undo = st.tuples(st.just("rollback"), st.sampled_from(MEMBERS), st.integers(0, 5
 OPERATIONS = st.lists(st.one_of(give, reclaim, work, wait, undo), min_size=1, max_size=12)
 
 
-@pytest.mark.slow
 def test_rebuilding_from_events_always_equals_the_live_skill_state(tmp_path: Path) -> None:
     clock = ManualClock()
     with evolving(tmp_path / "home", clock) as rt:
