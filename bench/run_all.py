@@ -111,6 +111,24 @@ def _replication(report: dict[str, Any]) -> list[Row]:
     ] + [("replication", "batched / one per request", f"{report['batched_over_one_per_request']}x", "")]
 
 
+def _skills(report: dict[str, Any]) -> list[Row]:
+    def figures(entry: dict[str, Any]) -> str:
+        return (f"wall p50 {entry['p50_ms']:.2f} / p99 {entry['p99_ms']:.2f} ms, "
+                f"CPU p99 {entry['cpu_p99_ms']:.2f} ms")
+
+    pure, runtime = report["pure"], report["runtime"]
+    actors = runtime["member_and_library_actors"]
+    return [
+        ("skills", f"projection choice, {report['library']:,} team skills: keyword search alone (40 held)",
+         figures(pure["search_alone_40"]), ""),
+        ("skills", "projection choice alone (40 held; all 1,000 held)",
+         f"{figures(pure['choose_40'])}; {figures(pure['choose_1000'])}", ""),
+        ("skills", "projection choice through the member and library actors", figures(actors),
+         _target(actors["p99_ms"], report["target_p99_ms"], at_least=False)),
+        ("skills", "rt.skills.choose (also re-reads soul.md)", figures(runtime["rt_skills_choose"]), ""),
+    ]
+
+
 BENCHMARKS: list[tuple[str, list[str], list[str], Callable[[dict[str, Any]], list[Row]]]] = [
     # script, quick arguments, full arguments, summary
     ("store_writes.py", ["--quick"], [], _store_writes),
@@ -118,6 +136,7 @@ BENCHMARKS: list[tuple[str, list[str], list[str], Callable[[dict[str, Any]], lis
     ("recall_index.py", ["--sizes", "1000,10000"], [], _recall_index),
     ("recall.py", ["--quick"], [], _recall),
     ("replication.py", ["--quick"], [], _replication),
+    ("skills.py", ["--tasks", "200"], [], _skills),
 ]
 
 

@@ -1,4 +1,4 @@
-"""Static configuration of a home: `resident.toml` (the team roster, worlds, the Realm URL).
+"""Static configuration of a home: `resident.toml` (the team roster, worlds, the Realm URL, entry rules).
 
 Runtime state (whether memory is on, which embedder) lives in LMDB with its events; this file
 only holds what a person edits. A missing file means the defaults: the spec's team of five, all
@@ -16,10 +16,12 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import tomli_w
 
+from resident.engagement.rules import EngagementConfig, engagement_table, parse_engagement
 from resident.errors import ConfigError, InvalidInput, UnknownMember, shorten
 from resident.realm.client import realm_base_url
 from resident.store.home import CONFIG_FILE, ensure_home, write_private_file
@@ -76,6 +78,7 @@ class Config:
     realm_url: str | None = None
     path: Path | None = None
     extra_members: tuple[MemberConfig, ...] = field(default=())
+    engagement: EngagementConfig = field(default_factory=EngagementConfig)
 
     def member(self, name: str) -> MemberConfig:
         for member in (*self.members, *self.extra_members):
@@ -89,13 +92,13 @@ class Config:
 
     def with_realm(self, url: str | None) -> Config:
         """The same configuration with another Realm URL (None: no replication)."""
-        return Config(self.members, self.coordinator, url, self.path, self.extra_members)
+        return Config(self.members, self.coordinator, url, self.path, self.extra_members, self.engagement)
 
     def with_imported(self, imported: list[MemberConfig]) -> Config:
         """The roster plus members that joined this home by `member import`."""
         known = {m.name for m in self.members}
         extra = tuple(m for m in imported if m.name not in known)
-        return Config(self.members, self.coordinator, self.realm_url, self.path, extra)
+        return Config(self.members, self.coordinator, self.realm_url, self.path, extra, self.engagement)
 
 
 def default_config(path: Path | None = None) -> Config:
@@ -136,11 +139,14 @@ class _RealmTable(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class _ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
-    """`resident.toml` as it is written: [team], [members.NAME] and [realm]."""
+    """`resident.toml` as it is written: [team], [members.NAME], [realm] and [engagement]."""
 
     team: _TeamTable = msgspec.field(default_factory=_TeamTable)
     members: dict[str, _MemberTable] = msgspec.field(default_factory=dict)
     realm: _RealmTable = msgspec.field(default_factory=_RealmTable)
+    # Entry rules have checks of their own (a rule needs a condition and an outcome), so the
+    # engagement module reads this table and names what is wrong in it.
+    engagement: dict[str, Any] | None = None
 
 
 _HEADER = (
@@ -148,7 +154,7 @@ _HEADER = (
     "# Runtime state (memory on/off, the embedder) is not here: use `resident memory ...`.\n\n"
 )
 _ALLOWED = {
-    "the top level": "team, members, realm",
+    "the top level": "team, members, realm, engagement",
     "[team]": "coordinator",
     "[realm]": "url",
 }
@@ -237,7 +243,8 @@ def _parse(data: _ConfigFile, path: Path) -> Config:
             url = realm_base_url(url)
         except InvalidInput as error:
             raise ConfigError(f"{path}: [realm] {error}") from None
-    return Config(members=tuple(members), coordinator=coordinator, realm_url=url, path=path)
+    engagement = parse_engagement(data.engagement, str(path))
+    return Config(members=tuple(members), coordinator=coordinator, realm_url=url, path=path, engagement=engagement)
 
 
 def render_config(config: Config) -> str:
@@ -248,4 +255,7 @@ def render_config(config: Config) -> str:
     }
     if config.realm_url:
         document["realm"] = {"url": config.realm_url}
+    engagement = engagement_table(config.engagement)
+    if engagement is not None:
+        document["engagement"] = engagement
     return _HEADER + tomli_w.dumps(document)

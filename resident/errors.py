@@ -43,17 +43,24 @@ __all__ = [
     "RecordNotFound",
     "RecordWithheld",
     "ResidentError",
+    "RollbackRefused",
     "RuntimeStopped",
     "SchemaMismatch",
     "ScopeNotAllowed",
+    "SkillInvalid",
+    "StateDiverged",
     "StoreClosed",
     "StoreFailed",
     "SubstrateUnavailable",
     "TextInvalid",
     "UnknownBank",
+    "UnknownChange",
     "UnknownExecution",
     "UnknownMember",
+    "UnknownPrinciple",
+    "UnknownQuestion",
     "UnknownScope",
+    "UnknownSkill",
     "WriteFailed",
     "shorten",
 ]
@@ -281,3 +288,34 @@ class RealmIdTaken(RealmRejected):
 
 class RealmInUse(ResidentError, RuntimeError):
     """Another `realm serve` already serves that data directory."""
+
+
+# -- evolution -----------------------------------------------------------------------------------
+
+
+class SkillInvalid(InvalidInput):
+    """A skill folder or its SKILL.md (or a member's soul.md) is malformed; the message names the fix."""
+
+
+class UnknownSkill(ResidentError, LookupError):
+    """No team skill of that name is in the library (or in the member's set, where that matters)."""
+
+
+class UnknownPrinciple(ResidentError, LookupError):
+    """No principle with that id was proposed."""
+
+
+class UnknownQuestion(ResidentError, LookupError):
+    """No owner question with that id was asked."""
+
+
+class UnknownChange(ResidentError, LookupError):
+    """No evolution change with that id was recorded."""
+
+
+class RollbackRefused(InvalidInput):
+    """That evolution change cannot be rolled back (already rolled back, superseded, or of a kind that cannot)."""
+
+
+class StateDiverged(ResidentError, RuntimeError):
+    """State recomputed from the event log differs from the live state: the store is damaged."""

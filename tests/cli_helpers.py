@@ -47,9 +47,11 @@ class Outcome:
         return f"resident {self.args!r} exited {self.code}\nstdout: {self.stdout!r}\nstderr: {self.stderr!r}"
 
 
-def invoke(home: Path, *args: str, input: str | bytes | None = None) -> Outcome:  # noqa: A002 - click's name
-    """Run `resident --home HOME ARGS` in this process."""
-    result = CliRunner().invoke(cli, ["--home", str(home), *args], input=input, prog_name="resident")
+def invoke(
+    home: Path, *args: str, input: str | bytes | None = None, env: dict[str, str | None] | None = None  # noqa: A002
+) -> Outcome:
+    """Run `resident --home HOME ARGS` in this process (`env` sets or, with None, unsets variables)."""
+    result = CliRunner().invoke(cli, ["--home", str(home), *args], input=input, env=env, prog_name="resident")
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise AssertionError(f"resident {args!r} raised instead of exiting") from result.exception
     outcome = Outcome(tuple(args), result.exit_code, result.stdout, result.stderr)

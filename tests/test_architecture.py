@@ -26,9 +26,15 @@ ALLOWED: dict[str, set[str]] = {
     "resident.memory": {"resident.messages"},
     "resident.coordination": {"resident.messages"},
     "resident.realm": {"resident.messages"},
+    # Evolution's domain: skills rank with recall's text analysis; the report reads skills' rules.
+    "resident.evolution": {"resident.messages", "resident.skills"},
+    "resident.skills": {"resident.messages", "resident.memory", "resident.evolution"},
+    "resident.principles": {"resident.messages", "resident.evolution"},
+    "resident.engagement": {"resident.messages", "resident.memory"},
     "resident.actors": {
         "resident.messages", "resident.store", "resident.supervisor", "resident.memory", "resident.coordination",
-        "resident.realm", "resident.config",
+        "resident.realm", "resident.config", "resident.skills", "resident.principles", "resident.engagement",
+        "resident.evolution",
     },
 }
 # Third-party imports a package may not use (messages stay plain data; the domain does no I/O).
@@ -38,6 +44,10 @@ FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
     "resident.supervisor": {"lmdb", "httpx", "starlette", "uvicorn", "click", "rich"},
     "resident.coordination": {"lmdb", "pykka", "httpx", "starlette", "uvicorn", "click", "rich"},
     "resident.realm": {"pykka", "click", "rich"},
+    **{
+        domain: {"lmdb", "pykka", "httpx", "starlette", "uvicorn", "click", "rich"}
+        for domain in ("resident.skills", "resident.principles", "resident.engagement", "resident.evolution")
+    },
 }
 
 

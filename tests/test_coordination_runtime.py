@@ -84,7 +84,8 @@ def test_member_callbacks_are_checked_against_the_grant(rt):
     writer = rt.coordinator.dispatch("w", "alice", role="implement", parent_grant=grant, actions={"remember"})
     with pytest.raises(GrantExceeded, match="does not cover WORLD_SHARED"):
         asyncio.run(writer.remember("shared", scope="WORLD_SHARED", world="team"))
-    assert len(events_of(rt, object)) == before + 3  # only the second dispatch (grant, execution, token)
+    # Only the second dispatch: grant, execution, token and the member's session, then its engagement.
+    assert len(events_of(rt, object)) == before + 5
 
 
 def test_a_correction_is_an_event_on_the_execution(rt):

@@ -67,6 +67,7 @@ from resident.messages.replication import (
     ReplicationStatus,
 )
 from resident.store.tables import EVENTS, TABLES
+from tests.golden_evolution import evolution_samples
 
 GOLDEN = Path(__file__).with_name("golden") / "messages.json"
 AT = 1_700_000_000.25
@@ -186,6 +187,8 @@ def samples() -> dict[str, Any]:
         CorrectionRecorded(at=AT, correction=_correction()),
         GrantTokenIssued(at=AT, token=_grant_token()),
     ]
+    evolution_events, evolution_records = evolution_samples(AT)
+    events += evolution_events
     manifest = BackupManifest(
         format=BACKUP_FORMAT,
         schema_version=1,
@@ -208,6 +211,7 @@ def samples() -> dict[str, Any]:
         _execution(),
         _correction(),
         _grant_token(),
+        *evolution_records,
         manifest,
     ]
     found: dict[str, Any] = {f"event/{type(event).__struct_config__.tag}": event for event in events}

@@ -13,7 +13,7 @@ from typing import Any
 
 from resident.config import Config
 from resident.coordination.grants import derive
-from resident.errors import GrantExceeded, UnknownExecution
+from resident.errors import GrantExceeded, InvalidInput, UnknownExecution
 from resident.ids import new_id
 from resident.messages.coordination import (
     CorrectExecution,
@@ -32,12 +32,15 @@ from resident.messages.coordination import (
     MemberProgress,
     Progress,
 )
+from resident.messages.principles import PrincipleProposed
+from resident.messages.skills import SkillSessionOpened
 from resident.messages.store import Commit
+from resident.principles.rules import candidate
 from resident.store.store import Store
 from resident.store.tables import EXECUTIONS, GRANTS
 from resident.supervisor import Address, ChildContext, Completed, ForwardReply, Reply, SupervisedActor, settle_all
 
-__all__ = ["Coordinator", "Dispatched"]
+__all__ = ["Coordinator", "Dispatched", "correction_principle"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,23 @@ class Dispatched:
 
     execution: Execution
     grant: Grant
+
+
+def correction_principle(execution: Execution, correction: Correction) -> tuple[PrincipleProposed, ...]:
+    """The principle candidate an owner's correction suggests to the corrected member (the owner decides).
+
+    A note that cannot be a principle's text (say, it holds a control character) proposes nothing:
+    the correction itself is what matters.
+    """
+    try:
+        principle = candidate(
+            new_id("prn"), member=execution.member, text=correction.note,
+            basis=f"the owner's correction {correction.id} of execution {execution.id} ({execution.task})",
+            by="runtime", at=correction.at,
+        )
+    except InvalidInput:
+        return ()
+    return (PrincipleProposed(at=correction.at, principle=principle),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +125,12 @@ class Coordinator(SupervisedActor):
             id=new_id("exec"), task=message.task, member=member.name, role=message.role, grant=grant.id,
             started_at=now,
         )
-        events: tuple[Any, ...] = (GrantIssued(at=now, grant=grant), ExecutionStarted(at=now, execution=execution))
+        events: tuple[Any, ...] = (
+            GrantIssued(at=now, grant=grant),
+            ExecutionStarted(at=now, execution=execution),
+            # The execution is a session of the member: the unit its skills decay by.
+            SkillSessionOpened(at=now, member=member.name, execution=execution.id),
+        )
         if message.token_digest:
             token = GrantToken(
                 digest=message.token_digest, grant=grant.id, member=member.name, execution=execution.id, issued_at=now
@@ -122,12 +147,15 @@ class Coordinator(SupervisedActor):
 
     def _correct(self, message: CorrectExecution) -> None:
         with self.store.reader() as reader:
-            if reader.get(EXECUTIONS, message.id) is None:
-                raise UnknownExecution(f"no execution {message.id}; see `resident progress` for the recorded ones")
+            execution = reader.get(EXECUTIONS, message.id)
+        if execution is None:
+            raise UnknownExecution(f"no execution {message.id}; see `resident progress` for the recorded ones")
         correction = Correction(
             id=new_id("corr"), execution=message.id, note=message.note, by=message.by, at=self.clock.time()
         )
-        self._record((CorrectionRecorded(at=correction.at, correction=correction),), correction)
+        recorded = CorrectionRecorded(at=correction.at, correction=correction)
+        events = (recorded, *correction_principle(execution, correction))
+        self._record(events, correction)
 
     def _progress(self) -> Progress:
         per_member: dict[str, dict[str, Any]] = {name: {} for name in self.config.member_names()}

@@ -21,6 +21,8 @@ from typing import Any
 
 import msgspec
 
+from resident.actors.member_evolution import MemberEvolution
+from resident.actors.substrate import MAX_RECALL_K
 from resident.config import MemberConfig
 from resident.errors import InvalidInput, MemoryDisabled, NotVisible
 from resident.ids import new_id
@@ -35,6 +37,7 @@ from resident.memory.visibility import (
     readable_record,
     visible_record,
 )
+from resident.messages.evolution import MemberCommand
 from resident.messages.memory import (
     BankCreated,
     Delegation,
@@ -53,7 +56,7 @@ from resident.messages.store import Commit
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.store import Store
 from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS
-from resident.supervisor import Address, ChildContext, SupervisedActor
+from resident.supervisor import Address, ChildContext, Completed, SupervisedActor
 
 __all__ = ["MemberActor"]
 
@@ -68,6 +71,8 @@ class MemberActor(SupervisedActor):
         store: Store,
         substrate: Address,
         writer: Address,
+        *,
+        library: Address,
     ) -> None:
         super().__init__(context)
         self.member = member
@@ -76,6 +81,14 @@ class MemberActor(SupervisedActor):
         self.writer = writer
         self.principal = Principal(kind="member", name=member.name, worlds=member.worlds)
         self._known_banks: set[str] = set()
+        # The skill set and engagement (evolution); `library` is the skill library actor.
+        self.evolution = MemberEvolution(self, member.name, store, writer, library)
+
+    def setup(self) -> None:
+        self.evolution.start()
+
+    def on_crash(self, error: BaseException) -> None:  # noqa: ARG002 - the cause is already logged
+        self.evolution.crashed()
 
     def handle(self, message: Any) -> Any:
         match message:
@@ -89,6 +102,10 @@ class MemberActor(SupervisedActor):
                 self._forget(message)
             case Reconcile():
                 self._reconcile(message)
+            case MemberCommand():
+                return self.evolution.handle(message)
+            case Completed():
+                self.evolution.completed(message)
             case _:
                 return super().handle(message)
         return None
@@ -100,8 +117,10 @@ class MemberActor(SupervisedActor):
         return msgspec.structs.replace(self.principal, grant=delegation.grant, scopes=delegation.scopes)
 
     def _recall(self, message: Recall) -> None:
+        # The grant narrows which scopes are searched, and engagement which activations; neither widens.
         principal = self._principal(message.delegation)
-        self.substrate.tell(msgspec.structs.replace(message, principal=principal, delegation=None), self.defer())
+        undelegated = msgspec.structs.replace(message, delegation=None)
+        self.evolution.recall(undelegated, principal, self.substrate, MAX_RECALL_K)
 
     def _get(self, message: GetRecord) -> MemoryRecord:
         self._require_memory()

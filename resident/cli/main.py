@@ -167,11 +167,26 @@ def cli(ctx: click.Context, home: str | None) -> None:
 
 def _register() -> None:
     # Subcommand modules import the runtime; registering them here keeps each module small.
-    from resident.cli import bench, home, members, memory, realm, replication, run  # noqa: PLC0415
+    from resident.cli import (  # noqa: PLC0415
+        bench,
+        engagement,
+        evolution,
+        home,
+        members,
+        memory,
+        principles,
+        realm,
+        replication,
+        run,
+        skills,
+    )
+    from resident.cli.caller import guard_commands  # noqa: PLC0415
 
-    for module in (run, home, memory, members, realm, replication, bench):
+    for module in (run, home, memory, members, realm, replication, bench, skills, principles, engagement, evolution):
         for command in module.COMMANDS:
             cli.add_command(command)
+    # Last, over every command: with a member's grant token, only member commands run.
+    guard_commands(cli)
 
 
 _register()

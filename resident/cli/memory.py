@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from resident.cli.caller import open_as_caller
 from resident.cli.common import (
     UTF8,
     CliState,
@@ -161,8 +162,8 @@ def show(state: CliState, record_id: str, member: str, as_json: bool) -> None:
     invalidated) is refused with RecordWithheld, its state and the reason; settle it with
     `resident reconcile ID`.
     """
-    with open_runtime(state, create=False) as runtime:
-        record = runtime.member(member).get(record_id)
+    with open_as_caller(state, create=False) as (runtime, caller):
+        record = caller.memory(runtime, member).get(record_id)
     if as_json:
         emit_json(record)
     else:
@@ -180,8 +181,8 @@ def forget(state: CliState, record_id: str, member: str, reason: str, as_json: b
 
     The record stays stored, marked retracted (an event), and is no longer recalled.
     """
-    with open_runtime(state) as runtime:
-        runtime.member(member).forget(record_id, reason=reason)
+    with open_as_caller(state) as (runtime, caller):
+        caller.memory(runtime, member).forget(record_id, reason=reason)
     if as_json:
         emit_json({"id": record_id, "lifecycle": "retracted"})
     else:
@@ -242,8 +243,8 @@ def remember(
     not blank, and at most 16,000 characters. Memory must be on (`resident memory enable`).
     """
     body = read_text_argument(text)
-    with open_runtime(state) as runtime:
-        receipt = runtime.member(member).remember(
+    with open_as_caller(state) as (runtime, caller):
+        receipt = caller.memory(runtime, member).remember(
             body,
             scope=scope,
             summary=summary,
@@ -294,8 +295,8 @@ def recall(
     three partial scores and replication).
     """
     text = read_text_argument(query)
-    with open_runtime(state, create=False) as runtime:
-        hits = runtime.member(member).recall(
+    with open_as_caller(state, create=False) as (runtime, caller):
+        hits = caller.memory(runtime, member).recall(
             text, k=k, char_budget=budget, activation={"domain": domain, "project": project}
         )
     if as_json:

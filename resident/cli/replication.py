@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from resident.cli.caller import open_as_caller
 from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, stdout
 from resident.errors import InvalidInput
 from resident.messages.replication import RecordReplication, ReplicationCounts
@@ -116,10 +117,14 @@ def reconcile(
         raise InvalidInput("choose one: --rollback (retract the local write) or --readmit (write a corrected version)")
     if rollback and (text is not None or no_canonical):
         raise InvalidInput("--text and --no-canonical go with --readmit, not --rollback")
-    with open_runtime(state) as runtime:
-        result = runtime.reconcile(
-            record_id, rollback=rollback, readmit=readmit, text=text, canonical=False if no_canonical else None
-        )
+    canonical = False if no_canonical else None
+    with open_as_caller(state) as (runtime, caller):
+        if caller.is_owner:
+            result = runtime.reconcile(record_id, rollback=rollback, readmit=readmit, text=text, canonical=canonical)
+        else:
+            # A member session settles its own records, under its grant.
+            mine = caller.memory(runtime, None)
+            result = mine.reconcile(record_id, rollback=rollback, readmit=readmit, text=text, canonical=canonical)
     if as_json:
         emit_json(result)
     elif result.action == "rollback":

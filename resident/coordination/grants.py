@@ -15,6 +15,7 @@ from resident.messages.coordination import Grant
 from resident.messages.memory import SCOPES, Scope
 
 __all__ = [
+    "EVOLUTION_ACTIONS",
     "GRANTABLE_ACTIONS",
     "OWNER_ONLY_ACTIONS",
     "ROLE_ACTIONS",
@@ -34,19 +35,29 @@ GRANTABLE_ACTIONS = frozenset(
         "read_engagement",
         "write_engagement",
         "fetch_skills",
+        "write_skills",
+        "propose_principle",
         "write_back",
         "push",
         "review",
         "deploy",
     }
 )
+# Every member at work may fetch and write skills, propose principles for itself, and read and
+# switch its own engagement (evolution's callbacks); roles differ in what else they may do.
+EVOLUTION_ACTIONS = frozenset(
+    {"fetch_skills", "write_skills", "propose_principle", "read_engagement", "write_engagement"}
+)
 ROLE_ACTIONS: dict[str, frozenset[str]] = {
-    "implement": frozenset({"remember", "recall", "forget", "supersede", "reconcile", "write_back", "push"}),
-    "review": frozenset({"recall", "remember", "review"}),
-    "test": frozenset({"remember", "recall", "forget", "supersede", "reconcile"}),
-    "operate": frozenset({"remember", "recall", "forget", "supersede", "reconcile", "deploy"}),
-    "research": frozenset({"remember", "recall", "forget", "supersede", "reconcile"}),
-    "coordinate": frozenset({"remember", "recall", "read_engagement"}),
+    role: actions | EVOLUTION_ACTIONS
+    for role, actions in {
+        "implement": frozenset({"remember", "recall", "forget", "supersede", "reconcile", "write_back", "push"}),
+        "review": frozenset({"recall", "remember", "review"}),
+        "test": frozenset({"remember", "recall", "forget", "supersede", "reconcile"}),
+        "operate": frozenset({"remember", "recall", "forget", "supersede", "reconcile", "deploy"}),
+        "research": frozenset({"remember", "recall", "forget", "supersede", "reconcile"}),
+        "coordinate": frozenset({"remember", "recall", "read_engagement"}),
+    }.items()
 }
 
 

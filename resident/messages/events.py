@@ -13,6 +13,8 @@ from resident.messages.coordination import (
     GrantIssued,
     GrantTokenIssued,
 )
+from resident.messages.engagement import EngagementQuestionAnswered, EngagementQuestionAsked, EngagementSwitched
+from resident.messages.evolution import MemoryAdmissionRecorded, MemoryAdmissionRetracted
 from resident.messages.memory import (
     BankCreated,
     MemberImported,
@@ -24,6 +26,7 @@ from resident.messages.memory import (
     RecordSuperseded,
     VectorsFilled,
 )
+from resident.messages.principles import PrincipleDecided, PrincipleProposed, PrincipleReverted
 from resident.messages.replication import (
     InvalidationCursorAdvanced,
     PendingIndexBuilt,
@@ -31,6 +34,21 @@ from resident.messages.replication import (
     RecordInvalidated,
     RecordsSynced,
     ReplicationAttempted,
+)
+from resident.messages.skills import (
+    ForgettingDryRun,
+    NativeSkillsDeclared,
+    SkillAdded,
+    SkillForgotten,
+    SkillGiven,
+    SkillRead,
+    SkillReclaimed,
+    SkillRemoved,
+    SkillRestored,
+    SkillSessionClosed,
+    SkillSessionOpened,
+    SkillUseCorrected,
+    SkillUsed,
 )
 
 __all__ = ["EVENT_DECODER", "AnyEvent", "decode_event", "encode_event"]
@@ -57,6 +75,27 @@ AnyEvent = Union[  # noqa: UP007
     ExecutionFinished,
     CorrectionRecorded,
     GrantTokenIssued,
+    SkillAdded,
+    SkillGiven,
+    SkillReclaimed,
+    NativeSkillsDeclared,
+    SkillSessionOpened,
+    SkillRead,
+    SkillUsed,
+    SkillSessionClosed,
+    SkillUseCorrected,
+    SkillForgotten,
+    ForgettingDryRun,
+    SkillRemoved,
+    SkillRestored,
+    PrincipleProposed,
+    PrincipleDecided,
+    PrincipleReverted,
+    EngagementSwitched,
+    EngagementQuestionAsked,
+    EngagementQuestionAnswered,
+    MemoryAdmissionRecorded,
+    MemoryAdmissionRetracted,
 ]
 
 EVENT_DECODER: msgspec.msgpack.Decoder[AnyEvent] = msgspec.msgpack.Decoder(AnyEvent)

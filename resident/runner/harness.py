@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from resident.coordination.grants import EVOLUTION_ACTIONS
 from resident.coordination.plan import Plan, Step, TaskPlan
 from resident.errors import RecordWithheld, ResidentError
 from resident.memory.visibility import WITHHELD
@@ -129,8 +130,8 @@ class RunHarness:
             self.metrics.tasks[task.id] = TaskProgress(task.id, task.member, len(task.steps))
         grant = await asyncio.to_thread(
             self.runtime.coordinator.issue_grant,
-            actions={"remember", "recall", "forget", "supersede", "reconcile", "read_engagement", "write_back",
-                     "push", "deploy", "review"},
+            actions={"remember", "recall", "forget", "supersede", "reconcile", "write_back", "push", "deploy", "review",
+                     *EVOLUTION_ACTIONS},
         )
         await asyncio.gather(*(self._play(task, grant) for task in self.plan.tasks))
 

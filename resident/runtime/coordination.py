@@ -29,6 +29,7 @@ from resident.messages.coordination import (
     Outcome,
     Progress,
 )
+from resident.messages.engagement import EngagementContext
 from resident.messages.memory import (
     SCOPES,
     Delegation,
@@ -85,6 +86,10 @@ class Session:
         """Refuse `action` (on `scope`, when the call names one) unless the grant covers it; count the step."""
         check(self.grant, action, None if scope is None else parse_scope(scope), self._runtime.clock.time())
         self.steps += 1
+
+    def authorize(self, action: str) -> None:
+        """Check a callback outside memory (skills, principles, engagement) against the grant."""
+        self.check(action)
 
     async def _ask(self, message: Any, timeout: float | None) -> Any:
         return await self._runtime.ask_member_async(self.member.name, message, timeout)
@@ -225,6 +230,8 @@ class CoordinatorControl:
             expires_at=expires_at, parent_grant=parent_grant.id, token_digest=token_digest(token),
         )
         dispatched: Dispatched = runtime.wiring.coordinator.ask(message)
+        # A session starts: decide the member's engagement for it (rules, then the judge, else ask).
+        runtime.engagement.resolve_quietly(dispatched.execution.member, EngagementContext(task=task))
         return Session(runtime, dispatched, token)
 
     def session(self, token: str) -> Session:
@@ -259,6 +266,8 @@ class CoordinatorControl:
                 error=error, steps=steps,
             )
         )
+        # The session ended: its skill reads become uses now (or when the member next starts).
+        self._runtime.skills.settle_execution(execution_id)
 
     def progress(self) -> Progress:
         """Per-member progress from the execution records, as of now."""
@@ -274,6 +283,8 @@ class CoordinatorControl:
         correction: Correction = self._runtime.wiring.coordinator.ask(
             CorrectExecution(id=check_record_id(execution_id, "execution id"), note=note.strip(), by=by)
         )
+        # A corrected session's skill uses score 0.
+        self._runtime.skills.settle_execution(execution_id)
         return correction
 
     def executions(self) -> list[Execution]:

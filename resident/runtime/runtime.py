@@ -36,10 +36,14 @@ from resident.realm.client import realm_base_url
 from resident.runtime.apps import Apps
 from resident.runtime.chaos import Chaos
 from resident.runtime.coordination import CoordinatorControl
+from resident.runtime.engagement import EngagementControl
+from resident.runtime.evolution import EvolutionControl
 from resident.runtime.member import Member
 from resident.runtime.memory import MemoryControl
 from resident.runtime.portability import ImportResult, export_member, import_member
+from resident.runtime.principles import PrinciplesControl
 from resident.runtime.replication import ReplicationControl, home_realm_token
+from resident.runtime.skills import SkillsControl
 from resident.runtime.wiring import DEFAULT_TIMEOUT, Wiring, build_wiring
 from resident.store.backup import backup as backup_home
 from resident.store.backup import restore as restore_home
@@ -100,6 +104,10 @@ class Runtime:
         self.apps = Apps(self)
         self.coordinator = CoordinatorControl(self)
         self.chaos = Chaos(self)
+        self.skills = SkillsControl(self)
+        self.principles = PrinciplesControl(self)
+        self.engagement = EngagementControl(self)
+        self.evolution = EvolutionControl(self)
 
     # -- opening and closing ----------------------------------------------------------------------
 

@@ -5,6 +5,7 @@
     ├── substrate       Hindsight: embed, index, recall (restarts with backoff)
     ├── replication     pushes pending records to Realm, polls invalidations
     ├── coordinator     Samuel: dispatch under grants, progress from execution records
+    ├── skills          the team skill library: search, and ranking a member's skills for a task
     └── members (one_for_one)
         └── one actor per member of the roster
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from resident.actors.coordinator import Coordinator
 from resident.actors.member import MemberActor
 from resident.actors.replication import Replication, ReplicationSettings
+from resident.actors.skills import SkillLibrary
 from resident.actors.substrate import Substrate
 from resident.actors.writer import StoreWriter
 from resident.config import Config, MemberConfig
@@ -51,6 +53,7 @@ class Wiring:
     replication: Address
     coordinator: Address
     members: dict[str, Address]
+    skills: Address
     addresses: dict[str, Address] = field(default_factory=dict)
 
     def member_spec(self, member: MemberConfig) -> ChildSpec:
@@ -61,7 +64,10 @@ class Wiring:
         return ChildSpec(
             address,
             MemberActor,
-            kwargs={"member": member, "store": self.store, "substrate": self.substrate, "writer": self.writer},
+            kwargs={
+                "member": member, "store": self.store, "substrate": self.substrate, "writer": self.writer,
+                "library": self.skills,
+            },
         )
 
     def forget_member(self, name: str) -> None:
@@ -85,6 +91,7 @@ def build_wiring(
     substrate = Address("substrate", default_timeout=DEFAULT_TIMEOUT, timeout_error=SubstrateUnavailable)
     replication = Address("replication", default_timeout=DEFAULT_TIMEOUT)
     coordinator = Address("coordinator", default_timeout=DEFAULT_TIMEOUT)
+    skills = Address("skills", default_timeout=DEFAULT_TIMEOUT)
     subscribers: dict[type, list[Address]] = {
         event: [substrate]
         for event in (
@@ -96,7 +103,7 @@ def build_wiring(
     subscribers[RecordAdmitted].append(replication)
     wiring = Wiring(
         spec=SupervisorSpec("root", []), store=store, writer=writer, substrate=substrate,
-        replication=replication, coordinator=coordinator, members={},
+        replication=replication, coordinator=coordinator, members={}, skills=skills,
     )
     member_specs = [wiring.member_spec(member) for member in (*config.members, *config.extra_members)]
     members_spec = SupervisorSpec("members", member_specs, strategy="one_for_one", intensity=10, period=10.0)
@@ -127,6 +134,7 @@ def build_wiring(
                 Coordinator,
                 kwargs={"config": config, "store": store, "writer": writer},
             ),
+            ChildSpec(skills, SkillLibrary, kwargs={"store": store}),
             ChildSpec(
                 members_address,
                 Supervisor,
@@ -143,7 +151,7 @@ def build_wiring(
     wiring.addresses.update(
         {
             "writer": writer, "substrate": substrate, "replication": replication, "coordinator": coordinator,
-            "members": members_address,
+            "skills": skills, "members": members_address,
         }
     )
     return wiring

@@ -384,3 +384,7 @@ def _corrected(view: View, event: CorrectionRecorded) -> None:
     execution = _execution(view, correction.execution)
     view.put(CORRECTIONS, correction.id, correction)
     view.put(EXECUTIONS, execution.id, msgspec.structs.replace(execution, corrections=execution.corrections + 1))
+
+
+# Evolution's projections live in their own modules; importing them registers them with `project`.
+from resident.store import evolution_projections, skill_projections  # noqa: E402, F401

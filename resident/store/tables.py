@@ -17,28 +17,40 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from resident.messages.coordination import Correction, Execution, Grant, GrantToken
+from resident.messages.engagement import EngagementQuestion, MemberEngagement
 from resident.messages.events import AnyEvent
+from resident.messages.evolution import EvolutionChange, MemberEvolution
 from resident.messages.members import MemberEntry
 from resident.messages.memory import Bank, MemoryConfig, MemoryRecord
+from resident.messages.principles import Principle
 from resident.messages.replication import AwaitingRealm, RealmCursor, RealmRefusal, ReplicationStatus
+from resident.messages.skills import SkillHolding, SkillSession, TeamSkill
 
 __all__ = [
     "BANKS",
     "CORRECTIONS",
+    "ENGAGEMENT",
+    "ENGAGEMENT_QUESTIONS",
     "EVENTS",
+    "EVOLUTION",
     "EXECUTIONS",
     "GRANTS",
     "GRANT_TOKENS",
     "INDEXED_KEY",
     "MEMBERS",
+    "MEMBER_EVOLUTION",
     "MEMORY_CONFIG",
     "META",
     "PENDING",
+    "PRINCIPLES",
     "REALM_CURSOR",
     "RECORDS",
     "REFUSED",
     "REPLICATION",
     "SCHEMA_VERSION",
+    "SKILLS",
+    "SKILL_HOLDINGS",
+    "SKILL_SESSIONS",
     "STATE_TABLES",
     "TABLES",
     "VECTORS",
@@ -96,10 +108,21 @@ EXECUTIONS: Table[Execution] = Table("executions", Execution)
 CORRECTIONS: Table[Correction] = Table("corrections", Correction)
 # Keyed by the token's digest: a session's token is looked up without ever being stored.
 GRANT_TOKENS: Table[GrantToken] = Table("grant_tokens", GrantToken)
+# Evolution (`docs/evolution.md`). Keys: skills by name; holdings `member/skill`; sessions
+# `member/execution`; changes `member/version` (zero-padded, so a member's changes list in order).
+SKILLS: Table[TeamSkill] = Table("skills", TeamSkill)
+SKILL_HOLDINGS: Table[SkillHolding] = Table("skill_holdings", SkillHolding)
+SKILL_SESSIONS: Table[SkillSession] = Table("skill_sessions", SkillSession)
+MEMBER_EVOLUTION: Table[MemberEvolution] = Table("member_evolution", MemberEvolution)
+EVOLUTION: Table[EvolutionChange] = Table("evolution", EvolutionChange)
+PRINCIPLES: Table[Principle] = Table("principles", Principle)
+ENGAGEMENT: Table[MemberEngagement] = Table("engagement", MemberEngagement)
+ENGAGEMENT_QUESTIONS: Table[EngagementQuestion] = Table("engagement_questions", EngagementQuestion)
 
 TABLES: tuple[Table[Any], ...] = (
     META, EVENTS, MEMORY_CONFIG, BANKS, RECORDS, VECTORS, TERMS, MEMBERS, REPLICATION, REALM_CURSOR,
     GRANTS, EXECUTIONS, CORRECTIONS, GRANT_TOKENS, PENDING, REFUSED,
+    SKILLS, SKILL_HOLDINGS, SKILL_SESSIONS, MEMBER_EVOLUTION, EVOLUTION, PRINCIPLES, ENGAGEMENT, ENGAGEMENT_QUESTIONS,
 )
 # State the event log rebuilds: everything except the log itself, metadata and derived caches.
 STATE_TABLES: tuple[Table[Any], ...] = tuple(
