@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __all__ = [
     "ActorUnavailable",
+    "ApiError",
     "AskTimeout",
     "BackupInvalid",
     "ConfigError",
@@ -32,13 +33,17 @@ __all__ = [
     "RecordNotFound",
     "RecordWithheld",
     "ResidentError",
+    "RuntimeNotUp",
     "RuntimeStopped",
     "SchemaMismatch",
     "ScopeNotAllowed",
+    "ShutdownTimeout",
     "StoreClosed",
     "StoreFailed",
     "SubstrateUnavailable",
     "TextInvalid",
+    "TooManySubscribers",
+    "Unauthorized",
     "UnknownBank",
     "UnknownExecution",
     "UnknownMember",
@@ -206,3 +211,27 @@ class UnknownExecution(ResidentError, LookupError):
 
 class GrantInvalid(ResidentError, PermissionError):
     """A grant token that is malformed, unknown, or whose execution ended or grant expired."""
+
+
+# -- the loopback API ----------------------------------------------------------------------------
+
+
+class RuntimeNotUp(ResidentError, ConnectionError):
+    """No `resident up` answers for the home (none was started, it stopped, or it was killed)."""
+
+
+class Unauthorized(ResidentError, PermissionError):
+    """An API request came without the home's token, or with a wrong one."""
+
+
+class ApiError(ResidentError, RuntimeError):
+    """The API answered with an error of no runtime type: the request's form (path, method, media
+    type, size, host) was refused, or the server failed; the message starts with the wire type."""
+
+
+class TooManySubscribers(ResidentError, RuntimeError):
+    """The event stream already serves as many subscribers as it allows; close one and retry."""
+
+
+class ShutdownTimeout(ResidentError, TimeoutError):
+    """A runtime asked to stop was still stopping (draining requests, stopping actors) at the deadline."""
