@@ -393,6 +393,7 @@ class RemoteRuntime:
     async def aclose(self) -> None:
         """Close the connection, including this event loop's async client."""
         await self._transport.aclose()
+        self._transport.close()
 
     def __enter__(self) -> RemoteRuntime:
         return self

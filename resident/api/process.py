@@ -27,7 +27,7 @@ from resident.api.statuses import error_from_body
 from resident.api.wire import ErrorBody
 from resident.errors import ApiError, RuntimeNotUp, ShutdownTimeout
 
-__all__ = ["LOG_FILE", "START_TIMEOUT", "start_detached", "stop"]
+__all__ = ["LOG_FILE", "START_TIMEOUT", "read_first_line", "start_detached", "stop"]
 
 LOG_FILE = "up.log"
 START_TIMEOUT = 60.0
@@ -47,7 +47,7 @@ def start_detached(home: Path, listen: str, timeout: float = START_TIMEOUT) -> D
         os.close(log)
     assert child.stdout is not None
     try:
-        line = _first_line(child.stdout.fileno(), timeout)
+        line = read_first_line(child.stdout.fileno(), timeout)
     finally:
         child.stdout.close()
     if not line:
@@ -62,7 +62,7 @@ def start_detached(home: Path, listen: str, timeout: float = START_TIMEOUT) -> D
         raise error_from_body(msgspec.json.decode(line, type=ErrorBody).error, 0) from None
 
 
-def _first_line(fd: int, timeout: float) -> bytes:
+def read_first_line(fd: int, timeout: float) -> bytes:
     """The first line written to `fd` (empty when it closed first, or after `timeout` seconds)."""
     deadline = time.monotonic() + timeout
     data = b""

@@ -57,6 +57,8 @@ class Transport:
             headers=self._headers,
             transport=self._transport(),
             timeout=httpx.Timeout(DEFAULT_TIMEOUT, connect=_CONNECT_TIMEOUT),
+            # A proxy from the environment must never see the token: the server is on this machine.
+            trust_env=False,
         )
         self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
             weakref.WeakKeyDictionary()
@@ -79,6 +81,7 @@ class Transport:
                     transport=None if path is None else httpx.AsyncHTTPTransport(uds=path),
                     timeout=httpx.Timeout(DEFAULT_TIMEOUT, connect=_CONNECT_TIMEOUT),
                     limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+                    trust_env=False,
                 )
                 self._async[loop] = client
         return client
@@ -151,13 +154,12 @@ class Transport:
         self._client.close()
 
     async def aclose(self) -> None:
-        """Close this event loop's async client (and the blocking one)."""
+        """Close this event loop's async client."""
         loop = asyncio.get_running_loop()
         with self._async_lock:
             client = self._async.pop(loop, None)
         if client is not None:
             await client.aclose()
-        self.close()
 
 
 def _encode(body: Any) -> bytes | None:
