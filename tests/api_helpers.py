@@ -43,7 +43,7 @@ class UpProcess:
         env = {k: v for k, v in os.environ.items() if k not in ("RESIDENT_DEBUG", "RESIDENT_HOME")}
         command = [sys.executable, "-m", "resident.cli", "--home", str(self.home), "up", "--listen", self.listen]
         with self.log_file.open("ab") as log:
-            self.proc = subprocess.Popen(  # noqa: S603 - our own module
+            self.proc = subprocess.Popen(
                 [*command, *self.extra], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, env=env
             )
         assert self.proc.stdout is not None

@@ -27,7 +27,9 @@ from resident.errors import (
 from tests.api_helpers import UpProcess, raw_client
 
 # Refusals of a request's form rather than its content (the client library never sends these).
-FORM_REFUSALS = {"MalformedJSON", "UnsupportedMediaType", "BodyTooLarge", "MethodNotAllowed", "NotFound", "HostNotAllowed"}
+FORM_REFUSALS = {
+    "MalformedJSON", "UnsupportedMediaType", "BodyTooLarge", "MethodNotAllowed", "NotFound", "HostNotAllowed",
+}
 PARAMS = {"member": "deven", "record": "mem_missing"}
 
 
@@ -63,7 +65,9 @@ def assert_typed(response: httpx.Response, status: int | None = None, kind: str 
     assert 400 <= response.status_code < 500, response.text
     assert response.headers["content-type"].startswith("application/json")
     error = response.json()["error"]
-    assert set(error) >= {"type", "message"} and "\n" not in error["message"] and error["message"]
+    assert set(error) >= {"type", "message"}
+    assert "\n" not in error["message"]
+    assert error["message"]
     assert error["type"] in errors_module.__all__ or error["type"] in FORM_REFUSALS, error
     if status is not None:
         assert response.status_code == status, response.text
@@ -208,7 +212,7 @@ def test_every_route_refuses_query_parameters_wrong_methods_and_overlong_segment
         assert_typed(http.request(op.method, path + "?k=5", json={} if op.method == "POST" else None), 400)
     assert_typed(http.request("PUT", path, json={}), 405, "MethodNotAllowed")
     if op.params:
-        long_params = {name: "x" * 201 for name in op.params}
+        long_params = dict.fromkeys(op.params, "x" * 201)
         response = send(http, op, {"text": "x", "query": "x"} if op.body else None, **long_params)
         assert_typed(response, 400, "InvalidInput")
 
@@ -235,11 +239,14 @@ def test_the_served_openapi_document_is_the_one_generated_from_the_table(http: h
 def test_a_connected_runtime_remembers_recalls_reads_and_forgets_like_an_open_one(rt: Any) -> None:
     deven = rt.member("deven")
     receipt = deven.remember("the staging deploy needs the migration first", importance=0.9, kind="world")
-    assert receipt.replication == "pending" and receipt.bank == "agent_core/deven"
+    assert receipt.replication == "pending"
+    assert receipt.bank == "agent_core/deven"
     hits = deven.recall("staging deploy migration", k=3)
-    assert hits[0].id == receipt.id and hits[0].kind == "world"
+    assert hits[0].id == receipt.id
+    assert hits[0].kind == "world"
     record = deven.get(receipt.id)
-    assert record.body == "the staging deploy needs the migration first" and record.importance == 0.9
+    assert record.body == "the staging deploy needs the migration first"
+    assert record.importance == 0.9
     assert rt.replication.status(receipt.id).state == "pending"
     deven.forget(receipt.id, reason="done")
     assert receipt.id not in [hit.id for hit in deven.recall("staging deploy migration", k=10)]
@@ -248,10 +255,12 @@ def test_a_connected_runtime_remembers_recalls_reads_and_forgets_like_an_open_on
 
 def test_a_connected_runtime_reports_status_progress_and_statistics(rt: Any) -> None:
     status = rt.memory.status()
-    assert status.enabled and status.provider == "hindsight"
+    assert status.enabled
+    assert status.provider == "hindsight"
     assert rt.memory.enable() is False  # already on like this
     counts = rt.replication.status()
-    assert counts.realm is None and "pending" in counts.counts
+    assert counts.realm is None
+    assert "pending" in counts.counts
     assert rt.coordinator.progress().executions == 0
     names = {child.name for child in rt.statistics().children}
     assert {"writer", "substrate", "replication", "coordinator", "members/deven"} <= names
