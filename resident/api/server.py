@@ -62,7 +62,7 @@ def _bind_unix(path: Path) -> socket.socket:
     previous = os.umask(0o177)  # the socket file is created 0600: only its owner may connect
     try:
         sock.bind(str(path))
-        sock.listen(128)
+        sock.listen(1024)
     except OSError as error:
         sock.close()
         raise InvalidInput(f"--listen: cannot listen on {path}: {error.strerror}") from error

@@ -21,6 +21,10 @@ from resident.errors import InvalidInput
 
 __all__ = ["ReadyServer", "listen_tcp", "stop_on_signals"]
 
+# Connections the kernel queues before they are accepted: a burst of clients connecting at once
+# must not wait out a SYN retransmission (a second) for want of room.
+_BACKLOG = 1024
+
 
 def _nothing() -> None:
     return None
@@ -61,7 +65,7 @@ def listen_tcp(host: str, port: int, what: str) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
-        sock.listen(128)
+        sock.listen(_BACKLOG)
     except OSError as exc:
         sock.close()
         raise InvalidInput(
