@@ -27,12 +27,13 @@ import contextlib
 import logging
 import secrets
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette.sse import SendTimeoutError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -290,7 +291,7 @@ class EventHub:
     def _release(self) -> None:
         self._subscribers -= 1
 
-    async def _stream(self, cursor: Cursor) -> AsyncIterator[ServerSentEvent]:
+    async def _stream(self, cursor: Cursor) -> AsyncGenerator[ServerSentEvent, None]:
         if cursor.epoch != self.epoch:
             # Actor events of another server process are gone; this one's are all still to come.
             yield self._sse(StreamGapEvent(at=self.runtime.clock.time(), lost=-1), cursor)
@@ -352,6 +353,8 @@ class _Subscription(EventSourceResponse):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
+        except SendTimeoutError:
+            logger.info("dropped an event-stream subscriber that stopped reading")
         finally:
             self._release()
 
