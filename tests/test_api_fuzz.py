@@ -45,7 +45,9 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpProcess]:
 @pytest.mark.slow
 @schema.parametrize()
 @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-def test_fuzzed_requests_get_documented_answers_and_never_a_server_error(case: schemathesis.Case, up: UpProcess) -> None:
+def test_fuzzed_requests_get_documented_answers_and_never_a_server_error(
+    case: schemathesis.Case, up: UpProcess
+) -> None:
     response = case.call(base_url=up.url, headers=up.headers)
     case.validate_response(
         response,
