@@ -10,6 +10,7 @@ hundred requests in all.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import schemathesis
@@ -46,7 +47,7 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpProcess]:
 @schema.parametrize()
 @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 def test_fuzzed_requests_get_documented_answers_and_never_a_server_error(
-    case: schemathesis.Case, up: UpProcess
+    case: schemathesis.Case[Any], up: UpProcess
 ) -> None:
     response = case.call(base_url=up.url, headers=up.headers)
     case.validate_response(

@@ -7,6 +7,8 @@ Leaf utilities every layer may use: `resident.errors`, `resident.clock`, `reside
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,8 @@ ALLOWED: dict[str, set[str]] = {
     "resident.supervisor": {"resident.messages"},
     "resident.memory": {"resident.messages"},
     "resident.coordination": {"resident.messages"},
-    "resident.realm": {"resident.messages"},
+    "resident.realm": {"resident.messages", "resident.web"},
+    "resident.web": set(),
     "resident.actors": {
         "resident.messages", "resident.store", "resident.supervisor", "resident.memory", "resident.coordination",
         "resident.realm", "resident.config",
@@ -34,6 +37,7 @@ FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
     "resident.supervisor": {"lmdb", "httpx", "starlette", "uvicorn", "click", "rich"},
     "resident.coordination": {"lmdb", "pykka", "httpx", "starlette", "uvicorn", "click", "rich"},
     "resident.realm": {"pykka", "click", "rich"},
+    "resident.web": {"lmdb", "pykka", "numpy", "httpx", "click", "rich"},
 }
 
 
@@ -73,3 +77,15 @@ def test_the_memory_domain_does_no_storage_or_actor_work() -> None:
     # The llama client is the domain's one I/O adapter (an HTTP embedder); nothing in it opens LMDB.
     for path in (PACKAGE / "memory").rglob("*.py"):
         assert not {"lmdb", "pykka"} & {_package_of(m) for m in _imports(path)}, path
+
+
+def test_the_api_client_loads_neither_the_runtime_nor_the_server_stack() -> None:
+    # The CLI will talk to a running `resident up` through this client; its imports decide how
+    # quickly a command starts.
+    heavy = ["numpy", "lmdb", "pykka", "starlette", "uvicorn", "sse_starlette", "resident.runtime", "resident.store"]
+    code = (
+        "import sys, resident.api.client, resident.api.process; "
+        f"print([m for m in {heavy!r} if m in sys.modules])"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"

@@ -76,7 +76,7 @@ def _bind(listen: Listen) -> tuple[socket.socket, str]:
     if listen.kind == "unix":
         assert listen.path is not None
         return _bind_unix(listen.path), f"unix:{listen.path}"
-    sock = listen_tcp(listen.host, listen.port, "the API")
+    sock = listen_tcp(listen.host, listen.port, "the API", host_option="--listen", port_option="--listen port")
     host, port = sock.getsockname()[:2]
     return sock, f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 

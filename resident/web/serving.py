@@ -53,15 +53,20 @@ class ReadyServer(uvicorn.Server):
         await super().shutdown(sockets=sockets)
 
 
-def listen_tcp(host: str, port: int, what: str) -> socket.socket:
-    """A listening TCP socket on `host:port` (port 0: a free one); `what` names the server in errors."""
+def listen_tcp(
+    host: str, port: int, what: str, *, host_option: str = "--host", port_option: str = "--port"
+) -> socket.socket:
+    """A listening TCP socket on `host:port` (port 0: a free one).
+
+    `what` names the server in errors, and the options name the flags that choose host and port.
+    """
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )[0]
         sock = socket.socket(family, kind, proto)
     except OSError as exc:
-        raise InvalidInput(f"{what} cannot listen on {host}:{port}: {exc}; check the host") from exc
+        raise InvalidInput(f"{what} cannot listen on {host}:{port}: {exc}; check {host_option}") from exc
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
@@ -69,7 +74,7 @@ def listen_tcp(host: str, port: int, what: str) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise InvalidInput(
-            f"{what} cannot listen on {host}:{port}: {exc.strerror}; choose another port (0 picks a free one)"
+            f"{what} cannot listen on {host}:{port}: {exc.strerror}; choose another {port_option} (0 picks a free one)"
         ) from exc
     return sock
 
