@@ -111,6 +111,18 @@ def _replication(report: dict[str, Any]) -> list[Row]:
     ] + [("replication", "batched / one per request", f"{report['batched_over_one_per_request']}x", "")]
 
 
+def _api(report: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for phase in report["phases"]:
+        ratio = report["ratios_to_in_process"].get(f"{phase['config']} {phase['operation']}")
+        versus = f" ({ratio:.2f}x in-process)" if ratio is not None else ""
+        rows.append((
+            "api", f"{phase['operation']}, {phase['clients']} clients, {phase['config']}",
+            f"{phase['per_s']:.0f}/s{versus}, p50 {phase['p50_ms']:.1f} ms, p99 {phase['p99_ms']:.1f} ms", "",
+        ))
+    return rows
+
+
 BENCHMARKS: list[tuple[str, list[str], list[str], Callable[[dict[str, Any]], list[Row]]]] = [
     # script, quick arguments, full arguments, summary
     ("store_writes.py", ["--quick"], [], _store_writes),
@@ -118,6 +130,7 @@ BENCHMARKS: list[tuple[str, list[str], list[str], Callable[[dict[str, Any]], lis
     ("recall_index.py", ["--sizes", "1000,10000"], [], _recall_index),
     ("recall.py", ["--quick"], [], _recall),
     ("replication.py", ["--quick"], [], _replication),
+    ("api.py", ["--quick"], [], _api),
 ]
 
 
