@@ -60,6 +60,7 @@ def test_up_refuses_an_address_that_is_not_loopback_or_malformed(tmp_path: Path,
     assert not (home / DISCOVERY_FILE).exists()
 
 
+@pytest.mark.slow
 def test_a_second_up_on_the_same_home_is_refused_naming_the_first(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with UpProcess(home) as up:
@@ -100,6 +101,7 @@ def test_kill_9_leaves_a_home_the_next_up_opens(tmp_path: Path) -> None:
         assert rt.member("deven").get(receipt.id).body == "written before the kill"
 
 
+@pytest.mark.slow
 def test_up_replaces_a_stale_discovery_file_left_by_kill_9(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with UpProcess(home) as up:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from examples.live_view import describe
 from resident import Runtime
 from resident.api.wire import ActorEvent, ProgressEvent, RecordWithheldEvent
@@ -29,6 +31,7 @@ def prepared_home(tmp_path: Path) -> tuple[Path, list[str]]:
     return home, ids
 
 
+@pytest.mark.slow
 def test_the_plain_view_prints_one_line_per_event(tmp_path: Path) -> None:
     home, ids = prepared_home(tmp_path)
     with UpProcess(home):
@@ -41,6 +44,7 @@ def test_the_plain_view_prints_one_line_per_event(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_the_live_view_renders_progress_and_the_latest_events(tmp_path: Path) -> None:
     home, ids = prepared_home(tmp_path)
     with UpProcess(home):
