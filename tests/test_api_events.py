@@ -12,6 +12,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -38,6 +39,7 @@ from resident.messages.store import Commit
 from resident.messages.supervision import ChildStatistics, SupervisorStatistics
 from resident.web import ReadyServer, listen_tcp
 from tests.api_helpers import UpProcess
+from tests.loopback_server import LoopbackServer
 from tests.supervision_helpers import wait_until
 
 TOKEN = "test-token"
@@ -293,3 +295,41 @@ def test_events_from_a_server_with_the_wrong_token_are_unauthorized(serve: Calla
         response = client.get("/v1/events", headers={"Authorization": "Bearer nope"})
     assert response.status_code == 401
     assert response.json()["error"]["type"] == "Unauthorized"
+
+
+class _CannedStream(BaseHTTPRequestHandler):
+    """Answers every GET with the same event stream: an event, keep-alive pings, another event."""
+
+    body = (
+        b'id: 1.0.e\r\nevent: memory.switched\r\ndata: {"type":"memory.switched","enabled":false,"at":1.0}\r\n\r\n'
+        b": ping - 2026-12-03 00:00:00\r\n\r\n"
+        b": ping - 2026-12-03 00:00:15\r\n\r\n"
+        b'id: 2.0.e\r\nevent: memory.switched\r\ndata: {"type":"memory.switched","enabled":true,"at":2.0}\r\n\r\n'
+    )
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+class CannedSseServer(LoopbackServer[ThreadingHTTPServer]):
+    label = "canned SSE server"
+
+    def _make_server(self, port: int) -> ThreadingHTTPServer:
+        return ThreadingHTTPServer(("127.0.0.1", port), _CannedStream)
+
+
+def test_keep_alive_pings_between_events_are_not_events() -> None:
+    with CannedSseServer() as server:
+        transport = Transport(Discovery(address=server.url, pid=0, token="t", api_version=1, home="/nowhere"))
+        try:
+            items = list(transport.events())
+        finally:
+            transport.close()
+    assert [(item.id, item.event.enabled) for item in items] == [("1.0.e", False), ("2.0.e", True)]  # type: ignore[attr-defined]

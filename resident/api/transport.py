@@ -121,14 +121,19 @@ class Transport:
     # -- the event stream -------------------------------------------------------------------------
 
     def events(self, last_event_id: str | None = None) -> Iterator[StreamItem]:
-        """The event stream from the beginning, or after `last_event_id`; ends when the server stops."""
+        """The event stream from the beginning, or after `last_event_id`; ends when the server stops.
+
+        A keep-alive ping (a comment line) makes the SSE parser dispatch an event with no data once
+        an id was seen; such empty events are skipped.
+        """
         try:
             with connect_sse(
                 self._client, "GET", routes.EVENTS_PATH, headers=_resume(last_event_id), timeout=_stream_timeout()
             ) as source:
                 _check_stream(source)
                 for sse in source.iter_sse():
-                    yield StreamItem(id=sse.id, event=_EVENT_DECODER.decode(sse.data))
+                    if sse.data:
+                        yield StreamItem(id=sse.id, event=_EVENT_DECODER.decode(sse.data))
         except httpx.TransportError as error:
             raise self._unreachable(error) from None
 
@@ -143,7 +148,8 @@ class Transport:
                     await source.response.aread()
                 _check_stream(source)
                 async for sse in source.aiter_sse():
-                    yield StreamItem(id=sse.id, event=_EVENT_DECODER.decode(sse.data))
+                    if sse.data:
+                        yield StreamItem(id=sse.id, event=_EVENT_DECODER.decode(sse.data))
         except httpx.TransportError as error:
             raise self._unreachable(error) from None
 
