@@ -333,3 +333,25 @@ def test_keep_alive_pings_between_events_are_not_events() -> None:
         finally:
             transport.close()
     assert [(item.id, item.event.enabled) for item in items] == [("1.0.e", False), ("2.0.e", True)]  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_a_runtime_that_gives_up_is_reported_once_and_ends_the_server(tmp_path: Path) -> None:
+    reasons: list[str] = []
+    with Runtime.open(tmp_path / "home") as runtime:
+        hub = EventHub(runtime, on_runtime_stopped=reasons.append)
+        # More crashes than the root supervisor's intensity (10 in 10 s): it stops and escalates.
+        for incarnation in range(2, 13):
+            runtime.chaos.crash("coordinator")
+            wait_until(
+                lambda: bool(runtime.statistics().escalated)  # noqa: B023
+                or runtime.statistics().child("coordinator").incarnation == incarnation,  # noqa: B023
+                "a restart or the escalation",
+            )
+        assert runtime.statistics().escalated
+        hub.look()
+        hub.look()
+        kinds = [type(event).__name__ for event, _ in hub._read_ring(Cursor(0, 0, hub.epoch))[0]]
+    assert len(reasons) == 1
+    assert "restarts" in reasons[0]
+    assert kinds.count("RuntimeStoppedEvent") == 1
