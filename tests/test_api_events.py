@@ -344,7 +344,7 @@ def test_a_runtime_that_gives_up_is_reported_once_and_ends_the_server(tmp_path: 
         for incarnation in range(2, 13):
             runtime.chaos.crash("coordinator")
             wait_until(
-                lambda: bool(runtime.statistics().escalated)  # noqa: B023
+                lambda: bool(runtime.statistics().escalated)
                 or runtime.statistics().child("coordinator").incarnation == incarnation,  # noqa: B023
                 "a restart or the escalation",
             )
