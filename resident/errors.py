@@ -225,8 +225,10 @@ class Unauthorized(ResidentError, PermissionError):
 
 
 class ApiError(ResidentError, RuntimeError):
-    """The API answered with an error of no runtime type: the request's form (path, method, media
-    type, size, host) was refused, or the server failed; the message starts with the wire type."""
+    """The API answered an error of no runtime type: a refused request form, or a server failure.
+
+    The form is the path, method, media type, size or host; the message starts with the wire type.
+    """
 
 
 class TooManySubscribers(ResidentError, RuntimeError):
