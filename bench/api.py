@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -38,7 +39,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -156,11 +157,15 @@ class Server:
             raise RuntimeError(f"resident up did not start; see {self.log}")
         self.discovery = msgspec.json.decode(line, type=Discovery)
 
-    def rss_mb(self) -> float:
+    def memory_mb(self) -> dict[str, float]:
+        """Resident memory in MB: all of it, the heap's part (anonymous) and mapped files' (LMDB's map)."""
+        fields = {"VmRSS:": "rss", "RssAnon:": "anon", "RssFile:": "file"}
+        found: dict[str, float] = {}
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return float("nan")
+            name = line.split(maxsplit=1)[0] if line else ""
+            if name in fields:
+                found[fields[name]] = round(int(line.split()[1]) / 1024, 1)
+        return found
 
     def cpu_s(self) -> float:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -261,7 +266,7 @@ async def _minimal_phases(discovery: Discovery, clients: int, ops: int) -> list[
 def soak(home: Path, clients: int, seconds: float) -> dict[str, Any]:
     """Keep the API busy for `seconds`, sampling the server's RSS; see the module docstring."""
     server = Server(home)
-    samples: list[tuple[float, float]] = []
+    samples: list[tuple[float, dict[str, float]]] = []
     done = threading.Event()
     counts = {"get": 0, "recall": 0, "status": 0, "subscriptions": 0}
     lock = threading.Lock()
@@ -285,17 +290,20 @@ def soak(home: Path, clients: int, seconds: float) -> dict[str, Any]:
                 with lock:
                     counts[kind] += 1
 
-    def subscriber() -> None:
-        with Runtime.connect(home) as runtime:
+    async def subscribe_again_and_again() -> None:
+        runtime = Runtime.connect(home)
+        try:
             while not done.is_set():
-                stream = runtime.events()
-                deadline = time.monotonic() + 3.0
-                for _ in stream:
-                    if time.monotonic() > deadline or done.is_set():
-                        break
-                stream.close()  # type: ignore[attr-defined]
+                # Read the stream (from the beginning) for three seconds, then drop it and reconnect.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(_drain(runtime.aevents()), 3.0)
                 with lock:
                     counts["subscriptions"] += 1
+        finally:
+            await runtime.aclose()
+
+    def subscriber() -> None:
+        asyncio.run(subscribe_again_and_again())
 
     threads = [threading.Thread(target=worker, args=(c,)) for c in range(clients)]
     # Last in the list: it is joined after the server stopped, which ends the stream it waits on.
@@ -305,25 +313,28 @@ def soak(home: Path, clients: int, seconds: float) -> dict[str, Any]:
         thread.start()
     try:
         while time.monotonic() - started < seconds:
-            samples.append((round(time.monotonic() - started, 1), round(server.rss_mb(), 1)))
+            samples.append((round(time.monotonic() - started, 1), server.memory_mb()))
             time.sleep(min(10.0, max(1.0, seconds / 60)))
-        samples.append((round(time.monotonic() - started, 1), round(server.rss_mb(), 1)))
+        samples.append((round(time.monotonic() - started, 1), server.memory_mb()))
     finally:
         done.set()
         for thread in threads[:-1]:
             thread.join(timeout=60)
         server.stop()
         threads[-1].join(timeout=60)
-    # The first tenth is warm-up (caches, pools, the index growing into its arrays); judge the rest.
+    # The first tenth is warm-up (caches, pools, connections); judge the rest.
     settled = [s for s in samples if s[0] >= seconds / 10] or samples
-    times = [t for t, _ in settled]
-    rss = [r for _, r in settled]
-    slope = statistics.linear_regression(times, rss).slope * 600 if len(settled) > 1 else 0.0
-    return {
-        "seconds": seconds, "clients": clients, "counts": counts, "rss_samples_mb": samples,
-        "rss_settled_first_mb": rss[0], "rss_settled_last_mb": rss[-1], "rss_max_mb": max(r for _, r in samples),
-        "rss_slope_mb_per_10_min": round(slope, 2),
-    }
+    report: dict[str, Any] = {"seconds": seconds, "clients": clients, "counts": counts, "samples_mb": samples}
+    for kind in ("rss", "anon", "file"):
+        values = [memory[kind] for _, memory in settled]
+        slope = statistics.linear_regression([t for t, _ in settled], values).slope * 600 if len(values) > 1 else 0.0
+        report[kind] = {"first_mb": values[0], "last_mb": values[-1], "slope_mb_per_10_min": round(slope, 2)}
+    return report
+
+
+async def _drain(stream: AsyncIterator[Any]) -> None:
+    async for _ in stream:
+        pass
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -372,11 +383,13 @@ def print_table(report: dict[str, Any]) -> None:
         )
     if "soak" in report:
         soak_report = report["soak"]
-        print(
-            f"\nsoak {soak_report['seconds']:g} s: {soak_report['counts']}; server RSS "
-            f"{soak_report['rss_settled_first_mb']} → {soak_report['rss_settled_last_mb']} MB after warm-up "
-            f"(max {soak_report['rss_max_mb']}), slope {soak_report['rss_slope_mb_per_10_min']} MB / 10 min"
-        )
+        print(f"\nsoak {soak_report['seconds']:g} s: {soak_report['counts']}; server memory after warm-up:")
+        for kind, label in (("rss", "resident"), ("anon", "heap (anonymous)"), ("file", "mapped files (LMDB)")):
+            figure = soak_report[kind]
+            print(
+                f"  {label:<22}{figure['first_mb']:>8} → {figure['last_mb']} MB, "
+                f"slope {figure['slope_mb_per_10_min']} MB / 10 min"
+            )
 
 
 def main() -> None:
