@@ -129,6 +129,18 @@ def _skills(report: dict[str, Any]) -> list[Row]:
     ]
 
 
+def _api(report: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for phase in report["phases"]:
+        ratio = report["ratios_to_in_process"].get(f"{phase['config']} {phase['operation']}")
+        versus = f" ({ratio:.2f}x in-process)" if ratio is not None else ""
+        rows.append((
+            "api", f"{phase['operation']}, {phase['clients']} clients, {phase['config']}",
+            f"{phase['per_s']:.0f}/s{versus}, p50 {phase['p50_ms']:.1f} ms, p99 {phase['p99_ms']:.1f} ms", "",
+        ))
+    return rows
+
+
 BENCHMARKS: list[tuple[str, list[str], list[str], Callable[[dict[str, Any]], list[Row]]]] = [
     # script, quick arguments, full arguments, summary
     ("store_writes.py", ["--quick"], [], _store_writes),
@@ -137,6 +149,7 @@ BENCHMARKS: list[tuple[str, list[str], list[str], Callable[[dict[str, Any]], lis
     ("recall.py", ["--quick"], [], _recall),
     ("replication.py", ["--quick"], [], _replication),
     ("skills.py", ["--tasks", "200"], [], _skills),
+    ("api.py", ["--quick"], [], _api),
 ]
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 __all__ = [
     "ActorUnavailable",
+    "ApiError",
     "AskTimeout",
     "BackupInvalid",
     "ConfigError",
@@ -44,15 +45,19 @@ __all__ = [
     "RecordWithheld",
     "ResidentError",
     "RollbackRefused",
+    "RuntimeNotUp",
     "RuntimeStopped",
     "SchemaMismatch",
     "ScopeNotAllowed",
+    "ShutdownTimeout",
     "SkillInvalid",
     "StateDiverged",
     "StoreClosed",
     "StoreFailed",
     "SubstrateUnavailable",
     "TextInvalid",
+    "TooManySubscribers",
+    "Unauthorized",
     "UnknownBank",
     "UnknownChange",
     "UnknownExecution",
@@ -319,3 +324,29 @@ class RollbackRefused(InvalidInput):
 
 class StateDiverged(ResidentError, RuntimeError):
     """State recomputed from the event log differs from the live state: the store is damaged."""
+
+
+# -- the loopback API ----------------------------------------------------------------------------
+
+
+class RuntimeNotUp(ResidentError, ConnectionError):
+    """No `resident up` answers for the home (none was started, it stopped, or it was killed)."""
+
+
+class Unauthorized(ResidentError, PermissionError):
+    """An API request came without the home's token, or with a wrong one."""
+
+
+class ApiError(ResidentError, RuntimeError):
+    """The API answered an error of no runtime type: a refused request form, or a server failure.
+
+    The form is the path, method, media type, size or host; the message starts with the wire type.
+    """
+
+
+class TooManySubscribers(ResidentError, RuntimeError):
+    """The event stream already serves as many subscribers as it allows; close one and retry."""
+
+
+class ShutdownTimeout(ResidentError, TimeoutError):
+    """A runtime asked to stop was still stopping (draining requests, stopping actors) at the deadline."""

@@ -9,6 +9,8 @@ reach only the packages below it.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,8 @@ ALLOWED: dict[str, set[str]] = {
     "resident.supervisor": {"resident.messages"},
     "resident.memory": {"resident.messages"},
     "resident.coordination": {"resident.messages"},
-    "resident.realm": {"resident.messages"},
+    "resident.realm": {"resident.messages", "resident.web"},
+    "resident.web": set(),
     # Evolution's domain: skills rank with recall's text analysis; the report reads skills' rules.
     "resident.evolution": {"resident.messages", "resident.skills"},
     "resident.skills": {"resident.messages", "resident.memory", "resident.evolution"},
@@ -48,6 +51,7 @@ FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
         domain: {"lmdb", "pykka", "httpx", "starlette", "uvicorn", "click", "rich"}
         for domain in ("resident.skills", "resident.principles", "resident.engagement", "resident.evolution")
     },
+    "resident.web": {"lmdb", "pykka", "numpy", "httpx", "click", "rich"},
 }
 
 
@@ -100,3 +104,15 @@ def test_leaf_modules_import_nothing_of_the_project_but_other_leaves(leaf: str) 
         if _package_of(module).startswith("resident.") and _package_of(module) not in LEAVES
     ]
     assert not problems, "\n".join(problems)
+
+
+def test_the_api_client_loads_neither_the_runtime_nor_the_server_stack() -> None:
+    # The CLI will talk to a running `resident up` through this client; its imports decide how
+    # quickly a command starts.
+    heavy = ["numpy", "lmdb", "pykka", "starlette", "uvicorn", "sse_starlette", "resident.runtime", "resident.store"]
+    code = (
+        "import sys, resident.api.client, resident.api.process; "
+        f"print([m for m in {heavy!r} if m in sys.modules])"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"

@@ -179,10 +179,13 @@ def _register() -> None:
         replication,
         run,
         skills,
+        up,
     )
     from resident.cli.caller import guard_commands  # noqa: PLC0415
 
-    for module in (run, home, memory, members, realm, replication, bench, skills, principles, engagement, evolution):
+    for module in (
+        run, home, memory, members, realm, replication, bench, up, skills, principles, engagement, evolution,
+    ):
         for command in module.COMMANDS:
             cli.add_command(command)
     # Last, over every command: with a member's grant token, only member commands run.

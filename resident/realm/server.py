@@ -18,18 +18,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import fcntl
 import json
 import logging
 import os
-import signal
-import socket
 import sys
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -41,6 +37,7 @@ from resident.realm.app import READ_TIMEOUT, create_app
 from resident.realm.state import RealmState, make_private_dirs
 from resident.realm.tokens import ADMIN_TOKEN_FILE, ensure_admin_token
 from resident.realm.urls import realm_url
+from resident.web import ReadyServer, listen_tcp, stop_on_signals
 
 __all__ = ["GRACE_SECONDS", "LOCK_FILE", "main", "serve"]
 
@@ -130,66 +127,11 @@ class _ServeLock:
             self._fd = None
 
 
-class _Server(uvicorn.Server):
-    """A uvicorn server that reports, once, when it is accepting connections."""
-
-    def __init__(self, config: uvicorn.Config, on_started: Callable[[], None]) -> None:
-        super().__init__(config)
-        self._on_started = on_started
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets=sockets)
-        if self.started:
-            self._on_started()
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-        sock = socket.socket(family, kind, proto)
-    except OSError as exc:
-        raise InvalidInput(f"Realm cannot listen on {host}:{port}: {exc}; check --host") from exc
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        raise InvalidInput(
-            f"Realm cannot listen on {host}:{port}: {exc.strerror}; choose another --port (0 picks a free one)"
-        ) from exc
-    return sock
-
-
 def _write_ready_file(path: Path, url: str, host: str, port: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # A reader sees either no file or the whole file, never a half-written one.
     ready = {"host": host, "port": port, "pid": os.getpid(), "url": url}
     write_private_file(path, json.dumps(ready).encode("utf-8"))
-
-
-@contextlib.contextmanager
-def _stop_on_signals(server: uvicorn.Server) -> Iterator[None]:
-    """Make SIGTERM and SIGINT stop `server` gracefully and let `serve()` return normally.
-
-    uvicorn installs its own handlers while it runs, but afterwards re-raises the signal it caught
-    against the handlers it found; these are those handlers, so the process exits cleanly.
-    """
-
-    def stop(_signum: int, _frame: FrameType | None) -> None:
-        server.should_exit = True
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _check_where(host: str, port: int, allow_remote: bool, tls: tuple[Path, Path] | None) -> None:
@@ -230,7 +172,7 @@ def serve(
     make_private_dirs(data_dir)
     with _ServeLock(data_dir), RealmState.open(data_dir) as state:
         admin_token = ensure_admin_token(data_dir)
-        sock = _listen(host, port)
+        sock = listen_tcp(host, port, "Realm")
         try:
             bound_host, bound_port = sock.getsockname()[:2]
             url = realm_url(bound_host, bound_port, tls=tls is not None)
@@ -250,8 +192,8 @@ def serve(
                 if on_started is not None:
                     on_started(url)
 
-            server = _Server(config, started)
-            with _stop_on_signals(server):
+            server = ReadyServer(config, on_started=started)
+            with stop_on_signals(server):
                 server.run(sockets=[sock])
         finally:
             sock.close()

@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from resident.actors.replication import NO_REALM_NOTE, ReplicationSettings
+from resident.api.client import RemoteRuntime
 from resident.clock import Clock, SystemClock
 from resident.config import Config, MemberConfig, load_config
 from resident.errors import AskTimeout, InvalidInput, RecordNotFound, RuntimeStopped, SubstrateUnavailable
@@ -171,6 +172,15 @@ class Runtime:
                 active_clock.close()
             raise
         return runtime
+
+    @classmethod
+    def connect(cls, home: str | os.PathLike[str] | None = None) -> RemoteRuntime:
+        """The runtime a `resident up` process serves for `home`, over its loopback API.
+
+        The same surfaces as `open` (see `resident.api.client`), with the same typed errors;
+        `RuntimeNotUp` when no runtime is up for the home.
+        """
+        return RemoteRuntime.connect(home)
 
     def close(self, timeout: float = 30.0) -> None:
         """Stop every actor (reverse start order), close the store and release the home."""

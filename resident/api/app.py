@@ -1,0 +1,176 @@
+"""The ASGI app of the loopback API: the guard in front, then one endpoint per operation.
+
+The guard runs before routing, so nothing — not even a 404 — answers a request that names a foreign
+`Host` (a browser page reaching loopback through DNS rebinding) or, except `/v1/health`, lacks the
+home's token. Tokens are compared in constant time. The guard also bounds the requests in flight.
+
+Each endpoint reads and checks its body (declared JSON, bounded, decoded into the operation's struct,
+unknown fields refused), calls its handler and encodes the answer. A `ResidentError` becomes its
+typed JSON answer with the status of `statuses.STATUS_BY_ERROR`; anything else is logged and
+answered 500 without details, and the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import TYPE_CHECKING
+
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from resident.api import routes
+from resident.api.events import EventHub
+from resident.api.handlers import HANDLERS, Call, Handler
+from resident.api.openapi import openapi_document
+from resident.api.statuses import error_body, status_of
+from resident.api.wire import MAX_BODY_BYTES
+from resident.errors import InvalidInput, ResidentError, Unauthorized
+from resident.web import (
+    Refusal,
+    decode_json,
+    error_response,
+    json_response,
+    read_json_body,
+    require_loopback_host,
+    routing_error_handler,
+)
+
+if TYPE_CHECKING:
+    from resident.runtime import Runtime
+
+__all__ = ["MAX_IN_FLIGHT", "Guard", "create_app"]
+
+logger = logging.getLogger(__name__)
+
+MAX_IN_FLIGHT = 2048
+_MAX_SEGMENT = 200
+_HOST_HINT = "this API answers only requests addressed to 127.0.0.1, ::1 or localhost; use the address in api.json"
+_SERVED = "/v1/... (see /openapi.json)"
+
+
+def _typed(error: ResidentError) -> Response:
+    response = json_response(error_body(error), status_of(error))
+    if isinstance(error, Unauthorized):
+        response.headers["WWW-Authenticate"] = 'Bearer realm="resident"'
+    return response
+
+
+class Guard:
+    """ASGI middleware: loopback `Host`, the bearer token, and a bound on requests in flight."""
+
+    def __init__(self, app: ASGIApp, token: str, *, max_in_flight: int = MAX_IN_FLIGHT) -> None:
+        self.app = app
+        self._token = token.encode("utf-8")
+        self._open_paths = frozenset({routes.HEALTH.path})
+        self._max_in_flight = max_in_flight
+        self._in_flight = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal = self._refusal(scope)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        self._in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self._in_flight -= 1
+
+    def _refusal(self, scope: Scope) -> Response | None:
+        headers = Headers(scope=scope)
+        try:
+            require_loopback_host(headers.get("host", ""), _HOST_HINT)
+        except Refusal as refusal:
+            return error_response(refusal.status, refusal.kind, refusal.message)
+        if scope["path"] not in self._open_paths and not self._authorized(headers.get("authorization", "")):
+            return _typed(
+                Unauthorized("send the home's token (the `token` in its api.json) as `Authorization: Bearer TOKEN`")
+            )
+        if self._in_flight >= self._max_in_flight:
+            return error_response(429, "ServerBusy", f"{self._in_flight} requests are in flight already; retry shortly")
+        return None
+
+    def _authorized(self, header: str) -> bool:
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(given.strip().encode("utf-8", "surrogateescape"), self._token)
+
+
+def _params(request: Request, op: routes.Operation) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for name in op.params:
+        value = str(request.path_params[name])
+        if len(value) > _MAX_SEGMENT:
+            raise InvalidInput(f"the {name} in the path is longer than {_MAX_SEGMENT} characters; no such {name}")
+        params[name] = value
+    return params
+
+
+def _refuse_query(request: Request, op: routes.Operation) -> None:
+    if request.query_params:
+        raise InvalidInput(f"{op.method} {op.path} takes no query parameters; send options in the body")
+
+
+def _endpoint(runtime: Runtime, op: routes.Operation, handler: Handler) -> Handler:
+    async def endpoint(request: Request) -> Response:
+        try:
+            _refuse_query(request, op)
+            body = None
+            if op.body is not None:
+                body = decode_json(await read_json_body(request, MAX_BODY_BYTES) or b"{}", op.body)
+            result = await handler(Call(runtime, _params(request, op), body))
+            return json_response(result)
+        except Refusal as refusal:
+            return error_response(refusal.status, refusal.kind, refusal.message)
+        except ResidentError as error:
+            return _typed(error)
+        except ClientDisconnect:
+            return error_response(400, "ClientDisconnect", "the client went away before sending the whole body")
+        except Exception as error:
+            logger.exception("the API failed to answer %s %s", op.method, op.path)
+            message = f"the runtime failed to answer ({type(error).__name__}); see its log"
+            return error_response(500, "InternalError", message)
+
+    return endpoint  # type: ignore[return-value]
+
+
+def create_app(runtime: Runtime, token: str, hub: EventHub, *, max_in_flight: int = MAX_IN_FLIGHT) -> ASGIApp:
+    """The guarded API over `runtime`; `hub` serves its event stream."""
+    document = openapi_document()
+
+    async def openapi(_request: Request) -> Response:
+        return json_response(document)
+
+    async def events(request: Request) -> Response:
+        try:
+            return hub.response(request)
+        except ResidentError as error:
+            return _typed(error)
+
+    table = [Route(op.path, _endpoint(runtime, op, HANDLERS[op.name]), methods=[op.method]) for op in routes.OPERATIONS]
+    app = Starlette(
+        routes=[
+            *table,
+            Route(routes.EVENTS_PATH, events, methods=["GET"]),
+            Route(routes.OPENAPI_PATH, openapi, methods=["GET"]),
+        ],
+        exception_handlers={HTTPException: routing_error_handler(_SERVED), Exception: _unexpected},
+    )
+    # A redirect is not part of the API; "/v1/health/" is simply an unknown path.
+    app.router.redirect_slashes = False
+    return Guard(app, token, max_in_flight=max_in_flight)
+
+
+async def _unexpected(_request: Request, exc: Exception) -> Response:
+    # Only failures outside the endpoints get here; the server logs them after this answer.
+    return error_response(500, "InternalError", f"the runtime failed to handle the request ({type(exc).__name__})")

@@ -1,0 +1,158 @@
+"""How a client finds the runtime `resident up` serves for a home: the discovery file, and whether it is live.
+
+`resident up` writes `api.json` in the home (0600, atomically) once it answers: its address, pid,
+a random token and the API version. The home is 0700, so only its owner can read the token. The
+file outlives a `kill -9`; such a stale file is recognised because its pid is gone, or because the
+home's lock (`resident.lock`, an flock the kernel releases when the process dies) is not held by
+that pid. `down` checks both before it signals anything, so a recycled pid is never signalled.
+
+This module is light (no runtime, no LMDB): a client reads the file without opening the home.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from resident.errors import InvalidInput, RuntimeNotUp
+from resident.loopback import is_loopback_host
+
+__all__ = [
+    "DISCOVERY_FILE",
+    "LOCK_FILE_NAME",
+    "Discovery",
+    "Listen",
+    "lock_holder",
+    "parse_listen",
+    "pid_alive",
+    "read_discovery",
+]
+
+DISCOVERY_FILE = "api.json"
+# The home's lock file (see `resident.store.home.LOCK_FILE`), named here to keep this module light.
+LOCK_FILE_NAME = "resident.lock"
+_MAX_FILE_BYTES = 64 * 1024
+_MAX_UNIX_PATH = 100  # sockaddr_un holds 108 bytes on Linux, fewer elsewhere
+
+
+class Discovery(msgspec.Struct, frozen=True, kw_only=True):
+    """The facts `resident up` publishes: in `api.json`, and as its one line on stdout."""
+
+    address: str
+    pid: int
+    token: str
+    api_version: int
+    home: str
+
+    @property
+    def base_url(self) -> str:
+        """The URL requests go to (`http://localhost` over a unix socket)."""
+        return "http://localhost" if self.address.startswith("unix:") else self.address
+
+    @property
+    def unix_path(self) -> str | None:
+        return self.address[len("unix:") :] if self.address.startswith("unix:") else None
+
+
+@dataclass(frozen=True, slots=True)
+class Listen:
+    """Where `up` listens: a loopback TCP host and port (0: a free one), or a unix socket path."""
+
+    kind: Literal["tcp", "unix"]
+    host: str = ""
+    port: int = 0
+    path: Path | None = None
+
+
+def parse_listen(text: str) -> Listen:
+    """`127.0.0.1:PORT`, `[::1]:PORT`, `localhost:PORT` or `unix:PATH`; any other host is refused."""
+    if text.startswith("unix:"):
+        path = text[len("unix:") :]
+        if not path or "\0" in path:
+            raise InvalidInput("--listen unix:PATH needs a path, e.g. unix:/tmp/resident.sock")
+        resolved = Path(path).expanduser().absolute()
+        if len(os.fsencode(resolved)) > _MAX_UNIX_PATH:
+            raise InvalidInput(f"--listen: the socket path {resolved} is too long for a unix socket; use a shorter one")
+        return Listen("unix", path=resolved)
+    host, colon, port_text = text.rpartition(":")
+    if not colon or not host:
+        raise InvalidInput(f"--listen must be HOST:PORT or unix:PATH, not {text!r}")
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not is_loopback_host(bare):
+        raise InvalidInput(
+            f"--listen {bare!r} is not a loopback address; the API listens on 127.0.0.1, ::1 or localhost only"
+        )
+    if not (port_text.isascii() and port_text.isdigit() and len(port_text) <= 5 and int(port_text) <= 65535):
+        raise InvalidInput(f"--listen port must be a number from 0 to 65535 (0 picks a free one), not {port_text!r}")
+    return Listen("tcp", host=bare, port=int(port_text))
+
+
+def read_discovery(home: Path) -> Discovery | None:
+    """The discovery file of `home` (None when there is none); a malformed one is `RuntimeNotUp`.
+
+    The address must be loopback (or a unix socket): a forged file must not make a client send the
+    token elsewhere.
+    """
+    path = home / DISCOVERY_FILE
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(_MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    if len(data) > _MAX_FILE_BYTES:
+        raise RuntimeNotUp(f"{path} is not a discovery file `resident up` wrote (too large); start it again")
+    try:
+        found = msgspec.json.decode(data, type=Discovery)
+    except msgspec.DecodeError as error:
+        raise RuntimeNotUp(f"{path} is not a discovery file `resident up` wrote ({error}); start it again") from None
+    if found.unix_path is None:
+        host = found.address.removeprefix("http://").rpartition(":")[0]
+        if not found.address.startswith("http://") or not is_loopback_host(host):
+            raise RuntimeNotUp(f"{path} names {found.address!r}, which is not a loopback address; start it again")
+    return found
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (it may belong to another user)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def lock_holder(home: Path) -> int | None:
+    """The pid holding `home`'s lock, or None when nobody holds it.
+
+    It probes with a shared lock, which conflicts only with the holder's exclusive one, and writes
+    nothing. (A runtime starting at that very instant can find the probe in its way and report the
+    home in use; it is held for microseconds.)
+    """
+    try:
+        fd = os.open(home / LOCK_FILE_NAME, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as error:
+            if error.errno not in (errno.EAGAIN, errno.EWOULDBLOCK):
+                raise
+            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            return int(text) if text.isdigit() else -1
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)

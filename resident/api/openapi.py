@@ -1,0 +1,108 @@
+"""`/openapi.json`: the API described from the same table and structs that serve it.
+
+Schemas come from `msgspec.json.schema_components` over every request, answer and event struct, so
+a bound declared on a field (`k` from 1 to 100, text length, enumerations) is the bound the server
+enforces. Paths come from `routes.OPERATIONS`. The document is OpenAPI 3.1 (its schemas are JSON
+Schema 2020-12, which msgspec writes).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import msgspec
+
+from resident.api import routes, wire
+
+__all__ = ["openapi_document"]
+
+_REF = "#/components/schemas/{name}"
+_PARAMETER_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 200}
+_ERROR_STATUSES = {
+    "4XX": "Refused: bad input (400), no or wrong token (401), not allowed (403), unknown member or record "
+    "(404), wrong method (405), state conflict such as memory off or a withheld record (409), body too "
+    "large (413), body not declared JSON (415), foreign Host (421), too many subscribers (429)",
+    "503": "The runtime cannot serve right now (an actor restarting, the runtime stopped, the store, Realm "
+    "or embedder failing); retry",
+}
+
+
+def _ref(kind: type[Any]) -> dict[str, str]:
+    return {"$ref": _REF.format(name=kind.__name__)}
+
+
+def _json_content(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
+def _operation(op: routes.Operation) -> dict[str, Any]:
+    responses: dict[str, Any] = {"200": {"description": "OK", "content": _json_content(_ref(op.reply))}}
+    for status, description in _ERROR_STATUSES.items():
+        responses[status] = {"description": description, "content": _json_content(_ref(wire.ErrorBody))}
+    spec: dict[str, Any] = {"operationId": op.name, "summary": op.summary, "responses": responses}
+    if op.params:
+        spec["parameters"] = [
+            {"name": name, "in": "path", "required": True, "schema": dict(_PARAMETER_SCHEMA)} for name in op.params
+        ]
+    if op.body is not None:
+        spec["requestBody"] = {"required": True, "content": _json_content(_ref(op.body))}
+    if op is routes.HEALTH:
+        spec["security"] = []
+    return spec
+
+
+def _events_operation() -> dict[str, Any]:
+    responses: dict[str, Any] = {
+        "200": {
+            "description": "Server-sent events; each `data` is one event (its `type` is also the SSE `event` "
+            "field) and each `id` resumes the stream when sent back as `Last-Event-ID`",
+            "content": {"text/event-stream": {"schema": {"$ref": _REF.format(name="ApiEvents")}}},
+        }
+    }
+    for status, description in _ERROR_STATUSES.items():
+        responses[status] = {"description": description, "content": _json_content(_ref(wire.ErrorBody))}
+    return {
+        "operationId": "events",
+        "summary": "Writes admitted, replication changes, withheld records, progress, actor crashes and restarts",
+        "parameters": [
+            {
+                "name": "Last-Event-ID",
+                "in": "header",
+                "required": False,
+                "schema": {"type": "string", "maxLength": 100},
+                "description": "Resume after this event (the id of the last event received)",
+            }
+        ],
+        "responses": responses,
+    }
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the API."""
+    kinds: list[Any] = [wire.ErrorBody]
+    for op in routes.OPERATIONS:
+        kinds.extend(kind for kind in (op.reply, op.body) if kind is not None)
+    events = Union[wire.API_EVENTS]  # type: ignore[valid-type]  # noqa: UP007 - a runtime union of a tuple
+    _, components = msgspec.json.schema_components([*dict.fromkeys(kinds), events], ref_template=_REF)
+    components["ApiEvents"] = msgspec.json.schema(events, ref_template=_REF)
+    components["ApiEvents"].pop("$defs", None)
+    paths: dict[str, dict[str, Any]] = {}
+    for op in routes.OPERATIONS:
+        paths.setdefault(op.path, {})[op.method.lower()] = _operation(op)
+    paths[routes.EVENTS_PATH] = {"get": _events_operation()}
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "resident runtime API",
+            "version": str(wire.API_VERSION),
+            "description": "The runtime of one home, served on loopback by `resident up`. Every request but "
+            "health carries the home's token (from its api.json) as `Authorization: Bearer TOKEN`; every "
+            "POST body is JSON (`Content-Type: application/json`).",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": components,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+    }

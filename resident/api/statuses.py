@@ -1,0 +1,119 @@
+"""Typed errors across the wire: which HTTP status each `ResidentError` gets, and back again.
+
+The server answers an error with `{"error": {"type", "message"}}` (the class name and its one-line
+message, as the CLI prints them) and the status from `STATUS_BY_ERROR`, found by walking the
+error's class hierarchy, so a new leaf inherits its parent's status. The client turns the body
+back into the same class, so `except RecordWithheld` works the same in and out of process.
+Refusals of bad input are 4xx; a runtime that cannot serve right now (restarting actor, stopped
+runtime, failing store, Realm or embedder down) is 503, which a caller may retry.
+"""
+
+from __future__ import annotations
+
+import resident.errors as errors_module
+from resident.api.wire import ErrorBody, ErrorDetail
+from resident.errors import (
+    ActorUnavailable,
+    ApiError,
+    BackupInvalid,
+    ConfigError,
+    EmbedderNotLoopback,
+    EmbedderUnavailable,
+    ExportInvalid,
+    GrantExceeded,
+    GrantInvalid,
+    HomeInUse,
+    HomeReadOnly,
+    InvalidInput,
+    MemoryDisabled,
+    NotVisible,
+    RealmRejected,
+    RealmUnavailable,
+    RecordNotFound,
+    RecordWithheld,
+    ResidentError,
+    RuntimeNotUp,
+    RuntimeStopped,
+    SchemaMismatch,
+    ScopeNotAllowed,
+    ShutdownTimeout,
+    StoreClosed,
+    StoreFailed,
+    TooManySubscribers,
+    Unauthorized,
+    UnknownBank,
+    UnknownExecution,
+    UnknownMember,
+    WriteFailed,
+)
+
+__all__ = ["STATUS_BY_ERROR", "error_body", "error_from_body", "status_of"]
+
+STATUS_BY_ERROR: dict[type[ResidentError], int] = {
+    InvalidInput: 400,
+    ConfigError: 400,
+    ExportInvalid: 400,
+    BackupInvalid: 400,
+    EmbedderNotLoopback: 400,
+    Unauthorized: 401,
+    NotVisible: 403,
+    ScopeNotAllowed: 403,
+    GrantExceeded: 403,
+    GrantInvalid: 403,
+    UnknownMember: 404,
+    UnknownBank: 404,
+    UnknownExecution: 404,
+    RecordNotFound: 404,
+    MemoryDisabled: 409,
+    RecordWithheld: 409,
+    RealmRejected: 409,
+    HomeInUse: 409,
+    HomeReadOnly: 409,
+    SchemaMismatch: 409,
+    TooManySubscribers: 429,
+    ActorUnavailable: 503,
+    RuntimeStopped: 503,
+    RuntimeNotUp: 503,
+    StoreClosed: 503,
+    StoreFailed: 503,
+    WriteFailed: 503,
+    EmbedderUnavailable: 503,
+    RealmUnavailable: 503,
+    ShutdownTimeout: 503,
+}
+_DEFAULT_STATUS = 400
+
+
+def status_of(error: ResidentError) -> int:
+    """The HTTP status of `error`: that of its nearest class in `STATUS_BY_ERROR`."""
+    for cls in type(error).__mro__:
+        status = STATUS_BY_ERROR.get(cls)
+        if status is not None:
+            return status
+    return _DEFAULT_STATUS
+
+
+def error_body(error: ResidentError) -> ErrorBody:
+    """The wire form of `error`; a withheld record also names its id, state and reason."""
+    message = " ".join(error.message.split())
+    if isinstance(error, RecordWithheld):
+        detail = ErrorDetail(
+            type=type(error).__name__, message=message, id=error.record_id, state=error.state, reason=error.reason
+        )
+    else:
+        detail = ErrorDetail(type=type(error).__name__, message=message)
+    return ErrorBody(error=detail)
+
+
+def error_from_body(detail: ErrorDetail, status: int) -> ResidentError:
+    """The `ResidentError` a client raises for an error answer (`ApiError` for types it does not know)."""
+    cls = getattr(errors_module, detail.type, None)
+    if not (isinstance(cls, type) and issubclass(cls, ResidentError) and detail.type in errors_module.__all__):
+        return ApiError(f"{detail.type} (HTTP {status}): {detail.message}")
+    if issubclass(cls, RecordWithheld):  # RecordCorrupted too
+        withheld: ResidentError = cls(
+            detail.message, record_id=detail.id or "", state=detail.state or "", reason=detail.reason or ""
+        )
+        return withheld
+    error: ResidentError = cls(detail.message)
+    return error

@@ -1,0 +1,209 @@
+"""The client's side of the wire: requests built from `routes.OPERATIONS`, answers decoded into structs,
+error answers raised as the same `ResidentError` the runtime raised, and the event stream.
+
+One `httpx.Client` serves blocking calls from any thread; awaitable calls use one
+`httpx.AsyncClient` per event loop (an async client belongs to the loop it first ran on). A server
+that does not answer is `RuntimeNotUp`; a token it refuses is `Unauthorized`.
+
+Light on purpose: httpx, msgspec and the message structs, nothing of the runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any, Union
+
+import httpx
+import msgspec
+from httpx_sse import EventSource, aconnect_sse, connect_sse
+
+from resident.api import routes
+from resident.api.discovery import Discovery
+from resident.api.statuses import error_from_body
+from resident.api.wire import API_EVENTS, ApiEvent, ErrorBody
+from resident.errors import ApiError, RuntimeNotUp
+
+__all__ = ["DEFAULT_TIMEOUT", "StreamItem", "Transport"]
+
+# The runtime's own asks wait up to 30 s; the answer gets a little longer to come back.
+DEFAULT_TIMEOUT = 45.0
+_CONNECT_TIMEOUT = 5.0
+# The server pings an idle stream every 15 s; three missed pings mean it is gone.
+_STREAM_READ_TIMEOUT = 45.0
+_JSON = {"Content-Type": "application/json"}
+_EVENT_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(Union[API_EVENTS])  # noqa: UP007
+
+
+@dataclass(frozen=True, slots=True)
+class StreamItem:
+    """One event of the stream and its id (send the id back to resume after it)."""
+
+    id: str
+    event: ApiEvent
+
+
+class Transport:
+    """Requests to one `resident up` server, described by its discovery file."""
+
+    def __init__(self, discovery: Discovery) -> None:
+        self.discovery = discovery
+        self._headers = {"Authorization": f"Bearer {discovery.token}"}
+        self._client = httpx.Client(
+            base_url=discovery.base_url,
+            headers=self._headers,
+            transport=self._transport(),
+            timeout=httpx.Timeout(DEFAULT_TIMEOUT, connect=_CONNECT_TIMEOUT),
+            # A proxy from the environment must never see the token: the server is on this machine.
+            trust_env=False,
+        )
+        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._async_lock = threading.Lock()
+
+    def _transport(self) -> httpx.HTTPTransport | None:
+        path = self.discovery.unix_path
+        return None if path is None else httpx.HTTPTransport(uds=path)
+
+    def _async_client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        with self._async_lock:
+            client = self._async.get(loop)
+            if client is None:
+                path = self.discovery.unix_path
+                client = httpx.AsyncClient(
+                    base_url=self.discovery.base_url,
+                    headers=self._headers,
+                    transport=None if path is None else httpx.AsyncHTTPTransport(uds=path),
+                    timeout=httpx.Timeout(DEFAULT_TIMEOUT, connect=_CONNECT_TIMEOUT),
+                    limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+                    trust_env=False,
+                )
+                self._async[loop] = client
+        return client
+
+    # -- calls ------------------------------------------------------------------------------------
+
+    def call(self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str) -> Any:
+        """Run `op` and return its answer struct, or raise the error it answered."""
+        try:
+            response = self._client.request(
+                op.method, op.url(**params), content=_encode(body), headers=_JSON if body is not None else None,
+                timeout=_timeout(timeout),
+            )
+        except httpx.TransportError as error:
+            raise self._unreachable(error) from None
+        return _answer(op, response)
+
+    async def acall(
+        self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str
+    ) -> Any:
+        """`call` for asyncio hosts."""
+        try:
+            response = await self._async_client().request(
+                op.method, op.url(**params), content=_encode(body), headers=_JSON if body is not None else None,
+                timeout=_timeout(timeout),
+            )
+        except httpx.TransportError as error:
+            raise self._unreachable(error) from None
+        return _answer(op, response)
+
+    def _unreachable(self, error: httpx.TransportError) -> RuntimeNotUp:
+        return RuntimeNotUp(
+            f"the runtime of {self.discovery.home} at {self.discovery.address} does not answer "
+            f"({type(error).__name__}: {error}); is `resident up` still running?"
+        )
+
+    # -- the event stream -------------------------------------------------------------------------
+
+    def events(self, last_event_id: str | None = None) -> Iterator[StreamItem]:
+        """The event stream from the beginning, or after `last_event_id`; ends when the server stops.
+
+        A keep-alive ping (a comment line) makes the SSE parser dispatch an event with no data once
+        an id was seen; such empty events are skipped.
+        """
+        try:
+            with connect_sse(
+                self._client, "GET", routes.EVENTS_PATH, headers=_resume(last_event_id), timeout=_stream_timeout()
+            ) as source:
+                _check_stream(source)
+                for sse in source.iter_sse():
+                    if sse.data:
+                        yield StreamItem(id=sse.id, event=_EVENT_DECODER.decode(sse.data))
+        except httpx.TransportError as error:
+            raise self._unreachable(error) from None
+
+    async def aevents(self, last_event_id: str | None = None) -> AsyncIterator[StreamItem]:
+        """`events` for asyncio hosts."""
+        try:
+            async with aconnect_sse(
+                self._async_client(), "GET", routes.EVENTS_PATH, headers=_resume(last_event_id),
+                timeout=_stream_timeout(),
+            ) as source:
+                if source.response.status_code != 200:
+                    await source.response.aread()
+                _check_stream(source)
+                async for sse in source.aiter_sse():
+                    if sse.data:
+                        yield StreamItem(id=sse.id, event=_EVENT_DECODER.decode(sse.data))
+        except httpx.TransportError as error:
+            raise self._unreachable(error) from None
+
+    # -- closing ----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the blocking client (async clients are closed by `aclose` in their own loop)."""
+        self._client.close()
+
+    async def aclose(self) -> None:
+        """Close this event loop's async client."""
+        loop = asyncio.get_running_loop()
+        with self._async_lock:
+            client = self._async.pop(loop, None)
+        if client is not None:
+            await client.aclose()
+
+
+def _encode(body: Any) -> bytes | None:
+    return None if body is None else msgspec.json.encode(body)
+
+
+def _timeout(seconds: float | None) -> httpx.Timeout:
+    return httpx.Timeout(DEFAULT_TIMEOUT if seconds is None else seconds, connect=_CONNECT_TIMEOUT)
+
+
+def _stream_timeout() -> httpx.Timeout:
+    return httpx.Timeout(_STREAM_READ_TIMEOUT, connect=_CONNECT_TIMEOUT)
+
+
+def _resume(last_event_id: str | None) -> dict[str, str]:
+    return {} if last_event_id is None else {"Last-Event-ID": last_event_id}
+
+
+def _answer(op: routes.Operation, response: httpx.Response) -> Any:
+    if response.status_code == 200:
+        try:
+            return msgspec.json.decode(response.content, type=op.reply)
+        except msgspec.DecodeError as error:
+            raise ApiError(f"the answer to {op.name} is not what the API promises ({error})") from None
+    raise _error(response)
+
+
+def _error(response: httpx.Response) -> Exception:
+    try:
+        body = msgspec.json.decode(response.content, type=ErrorBody)
+    except msgspec.DecodeError:
+        return ApiError(f"HTTP {response.status_code} with a body that is not an API error: {response.text[:200]!r}")
+    return error_from_body(body.error, response.status_code)
+
+
+def _check_stream(source: EventSource) -> None:
+    response = source.response
+    if response.status_code != 200:
+        if not response.is_stream_consumed:
+            response.read()
+        raise _error(response)

@@ -1,0 +1,308 @@
+"""The loopback API's request and answer bodies, shared by the server, the client and the OpenAPI document.
+
+Requests are plain structs that refuse unknown fields (a misspelt option is an error, not a silent
+default) and carry their bounds as `msgspec.Meta`, so one definition checks a body, documents it
+in `/openapi.json`, and tells a client what it may send. Bounds on the wire are wide: the runtime
+checks the finer rules (text length, visibility, activation) and answers with its own typed errors.
+Answers reuse the runtime's own reply structs (`Receipt`, `RecallHit`, `MemoryStatus`, ...), so a
+remote caller gets the same values as an in-process one.
+
+This module imports only msgspec and the message structs: the client (and later the CLI) can use
+it without loading the runtime, numpy or LMDB.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+from resident.messages.memory import Activation, Kind, RecallHit, ReplicationState, Scope
+
+__all__ = [
+    "API_EVENTS",
+    "API_VERSION",
+    "MAX_BODY_BYTES",
+    "MAX_CHAR_BUDGET",
+    "MAX_LISTED_IDS",
+    "ActorEvent",
+    "ApiEvent",
+    "Correct",
+    "EnableMemory",
+    "ErrorBody",
+    "ErrorDetail",
+    "Forget",
+    "Forgotten",
+    "Health",
+    "MemberInfo",
+    "Members",
+    "MemorySwitch",
+    "MemorySwitchedEvent",
+    "NoBody",
+    "ProgressEvent",
+    "RecallHits",
+    "RecallQuery",
+    "Reconcile",
+    "RecordAdmittedEvent",
+    "RecordLifecycleEvent",
+    "RecordWithheldEvent",
+    "Remember",
+    "ReplicationAttemptEvent",
+    "ReplicationSyncedEvent",
+    "RuntimeStoppedEvent",
+    "StreamGapEvent",
+    "Sync",
+]
+
+API_VERSION = 1
+# A remember of the longest text (16,000 characters), every one escaped as \\uXXXX, fits.
+MAX_BODY_BYTES = 256 * 1024
+# Recall answers are bounded by `k` (at most 100) and this many characters of memory text.
+MAX_CHAR_BUDGET = 200_000
+# Id lists in answers (withheld records in replication status) are cut to this many.
+MAX_LISTED_IDS = 1_000
+
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+RecordRef = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+# Wider than any text the runtime admits, so that its own TextInvalid says what is too long.
+Text = Annotated[str, msgspec.Meta(max_length=64_000)]
+Note = Annotated[str, msgspec.Meta(max_length=4_000)]
+Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+# Seconds since the epoch, up to the year 5138: enough for any real timestamp, no inf.
+Timestamp = Annotated[float, msgspec.Meta(ge=0.0, le=1e11)]
+
+
+class _Request(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A request body: unknown fields are refused rather than ignored."""
+
+
+class _Answer(msgspec.Struct, frozen=True, kw_only=True):
+    """An answer body of the API itself (answers of the runtime reuse its reply structs)."""
+
+
+# -- requests ------------------------------------------------------------------------------------
+
+
+class NoBody(_Request, frozen=True):
+    """The body of a POST that takes no options: `{}` (or nothing at all)."""
+
+
+class EnableMemory(_Request, frozen=True):
+    """Turn memory on with this provider and embedder (`hash`, or a loopback llama.cpp URL)."""
+
+    provider: Annotated[str, msgspec.Meta(max_length=100)] = "hindsight"
+    embedder: Annotated[str, msgspec.Meta(max_length=2_000)] = "hash"
+
+
+class Remember(_Request, frozen=True):
+    """A memory for the member named in the path; the fields of `Member.remember`."""
+
+    text: Text
+    scope: Scope = "AGENT_CORE"
+    summary: Text | None = None
+    kind: Kind = "experience"
+    counterpart: Name | None = None
+    world: Name | None = None
+    importance: Unit = 0.5
+    confidence: Unit = 1.0
+    activation: Activation = msgspec.field(default_factory=Activation)
+    supersedes: RecordRef | None = None
+    canonical: bool = False
+    source: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] = "manual"
+    occurred_at: Timestamp | None = None
+    cites: Annotated[tuple[RecordRef, ...], msgspec.Meta(max_length=100)] = ()
+
+
+class RecallQuery(_Request, frozen=True):
+    """A recall for the member named in the path; the fields of `Member.recall`."""
+
+    query: Text
+    k: Annotated[int, msgspec.Meta(ge=1, le=100)] = 10
+    activation: Activation = msgspec.field(default_factory=Activation)
+    char_budget: Annotated[int, msgspec.Meta(ge=1, le=MAX_CHAR_BUDGET)] = 8_000
+    include_inactive: bool = False
+
+
+class Forget(_Request, frozen=True):
+    reason: Note = ""
+
+
+class Reconcile(_Request, frozen=True):
+    """Settle a withheld record: `rollback`, or `readmit` with optional corrected `text`/`canonical`."""
+
+    rollback: bool = False
+    readmit: bool = False
+    text: Text | None = None
+    canonical: bool | None = None
+
+
+class Sync(_Request, frozen=True):
+    """Push and poll now, and wait up to `timeout` seconds for nothing to be pending."""
+
+    timeout: Annotated[float, msgspec.Meta(gt=0.0, le=120.0)] = 30.0
+
+
+class Correct(_Request, frozen=True):
+    """An owner correction of one execution."""
+
+    execution: RecordRef
+    note: Annotated[str, msgspec.Meta(min_length=1, max_length=4_000)]
+    by: Name = "owner"
+
+
+# -- answers -------------------------------------------------------------------------------------
+
+
+class Health(_Answer, frozen=True):
+    """Whether the runtime behind the API is open (`ok`) or has stopped; needs no token."""
+
+    status: Literal["ok", "stopped"]
+    api_version: int = API_VERSION
+
+
+class MemorySwitch(_Answer, frozen=True):
+    """What `memory enable`/`disable` did: whether anything changed, and the status after it."""
+
+    changed: bool
+    enabled: bool
+
+
+class MemberInfo(_Answer, frozen=True):
+    name: str
+    role: str
+    worlds: tuple[str, ...]
+
+
+class Members(_Answer, frozen=True):
+    """The home's roster (configured and imported members) and its coordinator."""
+
+    members: tuple[MemberInfo, ...]
+    coordinator: str
+
+
+class RecallHits(_Answer, frozen=True):
+    hits: tuple[RecallHit, ...]
+
+
+class Forgotten(_Answer, frozen=True):
+    id: str
+    lifecycle: Literal["retracted"] = "retracted"
+
+
+class ErrorDetail(_Answer, frozen=True, omit_defaults=True):
+    """`type` is the error's class name (a `ResidentError` leaf); a withheld record adds id, state, reason."""
+
+    type: str
+    message: str
+    id: str | None = None
+    state: str | None = None
+    reason: str | None = None
+
+
+class ErrorBody(_Answer, frozen=True):
+    """Every 4xx and 5xx answer: `{"error": {"type": ..., "message": ...}}`, as the CLI prints it."""
+
+    error: ErrorDetail
+
+
+# -- the event stream ----------------------------------------------------------------------------
+
+
+class ApiEvent(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    """One event of `GET /v1/events`; `at` is when it happened (seconds since the epoch).
+
+    Events name records by id and carry no memory text: the stream is a signal to read, and reads
+    (`get`, `recall`) keep applying visibility and withholding.
+    """
+
+    at: float
+
+
+class RecordAdmittedEvent(ApiEvent, frozen=True, tag="record.admitted"):
+    """A memory was durably written (`pending` until Realm accepts it)."""
+
+    id: str
+    owner: str
+    author: str
+    bank: str
+    scope: Scope
+    kind: Kind
+
+
+class RecordLifecycleEvent(ApiEvent, frozen=True, tag="record.lifecycle"):
+    """A record was superseded (by a newer version) or retracted (forgotten, rolled back)."""
+
+    id: str
+    lifecycle: Literal["superseded", "retracted"]
+    by: str
+
+
+class ReplicationSyncedEvent(ApiEvent, frozen=True, tag="replication.synced"):
+    """Realm accepted these records."""
+
+    ids: tuple[str, ...]
+
+
+class RecordWithheldEvent(ApiEvent, frozen=True, tag="record.withheld"):
+    """Realm rejected (`conflict`) or invalidated a record; it is withheld until reconciled."""
+
+    id: str
+    state: ReplicationState
+    reason: str
+
+
+class ReplicationAttemptEvent(ApiEvent, frozen=True, tag="replication.attempted"):
+    """One push to Realm of `records` records; `error` says why it failed (empty when Realm answered)."""
+
+    records: int
+    error: str
+
+
+class MemorySwitchedEvent(ApiEvent, frozen=True, tag="memory.switched"):
+    enabled: bool
+    provider: str = ""
+    embedder: str = ""
+
+
+class ProgressEvent(ApiEvent, frozen=True, tag="progress"):
+    """An execution started, finished, or was corrected (what `coordinator progress` counts)."""
+
+    execution: str
+    member: str
+    task: str
+    outcome: Literal["running", "succeeded", "failed", "cancelled", "corrected"]
+    error: str = ""
+
+
+class ActorEvent(ApiEvent, frozen=True, tag="actor"):
+    """A supervised actor went down (`crashed`) or came back (`restarted`), as its supervisor saw it."""
+
+    name: str
+    change: Literal["crashed", "restarted", "stopped"]
+    state: str
+    incarnation: int
+    restarts: int
+    reason: str = ""
+
+
+class RuntimeStoppedEvent(ApiEvent, frozen=True, tag="runtime.stopped"):
+    """The root supervisor gave up: the runtime stopped and the server is shutting down."""
+
+    reason: str
+
+
+class StreamGapEvent(ApiEvent, frozen=True, tag="stream.gap"):
+    """Actor events this subscriber had not seen were lost (it lagged, or the server restarted).
+
+    Store events are never lost (they are read back from the event log); actor events live in a
+    bounded ring in the server's memory. Read `/v1/statistics` to see the actors as they are now.
+    `lost` counts the events missed, or is -1 when the count is unknown (the server restarted).
+    """
+
+    lost: int
+
+
+API_EVENTS: tuple[type[ApiEvent], ...] = (
+    RecordAdmittedEvent, RecordLifecycleEvent, ReplicationSyncedEvent, RecordWithheldEvent, ReplicationAttemptEvent,
+    MemorySwitchedEvent, ProgressEvent, ActorEvent, RuntimeStoppedEvent, StreamGapEvent,
+)

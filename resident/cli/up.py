@@ -1,0 +1,77 @@
+"""`resident up` and `resident down`: the home's runtime as a long-lived process behind the loopback API."""
+
+from __future__ import annotations
+
+import click
+import msgspec
+
+from resident.api.discovery import Discovery, parse_listen
+from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, stdout
+from resident.store.home import ensure_home, resolve_home
+
+__all__ = ["COMMANDS"]
+
+
+def _announce(discovery: Discovery) -> None:
+    # One line, flushed: a host that spawned `up` reads it to learn the address and the token.
+    click.echo(msgspec.json.encode(discovery).decode("utf-8"))
+
+
+@click.command(short_help="Run the runtime behind its loopback API until stopped.")
+@click.option(
+    "--listen",
+    type=UTF8,
+    default="127.0.0.1:0",
+    show_default=True,
+    metavar="HOST:PORT|unix:PATH",
+    help="A loopback address (127.0.0.1, [::1], localhost; port 0 picks a free one) or a unix socket.",
+)
+@click.option("--detach", is_flag=True, help="Run in the background; return once it answers.")
+@json_option
+@pass_state
+def up(state: CliState, listen: str, detach: bool, as_json: bool) -> None:  # noqa: ARG001 - the line is JSON
+    """Run the home's runtime as one process, serving the authenticated API on loopback.
+
+    Once it answers it writes api.json in the home (private: address, pid, token, API version)
+    and prints the same facts as one JSON line. Python hosts connect with
+    `Runtime.connect(home)`; others send `Authorization: Bearer TOKEN` (the API is described at
+    /openapi.json). SIGTERM or Ctrl-C stops it gracefully: requests in flight finish, the actors
+    stop, api.json is removed. `resident down` does that from another shell. Only loopback
+    addresses are accepted. With --detach it runs on in the background (its log is up.log in
+    the home) and this command returns once it answers.
+    """
+    target = parse_listen(listen)
+    if detach:
+        from resident.api.process import start_detached  # noqa: PLC0415 - only the detaching parent needs it
+
+        _announce(start_detached(ensure_home(resolve_home(state.home)), listen))
+        return
+    # The server stack is imported only by the process that serves.
+    from resident.api.server import serve  # noqa: PLC0415
+
+    serve(state.home, target, _announce)
+
+
+@click.command(short_help="Stop the runtime `resident up` runs for the home.")
+@click.option(
+    "--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="Seconds to wait for it to stop."
+)
+@json_option
+@pass_state
+def down(state: CliState, timeout: float, as_json: bool) -> None:
+    """Stop the runtime `resident up` runs for the home, and wait until it has.
+
+    The process named in api.json is signalled only if it is alive and holds the home's lock; a
+    discovery file left by a killed process is removed and reported (exit 1, RuntimeNotUp).
+    """
+    from resident.api.process import stop  # noqa: PLC0415
+
+    home = resolve_home(state.home)
+    stopped = stop(home, timeout)
+    if as_json:
+        emit_json({"stopped": True, "pid": stopped.pid, "address": stopped.address, "home": str(home)})
+    else:
+        stdout.print(f"stopped the runtime of {home} (pid {stopped.pid}, {stopped.address})")
+
+
+COMMANDS = (up, down)

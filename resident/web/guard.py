@@ -1,0 +1,123 @@
+"""What a loopback JSON server checks before a handler runs, and how it answers a refusal.
+
+Every answer is JSON; a refusal is `{"error": {"type", "message"}}` with a 4xx status. Two checks
+stop a web page in the user's browser from reaching a loopback server: the `Host` header must name
+a loopback host (DNS rebinding gives a page a foreign host name that resolves to 127.0.0.1), and a
+POST body must be declared `application/json` (a cross-site form post, which needs no CORS
+preflight, can only send form or text types). Bodies are read up to a bound and no further.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import msgspec
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from resident.loopback import is_loopback_host
+
+__all__ = [
+    "Refusal",
+    "decode_json",
+    "error_response",
+    "host_header_name",
+    "json_response",
+    "read_json_body",
+    "require_loopback_host",
+    "routing_error_handler",
+]
+
+_T = TypeVar("_T")
+
+# An oversized body is still read (and dropped) up to this size, so that a client that sends its
+# whole body before it reads sees the 413 rather than a reset connection.
+_DRAIN_LIMIT = 64 * 1024 * 1024
+
+
+class Refusal(Exception):
+    """A request answered with an error status; raised inside a server, never escapes it."""
+
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+        self.message = message
+
+
+def json_response(body: Any, status: int = 200) -> Response:
+    """`body` (a struct, or builtins) encoded as JSON."""
+    return Response(msgspec.json.encode(body), status_code=status, media_type="application/json")
+
+
+def error_response(status: int, kind: str, message: str) -> Response:
+    return json_response({"error": {"type": kind, "message": message}}, status)
+
+
+def host_header_name(value: str) -> str:
+    """The host part of a `Host` header (`[::1]:8080` → `::1`, `localhost:80` → `localhost`)."""
+    if value.startswith("["):
+        return value[1 : value.find("]")]
+    return value.rsplit(":", 1)[0]
+
+
+def require_loopback_host(host_header: str, hint: str) -> None:
+    """Refuse (421) a request whose `Host` is not 127.0.0.0/8, ::1 or localhost; `hint` says what to do."""
+    if not is_loopback_host(host_header_name(host_header)):
+        raise Refusal(421, "HostNotAllowed", hint)
+
+
+async def read_json_body(request: Request, limit: int) -> bytes:
+    """The request body, which must be declared JSON (415) and hold at most `limit` bytes (413)."""
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media_type != "application/json":
+        raise Refusal(415, "UnsupportedMediaType", "send the body as JSON with Content-Type: application/json")
+    declared = request.headers.get("content-length", "")
+    too_large = declared.isdigit() and int(declared) > _DRAIN_LIMIT
+    chunks: list[bytes] = []
+    size = 0
+    if not too_large:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size <= limit:
+                chunks.append(chunk)
+            elif size > _DRAIN_LIMIT:
+                break
+    if too_large or size > limit:
+        raise Refusal(413, "BodyTooLarge", f"request body is larger than {limit} bytes; split it into smaller requests")
+    return b"".join(chunks)
+
+
+def decode_json(body: bytes, kind: type[_T]) -> _T:
+    """`body` decoded as `kind`: malformed JSON and values outside the schema are 400s naming the problem."""
+    try:
+        return msgspec.json.decode(body, type=kind)
+    except msgspec.ValidationError as exc:
+        raise Refusal(400, "InvalidInput", f"invalid {kind.__name__}: {exc}") from exc
+    except msgspec.DecodeError as exc:
+        raise Refusal(400, "MalformedJSON", f"request body is not valid JSON: {exc}") from exc
+
+
+def routing_error_handler(served: str) -> Callable[[Request, Exception], Awaitable[Response]]:
+    """An exception handler for the router's 404 (unknown path) and 405 (wrong method), as typed JSON.
+
+    `served` lists what the server does serve, for the 404 message.
+    """
+
+    async def handle(request: Request, exc: Exception) -> Response:
+        if not isinstance(exc, HTTPException):
+            return error_response(500, "InternalError", f"failed to route the request ({type(exc).__name__})")
+        if exc.status_code == 405:
+            allowed = (exc.headers or {}).get("Allow", "")
+            response = error_response(
+                405, "MethodNotAllowed", f"{request.method} is not allowed on {request.url.path}; use {allowed}"
+            )
+            response.headers["Allow"] = allowed
+            return response
+        if exc.status_code == 404:
+            return error_response(404, "NotFound", f"no such path {request.url.path}; this server serves {served}")
+        return error_response(exc.status_code, "HTTPError", exc.detail)
+
+    return handle

@@ -1,0 +1,101 @@
+"""Serving an ASGI app with uvicorn on a socket we bound: a ready hook, a stopping hook, graceful signals.
+
+The caller binds the socket itself (so port 0 is resolved before anything is announced, and a bind
+failure is one typed error), runs a `ReadyServer` on it, and learns through `on_started` when it
+accepts connections and through `on_stopping` when it begins its graceful shutdown (before it waits
+for open connections: long-lived streams must end there, or the shutdown would wait them out).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
+
+import uvicorn
+
+from resident.errors import InvalidInput
+
+__all__ = ["ReadyServer", "listen_tcp", "stop_on_signals"]
+
+# Connections the kernel queues before they are accepted: a burst of clients connecting at once
+# must not wait out a SYN retransmission (a second) for want of room.
+_BACKLOG = 1024
+
+
+def _nothing() -> None:
+    return None
+
+
+class ReadyServer(uvicorn.Server):
+    """A uvicorn server that reports, once each, when it accepts connections and when it starts stopping."""
+
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        on_started: Callable[[], None] = _nothing,
+        on_stopping: Callable[[], None] = _nothing,
+    ) -> None:
+        super().__init__(config)
+        self._on_started = on_started
+        self._on_stopping = on_stopping
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:
+            self._on_started()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._on_stopping()
+        await super().shutdown(sockets=sockets)
+
+
+def listen_tcp(
+    host: str, port: int, what: str, *, host_option: str = "--host", port_option: str = "--port"
+) -> socket.socket:
+    """A listening TCP socket on `host:port` (port 0: a free one).
+
+    `what` names the server in errors, and the options name the flags that choose host and port.
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise InvalidInput(f"{what} cannot listen on {host}:{port}: {exc}; check {host_option}") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(_BACKLOG)
+    except OSError as exc:
+        sock.close()
+        raise InvalidInput(
+            f"{what} cannot listen on {host}:{port}: {exc.strerror}; choose another {port_option} (0 picks a free one)"
+        ) from exc
+    return sock
+
+
+@contextlib.contextmanager
+def stop_on_signals(server: uvicorn.Server) -> Iterator[None]:
+    """Make SIGTERM and SIGINT stop `server` gracefully and let its `run()` return normally.
+
+    uvicorn installs its own handlers while it runs, but afterwards re-raises the signal it caught
+    against the handlers it found; these are those handlers, so the process goes on to clean up.
+    """
+
+    def stop(_signum: int, _frame: FrameType | None) -> None:
+        server.should_exit = True
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,320 @@
+"""The loopback API against a real `resident up` process: the token, the Host check, typed 4xx answers
+for every route's bad input, and the connected runtime (`Runtime.connect`) answering like `Runtime.open`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+import resident.errors as errors_module
+from resident import Runtime
+from resident.api import routes
+from resident.api.openapi import openapi_document
+from resident.api.wire import MAX_BODY_BYTES
+from resident.errors import (
+    InvalidInput,
+    RecordNotFound,
+    TextInvalid,
+    Unauthorized,
+    UnknownExecution,
+    UnknownMember,
+)
+from tests.api_helpers import UpProcess, raw_client
+
+# Refusals of a request's form rather than its content (the client library never sends these).
+FORM_REFUSALS = {
+    "MalformedJSON", "UnsupportedMediaType", "BodyTooLarge", "MethodNotAllowed", "NotFound", "HostNotAllowed",
+}
+PARAMS = {"member": "deven", "record": "mem_missing"}
+
+
+@pytest.fixture(scope="module")
+def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpProcess]:
+    with UpProcess(tmp_path_factory.mktemp("api") / "home") as process:
+        with process.client() as http:
+            assert http.post("/v1/memory/enable", json={}).status_code == 200
+        yield process
+
+
+@pytest.fixture(scope="module")
+def http(up: UpProcess) -> Iterator[httpx.Client]:
+    with up.client() as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def rt(up: UpProcess) -> Iterator[Any]:
+    with Runtime.connect(up.home) as connected:
+        yield connected
+
+
+def send(client: httpx.Client, op: routes.Operation, body: Any = None, **params: str) -> httpx.Response:
+    path = op.url(**{**PARAMS, **params})
+    if op.method == "GET":
+        return client.get(path)
+    return client.post(path, json={} if body is None else body)
+
+
+def assert_typed(response: httpx.Response, status: int | None = None, kind: str | None = None) -> str:
+    """The answer is a typed JSON error with a 4xx status; returns its type."""
+    assert 400 <= response.status_code < 500, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    error = response.json()["error"]
+    assert set(error) >= {"type", "message"}
+    assert "\n" not in error["message"]
+    assert error["message"]
+    assert error["type"] in errors_module.__all__ or error["type"] in FORM_REFUSALS, error
+    if status is not None:
+        assert response.status_code == status, response.text
+    if kind is not None:
+        assert error["type"] == kind, response.text
+    return str(error["type"])
+
+
+# -- the token and the Host --------------------------------------------------------------------------
+
+
+def every_guarded_request() -> list[tuple[str, str]]:
+    requests = [(op.method, op.url(**PARAMS)) for op in routes.OPERATIONS if op is not routes.HEALTH]
+    return [*requests, ("GET", routes.EVENTS_PATH), ("GET", routes.OPENAPI_PATH), ("GET", "/v1/nowhere")]
+
+
+def test_health_answers_without_a_token(up: UpProcess) -> None:
+    with raw_client(up) as client:
+        response = client.get("/v1/health")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "api_version": 1}
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "", "Bearer", "Bearer wrong", "PREFIX", "SUFFIX", "UPPER", "Basic TOKEN", "TOKEN"],
+)
+def test_every_request_without_the_right_token_is_refused_and_changes_nothing(
+    up: UpProcess, http: httpx.Client, authorization: str | None
+) -> None:
+    token = up.discovery.token if up.discovery else ""
+    header = {
+        "PREFIX": f"Bearer {token[:-1]}", "SUFFIX": f"Bearer {token}x", "UPPER": f"Bearer {token.upper()}",
+        "Basic TOKEN": f"Basic {token}", "TOKEN": token,
+    }.get(authorization or "", authorization)
+    before = http.get("/v1/memory").json()["records"]
+    with raw_client(up) as client:
+        for method, path in every_guarded_request():
+            headers = {} if header is None else {"Authorization": header}
+            body = {"text": "must not be stored", "query": "x"} if method == "POST" else None
+            response = client.request(method, path, headers=headers, json=body)
+            assert_typed(response, 401, "Unauthorized")
+            assert response.headers["www-authenticate"].startswith("Bearer")
+    assert http.get("/v1/memory").json()["records"] == before
+
+
+def test_the_bearer_scheme_is_case_insensitive(up: UpProcess) -> None:
+    token = up.discovery.token if up.discovery else ""
+    with raw_client(up) as client:
+        assert client.get("/v1/members", headers={"Authorization": f"bearer {token}"}).status_code == 200
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "127.0.0.1.evil.example", "10.0.0.1", "[::2]:1"])
+def test_a_request_naming_a_foreign_host_is_refused_even_with_the_token(http: httpx.Client, host: str) -> None:
+    for path in ("/v1/health", "/v1/members", "/v1/nowhere"):
+        assert_typed(http.get(path, headers={"Host": host}), 421, "HostNotAllowed")
+
+
+# -- bad input, route by route --------------------------------------------------------------------
+
+DEVEN = {"member": "deven"}
+BAD_INPUT: list[tuple[routes.Operation, dict[str, str], Any, int, str]] = [
+    (routes.MEMORY_ENABLE, {}, {"provider": "mem0"}, 400, "InvalidInput"),
+    (routes.MEMORY_ENABLE, {}, {"embedder": "http://example.com:8080"}, 400, "EmbedderNotLoopback"),
+    (routes.MEMORY_ENABLE, {}, {"embedder": 7}, 400, "InvalidInput"),
+    (routes.MEMORY_DISABLE, {}, {"now": True}, 400, "InvalidInput"),
+    (routes.REMEMBER, DEVEN, {"text": ""}, 400, "TextInvalid"),
+    (routes.REMEMBER, DEVEN, {"text": "   "}, 400, "TextInvalid"),
+    (routes.REMEMBER, DEVEN, {"text": "x" * 16_001}, 400, "TextInvalid"),
+    (routes.REMEMBER, DEVEN, {}, 400, "InvalidInput"),
+    (routes.REMEMBER, {"member": "nobody"}, {"text": "hello"}, 404, "UnknownMember"),
+    (routes.REMEMBER, DEVEN, {"text": "hello", "scope": "EVERYONE"}, 400, "InvalidInput"),
+    (routes.REMEMBER, DEVEN, {"text": "hello", "importance": 2}, 400, "InvalidInput"),
+    (routes.REMEMBER, DEVEN, {"text": "hello", "kind": "rumour"}, 400, "InvalidInput"),
+    (routes.REMEMBER, DEVEN, {"text": "hello", "delegated": True}, 400, "InvalidInput"),
+    (routes.REMEMBER, DEVEN, {"text": "hello", "occurred_at": 1e300}, 400, "InvalidInput"),
+    (routes.REMEMBER, DEVEN, {"text": "hello", "activation": {"domain": "leisure"}}, 400, "InvalidInput"),
+    (routes.REMEMBER, DEVEN, {"text": "hello", "activation": {"project": " "}}, 400, "InvalidInput"),
+    (routes.REMEMBER, DEVEN, {"text": "hello", "supersedes": "mem_missing"}, 404, "RecordNotFound"),
+    (routes.REMEMBER, DEVEN, {"text": "hello", "scope": "WORLD_SHARED", "world": "elsewhere"}, 403, "NotVisible"),
+    (routes.RECALL, DEVEN, {"query": "x", "k": 0}, 400, "InvalidInput"),
+    (routes.RECALL, DEVEN, {"query": "x", "k": 101}, 400, "InvalidInput"),
+    (routes.RECALL, DEVEN, {"query": "x", "char_budget": 0}, 400, "InvalidInput"),
+    (routes.RECALL, DEVEN, {"query": ""}, 400, "TextInvalid"),
+    (routes.RECALL, DEVEN, {"query": "x" * 2_001}, 400, "TextInvalid"),
+    (routes.RECALL, {"member": "nobody"}, {"query": "x"}, 404, "UnknownMember"),
+    (routes.GET_RECORD, DEVEN, None, 404, "RecordNotFound"),
+    (routes.GET_RECORD, {"member": "nobody"}, None, 404, "UnknownMember"),
+    (routes.FORGET, DEVEN, {"reason": "gone"}, 404, "RecordNotFound"),
+    (routes.FORGET, DEVEN, {"reason": 5}, 400, "InvalidInput"),
+    (routes.MEMBER_RECONCILE, DEVEN, {"rollback": True}, 404, "RecordNotFound"),
+    (routes.MEMBER_RECONCILE, DEVEN, {"rollback": "yes"}, 400, "InvalidInput"),
+    (routes.RECONCILE, {}, {"readmit": True}, 404, "RecordNotFound"),
+    (routes.REPLICATION_RECORD, {}, None, 404, "RecordNotFound"),
+    (routes.SYNC, {}, {"timeout": 0}, 400, "InvalidInput"),
+    (routes.SYNC, {}, {"timeout": 1_000}, 400, "InvalidInput"),
+    (routes.CORRECT, {}, {"execution": "exe_missing", "note": "wrong file"}, 404, "UnknownExecution"),
+    (routes.CORRECT, {}, {"execution": "exe_missing", "note": ""}, 400, "InvalidInput"),
+    (routes.CORRECT, {}, {"note": "wrong file"}, 400, "InvalidInput"),
+]
+
+
+@pytest.mark.parametrize(
+    ("op", "params", "body", "status", "kind"), BAD_INPUT, ids=[f"{row[0].name}-{i}" for i, row in enumerate(BAD_INPUT)]
+)
+def test_bad_input_gets_a_typed_4xx(
+    http: httpx.Client, op: routes.Operation, params: dict[str, str], body: Any, status: int, kind: str
+) -> None:
+    assert_typed(send(http, op, body, **params), status, kind)
+
+
+def test_every_route_with_input_has_bad_input_rows() -> None:
+    with_input = {op.name for op in routes.OPERATIONS if op.body is not None or op.params}
+    assert with_input <= {row[0].name for row in BAD_INPUT}
+
+
+POSTS = [op for op in routes.OPERATIONS if op.method == "POST"]
+
+
+@pytest.mark.parametrize("op", POSTS, ids=[op.name for op in POSTS])
+def test_every_post_refuses_bodies_of_the_wrong_form(http: httpx.Client, op: routes.Operation) -> None:
+    path = op.url(**PARAMS)
+    json_type = {"Content-Type": "application/json"}
+    assert_typed(http.post(path, content=b"{not json", headers=json_type), 400, "MalformedJSON")
+    assert_typed(http.post(path, content=b"[]", headers=json_type), 400, "InvalidInput")
+    assert_typed(http.post(path, content=b'{"unknown_field": 1}', headers=json_type), 400, "InvalidInput")
+    assert_typed(http.post(path, content=b"\xff\xfe", headers=json_type), 400)
+    # A cross-site form post can send only form or text types: refused before the body is read.
+    form = {"Content-Type": "text/plain"}
+    assert_typed(http.post(path, content=json.dumps({"text": "x"}), headers=form), 415, "UnsupportedMediaType")
+    assert_typed(http.post(path, content=b'{"text": "x"}', headers={}), 415, "UnsupportedMediaType")
+    oversized = b'{"text": "' + b"a" * MAX_BODY_BYTES + b'"}'
+    assert_typed(http.post(path, content=oversized, headers=json_type), 413, "BodyTooLarge")
+
+
+@pytest.mark.parametrize("op", routes.OPERATIONS, ids=[op.name for op in routes.OPERATIONS])
+def test_every_route_refuses_query_parameters_wrong_methods_and_overlong_segments(
+    http: httpx.Client, op: routes.Operation
+) -> None:
+    path = op.url(**PARAMS)
+    if op is not routes.HEALTH:
+        assert_typed(http.request(op.method, path + "?k=5", json={} if op.method == "POST" else None), 400)
+    assert_typed(http.request("PUT", path, json={}), 405, "MethodNotAllowed")
+    if op.params:
+        long_params = dict.fromkeys(op.params, "x" * 201)
+        response = send(http, op, {"text": "x", "query": "x"} if op.body else None, **long_params)
+        assert_typed(response, 400, "InvalidInput")
+
+
+def test_an_unknown_path_is_a_typed_404(http: httpx.Client) -> None:
+    assert_typed(http.get("/v1/memory/"), 404, "NotFound")
+    assert_typed(http.get("/v2/members"), 404, "NotFound")
+
+
+def test_a_malformed_last_event_id_is_a_typed_400(http: httpx.Client) -> None:
+    for value in ("garbage", "1.2", "1.2.3.4", "-1.0.abc", "1.x.abc", "99999999999999999999.0.abc", "1.0.ab/cd"):
+        assert_typed(http.get("/v1/events", headers={"Last-Event-ID": value}), 400, "InvalidInput")
+
+
+def test_the_served_openapi_document_is_the_one_generated_from_the_table(http: httpx.Client) -> None:
+    response = http.get("/openapi.json")
+    assert response.status_code == 200
+    assert response.json() == json.loads(json.dumps(openapi_document()))
+
+
+# -- Runtime.connect ------------------------------------------------------------------------------
+
+
+def test_a_connected_runtime_remembers_recalls_reads_and_forgets_like_an_open_one(rt: Any) -> None:
+    deven = rt.member("deven")
+    receipt = deven.remember("the staging deploy needs the migration first", importance=0.9, kind="world")
+    assert receipt.replication == "pending"
+    assert receipt.bank == "agent_core/deven"
+    hits = deven.recall("staging deploy migration", k=3)
+    assert hits[0].id == receipt.id
+    assert hits[0].kind == "world"
+    record = deven.get(receipt.id)
+    assert record.body == "the staging deploy needs the migration first"
+    assert record.importance == 0.9
+    assert rt.replication.status(receipt.id).state == "pending"
+    deven.forget(receipt.id, reason="done")
+    assert receipt.id not in [hit.id for hit in deven.recall("staging deploy migration", k=10)]
+    assert deven.get(receipt.id).lifecycle == "retracted"
+
+
+def test_a_connected_runtime_reports_status_progress_and_statistics(rt: Any) -> None:
+    status = rt.memory.status()
+    assert status.enabled
+    assert status.provider == "hindsight"
+    assert rt.memory.enable() is False  # already on like this
+    counts = rt.replication.status()
+    assert counts.realm is None
+    assert "pending" in counts.counts
+    assert rt.coordinator.progress().executions == 0
+    names = {child.name for child in rt.statistics().children}
+    assert {"writer", "substrate", "replication", "coordinator", "members/deven"} <= names
+    assert [m.name for m in rt.members()][:2] == ["samuel", "deven"]
+
+
+def test_a_connected_runtime_raises_the_runtime_s_typed_errors(rt: Any) -> None:
+    with pytest.raises(UnknownMember, match="roster"):
+        rt.member("nobody")
+    deven = rt.member("deven")
+    with pytest.raises(RecordNotFound):
+        deven.get("mem_missing")
+    with pytest.raises(InvalidInput, match="k"):
+        deven.recall("x", k=0)
+    with pytest.raises(TextInvalid):
+        deven.remember(b"\xff not utf-8")
+    with pytest.raises(TextInvalid):
+        deven.remember("")
+    with pytest.raises(InvalidInput):
+        deven.remember("hello", no_such_option=True)
+    with pytest.raises(InvalidInput):
+        deven.recall("x", activation={"mood": "good"})
+    with pytest.raises(UnknownExecution):
+        rt.coordinator.correct("exe_missing", "wrong file")
+    with pytest.raises(InvalidInput):
+        rt.replication.sync(timeout=0)
+
+
+def test_the_awaitable_twins_write_concurrently_over_one_connection_pool(up: UpProcess) -> None:
+    rt = Runtime.connect(up.home)
+    deven = rt.member("deven")
+
+    async def main() -> list[str]:
+        try:
+            receipts = await asyncio.gather(*(deven.aremember(f"async note {i} about kiwis") for i in range(40)))
+            hits = await deven.arecall("async note kiwis", k=40)
+            record = await deven.aget(receipts[0].id)
+            assert record.id == receipts[0].id
+            await deven.aforget(receipts[1].id)
+            with pytest.raises(RecordNotFound):
+                await deven.aget("mem_missing")
+            return [hit.id for hit in hits]
+        finally:
+            await rt.aclose()
+
+    recalled = asyncio.run(main())
+    assert len(recalled) == 40
+
+
+def test_a_client_without_the_token_gets_unauthorized(up: UpProcess, rt: Any) -> None:
+    transport = rt._transport
+    transport._client.headers["Authorization"] = "Bearer wrong"
+    try:
+        with pytest.raises(Unauthorized):
+            rt.members()
+    finally:
+        transport._client.headers["Authorization"] = f"Bearer {up.discovery.token if up.discovery else ''}"
