@@ -7,7 +7,7 @@ import msgspec
 
 from resident.api.discovery import Discovery, parse_listen
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, stdout
-from resident.store.home import ensure_home, resolve_home
+from resident.store.home import HomeLock, ensure_home, resolve_home
 
 __all__ = ["COMMANDS"]
 
@@ -44,7 +44,12 @@ def up(state: CliState, listen: str, detach: bool, as_json: bool) -> None:  # no
     if detach:
         from resident.api.process import start_detached  # noqa: PLC0415 - only the detaching parent needs it
 
-        _announce(start_detached(ensure_home(resolve_home(state.home)), listen))
+        home = ensure_home(resolve_home(state.home))
+        # A moment's claim says now if another process has the home, and leaves the lock file that
+        # marks the folder as a home before the log goes in beside it.
+        with HomeLock(home):
+            pass
+        _announce(start_detached(home, listen))
         return
     # The server stack is imported only by the process that serves.
     from resident.api.server import serve  # noqa: PLC0415
