@@ -16,12 +16,14 @@ __all__ = [
     "BackupInvalid",
     "ConfigError",
     "DeadLetter",
+    "DiskFull",
     "EmbedderNotLoopback",
     "EmbedderUnavailable",
     "ExportInvalid",
     "GrantExceeded",
     "HomeInUse",
     "InvalidInput",
+    "MapFull",
     "MemoryDisabled",
     "NotVisible",
     "OwnerOnlyAction",
@@ -34,7 +36,9 @@ __all__ = [
     "RuntimeStopped",
     "SchemaMismatch",
     "ScopeNotAllowed",
+    "StoreBusy",
     "StoreClosed",
+    "StoreCorrupted",
     "StoreFailed",
     "SubstrateUnavailable",
     "TextInvalid",
@@ -201,3 +205,36 @@ class OwnerOnlyAction(GrantExceeded):
 
 class UnknownExecution(ResidentError, LookupError):
     """No execution with that id was recorded by the coordinator."""
+
+
+# -- storage faults ------------------------------------------------------------------------------
+
+
+class DiskFull(ResidentError, OSError):
+    """The disk holding the store has no room for a write; writes resume by themselves once it has.
+
+    `needed` is about how many bytes the refused write needs.
+    """
+
+    def __init__(self, message: str, *, needed: int = 0) -> None:
+        super().__init__(message)
+        self.needed = needed
+
+
+class MapFull(ResidentError, OSError):
+    """The store's memory map reached its size limit; writes resume by themselves once one fits.
+
+    `needed` is about how many bytes the refused write needs.
+    """
+
+    def __init__(self, message: str, *, needed: int = 0) -> None:
+        super().__init__(message)
+        self.needed = needed
+
+
+class StoreCorrupted(ResidentError, OSError):
+    """The home's data file is damaged; the message names the file and the way out (doctor, salvage, restore)."""
+
+
+class StoreBusy(ResidentError, TimeoutError):
+    """A store operation waited past its deadline for another one (a long copy, a map resize) to finish."""

@@ -29,7 +29,7 @@ from resident.messages.memory import (
 )
 from resident.messages.store import Commit, GetWriterStatistics, WriterStatistics
 from resident.store.home import HomeLock, ensure_home
-from resident.store.store import DEFAULT_MAP_SIZE, Store
+from resident.store.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 from resident.supervisor import Address, ChildSpec, SupervisionTree, SupervisorSpec
 
 BODY = (
@@ -42,11 +42,11 @@ logger = logging.getLogger(__name__)
 
 
 @contextmanager
-def open_home(home: Path, *, map_size: int = DEFAULT_MAP_SIZE) -> Iterator[Store]:
+def open_home(home: Path, *, map_size: int = DEFAULT_MAP_SIZE, max_map_size: int = MAX_MAP_SIZE) -> Iterator[Store]:
     """Create (if needed), lock and open `home`; close and unlock on exit."""
     ensure_home(home)
     with HomeLock(home):
-        store = Store.open(home, map_size=map_size)
+        store = Store.open(home, map_size=map_size, max_map_size=max_map_size)
         try:
             yield store
         finally:

@@ -150,7 +150,7 @@ def test_a_backup_holds_off_map_growth_while_it_copies(tmp_path: Path, target: P
             self.readers_during_copy: list[int] = []
 
         def copy(self, path: str, compact: bool) -> None:
-            self.readers_during_copy.append(store._readers)
+            self.readers_during_copy.append(store._gate._readers)
             self._env.copy(path, compact=compact)  # type: ignore[attr-defined]
 
         def __getattr__(self, name: str) -> object:

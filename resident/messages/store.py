@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from resident.messages.base import Message
 from resident.messages.events import AnyEvent
 
@@ -35,13 +37,18 @@ class Published(Message, frozen=True, tag="published"):
 
 
 class WriterStatistics(Message, frozen=True, tag="writer.statistics"):
-    """Counters of the group-commit writer (for benchmarks and status)."""
+    """Counters of the group-commit writer (for benchmarks and status).
+
+    `state` is `refusing` while the store has no room for writes (`refusal` says why and what to do).
+    """
 
     commits: int
     writes: int
     refused: int
     failed_commits: int
     largest_commit: int
+    state: Literal["running", "refusing"] = "running"
+    refusal: str = ""
 
 
 class GetWriterStatistics(Message, frozen=True, tag="writer.statistics.get"):

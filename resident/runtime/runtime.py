@@ -43,7 +43,7 @@ from resident.runtime.wiring import DEFAULT_TIMEOUT, Wiring, build_wiring
 from resident.store.backup import backup as backup_home
 from resident.store.backup import restore as restore_home
 from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, resolve_home
-from resident.store.store import DEFAULT_MAP_SIZE, Store
+from resident.store.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 from resident.store.tables import MEMBERS, RECORDS
 from resident.supervisor import StartChild, SupervisionTree
 
@@ -110,13 +110,15 @@ class Runtime:
         clock: Clock | None = None,
         embedder_factory: Callable[[str], Embedder] | None = None,
         map_size: int = DEFAULT_MAP_SIZE,
+        max_map_size: int = MAX_MAP_SIZE,
         realm: str | None = None,
         replication: ReplicationSettings | None = None,
     ) -> Runtime:
         """Open `home` (else `$RESIDENT_HOME`, else the user data dir) and start the actors.
 
         `realm` overrides the Realm URL of `resident.toml` (`"none"` turns replication off for
-        this run); `replication` tunes batch sizes, attempts and backoff.
+        this run); `replication` tunes batch sizes, attempts and backoff. The store's map starts at
+        `map_size` bytes and grows up to `max_map_size` (past it, writes are refused as `MapFull`).
         """
         path = ensure_home(resolve_home(home))
         lock = HomeLock(path)
@@ -125,7 +127,7 @@ class Runtime:
         owns_clock = clock is None
         active_clock: Clock = clock if clock is not None else SystemClock()
         try:
-            store = Store.open(path, map_size=map_size)
+            store = Store.open(path, map_size=map_size, max_map_size=max_map_size)
             config = load_config(path / CONFIG_FILE)
             with store.reader() as reader:
                 imported = [MemberConfig(e.name, e.role, e.worlds) for _, e in reader.items(MEMBERS)]
@@ -139,11 +141,15 @@ class Runtime:
             )
             runtime._tree.start()
         except BaseException:
+            damage = store.damage() if store is not None else None
             if store is not None:
                 store.close()
             lock.release()
             if owns_clock and isinstance(active_clock, SystemClock):
                 active_clock.close()
+            if damage is not None:
+                # An actor that read a damaged page failed to start; the damage is the cause to name.
+                raise damage from None
             raise
         return runtime
 

@@ -159,8 +159,10 @@ class HomeLock:
             raise HomeInUse(
                 f"home {self.home} is in use by pid {holder}; close that runtime first or pass another --home"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        # The pid only helps the message of a second opener; on a full disk the home still opens.
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         private_file(path)
         self._fd = fd
 
