@@ -29,16 +29,18 @@ from resident.memory.embedders import make_embedder
 from resident.memory.embedding import Embedder
 from resident.messages.backup import BackupManifest
 from resident.messages.memory import Reconciled
-from resident.messages.store import Commit
+from resident.messages.store import Commit, DoctorReport, SalvageReport
 from resident.messages.supervision import SupervisorStatistics
 from resident.realm.client import realm_base_url
 from resident.runtime.apps import Apps
 from resident.runtime.chaos import Chaos
 from resident.runtime.coordination import CoordinatorControl
+from resident.runtime.doctor import examine
 from resident.runtime.member import Member
 from resident.runtime.memory import MemoryControl
 from resident.runtime.portability import ImportResult, export_member, import_member
 from resident.runtime.replication import ReplicationControl
+from resident.runtime.salvage import salvage as salvage_home
 from resident.runtime.wiring import DEFAULT_TIMEOUT, Wiring, build_wiring
 from resident.store.backup import backup as backup_home
 from resident.store.backup import restore as restore_home
@@ -255,8 +257,24 @@ class Runtime:
 
     @staticmethod
     def restore(src: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> BackupManifest:
-        """Verify the backup at `src`, then switch `home` to it atomically (the home must be closed)."""
-        return restore_home(Path(src), ensure_home(resolve_home(home)))
+        """Verify the backup at `src`, then switch `home` to it atomically (the home must be closed).
+
+        Besides its checksums, the backup's `resident.toml` must parse and its data file must
+        verify and open; otherwise it is refused (`BackupInvalid`) before anything is switched.
+        """
+        return restore_home(Path(src), ensure_home(resolve_home(home)), check_config=load_config)
+
+    # -- maintenance of a closed home -------------------------------------------------------------
+
+    @staticmethod
+    def doctor(home: str | os.PathLike[str] | None = None) -> DoctorReport:
+        """Check a closed home whole: configuration, structure, tables, event log, record digests."""
+        return examine(_existing_home(home))
+
+    @staticmethod
+    def salvage(dest: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> SalvageReport:
+        """Copy every record (and row) of a closed, damaged home that still reads and verifies into `dest`."""
+        return salvage_home(_existing_home(home), Path(dest).expanduser())
 
     # -- plumbing shared by the surfaces ----------------------------------------------------------
 
@@ -285,3 +303,11 @@ class Runtime:
                 f"and did not answer in time; retry shortly ({error})"
             )
         return error
+
+
+def _existing_home(home: str | os.PathLike[str] | None) -> Path:
+    """The home to check or salvage: it must exist already (checking one never creates it)."""
+    path = resolve_home(home)
+    if not path.is_dir():
+        raise InvalidInput(f"there is no home at {path}; pass the one to use with --home")
+    return path

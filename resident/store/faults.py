@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import lmdb
+import lmdb.verify
 
 from resident.errors import DiskFull, StoreCorrupted
 from resident.messages.events import AnyEvent, encode_event
@@ -36,6 +37,7 @@ __all__ = [
     "free_space",
     "is_disk_full",
     "space_needed",
+    "structure_problems",
     "walk_every_page",
 ]
 
@@ -140,3 +142,12 @@ def walk_every_page(env: lmdb.Environment, dbs: Iterable[Any]) -> None:
         for db in dbs:
             with txn.cursor(db=db) as cursor:
                 deque(cursor.iternext(keys=False, values=True), maxlen=0)
+
+
+def structure_problems(path: Path) -> list[str]:
+    """What py-lmdb's offline verifier finds wrong with the data file at `path` (empty when sound)."""
+    try:
+        problems: list[str] = lmdb.verify.verify(str(path), subdir=False)  # type: ignore[no-untyped-call]
+    except lmdb.verify.VerifyError as error:
+        return [f"it is not an LMDB data file this resident can read: {error}"]
+    return problems

@@ -395,8 +395,11 @@ def _apply_write(
     return (Committed(last_seq=seq - 1 if applied else None, applied=len(applied)), None, tuple(applied)), seq
 
 
-def open_environment(path: Path, *, map_size: int, readonly: bool = False) -> lmdb.Environment:
-    """Open an LMDB environment the way every home is opened (durable commits, private files)."""
+def open_environment(path: Path, *, map_size: int, readonly: bool = False, lock: bool = True) -> lmdb.Environment:
+    """Open an LMDB environment the way every home is opened (durable commits, private files).
+
+    `lock=False` only for a private copy no other process can reach (a salvage's working copy).
+    """
     return lmdb.open(
         str(path),
         map_size=map_size,
@@ -405,7 +408,7 @@ def open_environment(path: Path, *, map_size: int, readonly: bool = False) -> lm
         readonly=readonly,
         sync=True,
         metasync=True,
-        lock=True,
+        lock=lock,
         mode=0o600,
         max_readers=256,
     )
