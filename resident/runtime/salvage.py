@@ -129,7 +129,7 @@ def _check_destination(home: Path, dest: Path) -> None:
 
 
 def _read(damaged: Damaged) -> _Kept:
-    kept = _Kept(damage=list(damaged.missing))
+    kept = _Kept()
     events = damaged.events()
     kept.damage += [f"events: {note}" for note in events.damage]
     rebuilt, problems = replay_rows(sorted(events.rows.items()))
@@ -189,6 +189,9 @@ def _keep_records(damaged: Damaged, rebuilt: DictView, kept: _Kept) -> None:
         verified = next((c for c in candidates if c is not None and c.id == record_id and not record_problem(c)), None)
         if verified is not None:
             kept.records[record_id] = verified
+            if candidates[0] is not None and verified is not candidates[0]:
+                kept.damage.append(f"record {record_id}: its stored row does not verify; the version its events "
+                                   "rebuild was kept")
             continue
         why = next((record_problem(c) for c in candidates if c is not None), None)
         kept.lost.append(why or f"record {record_id}: no readable copy (its row and its events are damaged)")

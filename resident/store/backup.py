@@ -41,7 +41,7 @@ import msgspec
 from resident.clock import Clock, SystemClock
 from resident.errors import BackupInvalid, ConfigError, InvalidInput, SchemaMismatch, StoreCorrupted
 from resident.messages.backup import BACKUP_FORMAT, BackupFile, BackupManifest
-from resident.store.faults import check_file_length, structure_problems, walk_every_page
+from resident.store.faults import check_data_file, structure_problems
 from resident.store.home import (
     CONFIG_FILE,
     RESTORED_CONFIG,
@@ -55,7 +55,7 @@ from resident.store.home import (
     write_private_file,
 )
 from resident.store.store import DEFAULT_MAP_SIZE, Store, check_schema, open_environment
-from resident.store.tables import SCHEMA_VERSION, TABLES
+from resident.store.tables import SCHEMA_VERSION
 
 __all__ = ["MANIFEST_FILE", "STORE_DATA", "backup", "restore", "verify_backup"]
 
@@ -264,17 +264,14 @@ def _check_store(src: Path, staging: Path) -> None:
         raise BackupInvalid(f"backup {src} has a damaged data file: {problems[0]}{more}; {_UNTOUCHED}")
     size = (staging / "data.mdb").stat().st_size
     try:
+        check_data_file(staging, max(DEFAULT_MAP_SIZE, size))
         env = open_environment(staging, map_size=max(DEFAULT_MAP_SIZE, size), readonly=True)
-    except lmdb.Error as error:
-        raise BackupInvalid(f"backup {src} has a data file that does not open ({error}); {_UNTOUCHED}") from None
-    try:
-        check_schema(env, initialize=False, where=src)
-        check_file_length(env, staging)
-        walk_every_page(env, [env.open_db(table.name.encode("ascii"), create=False) for table in TABLES])
-    except SchemaMismatch as error:
-        raise SchemaMismatch(f"{error}; {_UNTOUCHED}") from None
     except (lmdb.Error, StoreCorrupted) as error:
         raise BackupInvalid(f"backup {src} has a data file that does not read ({error}); {_UNTOUCHED}") from None
+    try:
+        check_schema(env, initialize=False, where=src)
+    except SchemaMismatch as error:
+        raise SchemaMismatch(f"{error}; {_UNTOUCHED}") from None
     finally:
         env.close()
 

@@ -45,16 +45,16 @@ from resident.errors import (
 )
 from resident.messages.events import AnyEvent, encode_event
 from resident.messages.store import Commit, Committed
+from resident.store.environment import open_environment
 from resident.store.faults import (
     CORRUPTION_ERRORS,
-    check_file_length,
+    check_data_file,
     corrupted,
     disk_full,
     format_bytes,
     free_space,
     is_disk_full,
     space_needed,
-    walk_every_page,
 )
 from resident.store.gate import DEFAULT_DEADLINE, MapGate
 from resident.store.home import CURRENT_FILE, current_store_dir, finish_restore, private_file
@@ -133,6 +133,8 @@ class Store:
             )
         path.mkdir(mode=0o700, exist_ok=True)
         path.chmod(0o700)
+        if (path / "data.mdb").exists():
+            check_data_file(path, map_size)
         try:
             env = open_environment(path, map_size=map_size)
         except CORRUPTION_ERRORS as error:
@@ -140,11 +142,9 @@ class Store:
         try:
             for name in ("data.mdb", "lock.mdb"):
                 private_file(path / name)
-            check_file_length(env, path)
             # Check before creating any table, so a home of another version is left as it was.
             check_schema(env, initialize=True, where=home)
             dbs = {table.name: env.open_db(table.name.encode("ascii")) for table in TABLES}
-            walk_every_page(env, dbs.values())
             store = cls(
                 path, env, dbs, max(map_size, env.info()["map_size"]), max_map_size=max_map_size, deadline=deadline
             )
@@ -393,25 +393,6 @@ def _apply_write(
     for key, term_ids in write.terms:
         txn.put(key.encode("utf-8"), term_ids, db=terms_db)
     return (Committed(last_seq=seq - 1 if applied else None, applied=len(applied)), None, tuple(applied)), seq
-
-
-def open_environment(path: Path, *, map_size: int, readonly: bool = False, lock: bool = True) -> lmdb.Environment:
-    """Open an LMDB environment the way every home is opened (durable commits, private files).
-
-    `lock=False` only for a private copy no other process can reach (a salvage's working copy).
-    """
-    return lmdb.open(
-        str(path),
-        map_size=map_size,
-        max_dbs=32,
-        subdir=True,
-        readonly=readonly,
-        sync=True,
-        metasync=True,
-        lock=lock,
-        mode=0o600,
-        max_readers=256,
-    )
 
 
 def stored_schema_version(env: lmdb.Environment) -> str | None:
