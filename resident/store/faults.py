@@ -26,7 +26,7 @@ from resident.errors import DiskFull, StoreCorrupted
 from resident.messages.events import AnyEvent, encode_event
 from resident.messages.store import Commit
 from resident.store.environment import open_environment
-from resident.store.isolation import Emit, run_isolated
+from resident.store.isolation import Emit, deadline_for, run_isolated
 
 __all__ = [
     "CORRUPTION_ERRORS",
@@ -153,7 +153,7 @@ def check_data_file(directory: Path, map_size: int) -> None:
         finally:
             env.close()
 
-    checked = run_isolated(check)
+    checked = run_isolated(check, deadline=deadline_for((directory / DATA_FILE).stat().st_size))
     if checked.notes or checked.crash:
         raise corrupted(directory, "; ".join([*checked.notes, *([checked.crash] if checked.crash else [])]))
 

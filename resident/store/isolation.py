@@ -11,20 +11,26 @@ damage.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import os
+import selectors
 import signal
 import struct
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import msgspec
 
-__all__ = ["Emit", "Isolated", "run_isolated"]
+__all__ = ["Emit", "Isolated", "deadline_for", "run_isolated"]
 
 # What the work hands back, item by item: a (key, value) row, or a note (e.g. an LMDB error).
 Emit = Callable[[bytes, bytes], None]
 _LENGTH = struct.Struct(">I")
+# A child that reads every page gets this long, plus a second per 20 MiB (a slow, cold disk).
+_BASE_DEADLINE = 30.0
+_SLOWEST_READ = 20 << 20
 _ROW, _NOTE = 0, 1
 
 
@@ -37,28 +43,57 @@ class Isolated:
     crash: str = ""
 
 
-def run_isolated(work: Callable[[Emit, Callable[[str], None]], None]) -> Isolated:
-    """Run `work(emit_row, note)` in a forked child and collect what it emits."""
+def run_isolated(work: Callable[[Emit, Callable[[str], None]], None], *, deadline: float) -> Isolated:
+    """Run `work(emit_row, note)` in a forked child and collect what it emits.
+
+    A child still running after `deadline` seconds (damaged pages can make a walk go round in a
+    loop) is killed, and that is reported as its crash.
+    """
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child's coverage is not collected
         os.close(read_end)
         _child(work, write_end)
     os.close(write_end)
-    result = Isolated()
-    with os.fdopen(read_end, "rb") as stream:
-        for kind, first, second in _frames(stream.read()):
-            if kind == _ROW:
-                result.rows.append((first, second))
-            else:
-                result.notes.append(first.decode("utf-8", "replace"))
+    data, finished = _read_until(read_end, time.monotonic() + deadline)
+    if not finished:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
+    result = Isolated()
+    for kind, first, second in _frames(data):
+        if kind == _ROW:
+            result.rows.append((first, second))
+        else:
+            result.notes.append(first.decode("utf-8", "replace"))
+    if not finished:
+        result.crash = f"reading it took more than {deadline:.0f} s (damaged pages may form a loop)"
+    elif os.WIFSIGNALED(status):
         name = signal.Signals(os.WTERMSIG(status)).name
         result.crash = f"reading it crashed the LMDB engine ({name})"
     elif os.WEXITSTATUS(status) != 0:
         result.crash = f"the reading process failed (exit status {os.WEXITSTATUS(status)})"
     return result
+
+
+def deadline_for(size: int) -> float:
+    """How long a child may take over a file of `size` bytes: generous, since it reads every page."""
+    return _BASE_DEADLINE + size / _SLOWEST_READ
+
+
+def _read_until(fd: int, due: float) -> tuple[bytes, bool]:
+    """Everything the child writes until it closes the pipe (True), or what came by `due` (False)."""
+    chunks: list[bytes] = []
+    with selectors.DefaultSelector() as selector, os.fdopen(fd, "rb", buffering=0) as stream:
+        selector.register(stream, selectors.EVENT_READ)
+        while (left := due - time.monotonic()) > 0:
+            if not selector.select(left):
+                continue
+            chunk = stream.read(1 << 20)
+            if not chunk:
+                return b"".join(chunks), True
+            chunks.append(chunk)
+    return b"".join(chunks), False
 
 
 def _child(work: Callable[[Emit, Callable[[str], None]], None], fd: int) -> None:  # pragma: no cover

@@ -27,7 +27,7 @@ from resident.errors import InvalidInput
 from resident.store.environment import open_environment
 from resident.store.faults import DATA_FILE, corrupted
 from resident.store.home import HomeLock, current_store_dir
-from resident.store.isolation import Emit, Isolated, run_isolated
+from resident.store.isolation import Emit, Isolated, deadline_for, run_isolated
 from resident.store.reader import event_key
 from resident.store.store import DEFAULT_MAP_SIZE
 from resident.store.tables import EVENTS, Table
@@ -54,6 +54,7 @@ class Damaged:
 
     directory: Path
     map_size: int
+    file_size: int
 
     def rows(self, table: Table[Any]) -> TableRows:
         """Every row of `table` that reads from either end, and how many its own record says it has."""
@@ -113,7 +114,7 @@ class Damaged:
             finally:
                 env.close()
 
-        return run_isolated(isolated)
+        return run_isolated(isolated, deadline=deadline_for(self.file_size))
 
 
 def data_file(home: Path) -> Path:
@@ -154,14 +155,14 @@ def _padded(directory: Path) -> Damaged:
         note(f"{_LENGTH}{(env.info()['last_pgno'] + 1) * env.stat()['psize']}")
         env.close()
 
-    measured = run_isolated(measure)
+    measured = run_isolated(measure, deadline=deadline_for(size))
     lengths = [int(n[len(_LENGTH) :]) for n in measured.notes if n.startswith(_LENGTH)]
     if not lengths:
         raise corrupted(directory, f"not even its metadata reads: {_why(measured)}")
     if size < lengths[0]:
         with copy.open("r+b") as stream:
             stream.truncate(lengths[0])
-    return Damaged(directory, max(map_size, lengths[0]))
+    return Damaged(directory, max(map_size, lengths[0]), max(size, lengths[0]))
 
 
 # -- what the children do ------------------------------------------------------------------------
