@@ -27,13 +27,10 @@ import argparse
 import contextlib
 import json
 import os
-import queue
 import random
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -49,6 +46,7 @@ from resident.messages.memory import Activation, Bank
 from resident.realm.process import RealmProcess
 from resident.runtime import Runtime
 from resident.store.tables import SCHEMA_VERSION
+from tests.fork_server import ForkServer
 
 CHILD = Path(__file__).with_name("kill9_child.py")
 MODES = ("remember", "replicate", "import")
@@ -72,55 +70,6 @@ class Tally:
     imports_acknowledged: int = 0
     partial_imports: int = 0
     checks: list[dict[str, int]] = field(default_factory=list, repr=False)
-
-
-class ForkServer:
-    """`bench/kill9_child.py --serve`, with its output read line by line."""
-
-    def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(CHILD), "--serve"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        )
-        self._lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        if self.next() != "serving":
-            raise RuntimeError("the fork server did not start")
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.endswith("\n"):  # a line cut by a kill was never printed whole
-                self._lines.put(line[:-1])
-        self._lines.put("eof")
-
-    def next(self, timeout: float = LINE_TIMEOUT) -> str:
-        line = self._lines.get(timeout=timeout)
-        if line == "eof":
-            raise RuntimeError("the fork server died")
-        return line
-
-    def next_or_none(self, timeout: float) -> str | None:
-        try:
-            return self.next(timeout)
-        except queue.Empty:
-            return None
-
-    def fork(self, command: str) -> int:
-        assert self.process.stdin is not None
-        self.process.stdin.write(f"{command}\n")
-        self.process.stdin.flush()
-        while not (line := self.next()).startswith("pid "):
-            pass
-        return int(line[4:])
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait(timeout=30)
 
 
 def make_exports(directory: Path, count: int) -> list[Path]:
@@ -155,7 +104,7 @@ class Soak:
         self.realm_url = realm_url
         self.exports = exports
         self.next_export = 0
-        self.server = ForkServer()
+        self.server = ForkServer(CHILD)
         self.tallies = {mode: Tally() for mode in MODES}
         self.acks = {mode: root / f"{mode}.acks" for mode in MODES}
         for path in self.acks.values():
@@ -179,7 +128,7 @@ class Soak:
         lines = self._until_kill(mode, during_open)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        while not (line := self.server.next()).startswith("exited "):
+        while not (line := self.server.next_line(LINE_TIMEOUT)).startswith("exited "):
             lines.append(line)
         tally.kills += 1
         tally.kills_during_open += during_open
@@ -200,7 +149,7 @@ class Soak:
         wanted = self.random.randint(1, IMPORTS_PER_KILL if mode == "import" else 60)
         acked = 0
         while acked < wanted:
-            line = self.server.next()
+            line = self.server.next_line(LINE_TIMEOUT)
             if line.startswith("exited "):
                 raise RuntimeError(f"a writer died on its own: {lines[-5:]}")
             lines.append(line)
@@ -225,13 +174,13 @@ class Soak:
 
     def _check(self, mode: str) -> None:
         self.server.fork(f"check {self.root / mode} {self.acks[mode]}")
-        line = self.server.next()
+        line = self.server.next_line(LINE_TIMEOUT)
         while not line.startswith("checked "):
             if line.startswith("exited "):
                 raise RuntimeError(f"the check of {mode} failed; see the fork server's stderr")
-            line = self.server.next()
+            line = self.server.next_line(LINE_TIMEOUT)
         counts = json.loads(line[len("checked ") :])
-        self.server.next()  # exited
+        self.server.next_line(LINE_TIMEOUT)  # exited
         tally = self.tallies[mode]
         tally.checks.append(counts)
         tally.lost = max(tally.lost, counts["missing"])

@@ -18,10 +18,8 @@ single-threaded server takes milliseconds, so a soak can afford hundreds of kill
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
-import traceback
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -32,21 +30,12 @@ from resident.errors import ActorUnavailable, RecordNotFound
 from resident.memory.portability import parse_export
 from resident.runtime import Runtime
 from resident.store.tables import RECORDS
+from tests.fork_server import say, serve
 
 # Quick retries: a replicating child lives for a fraction of a second before it is killed.
 REPLICATION = ReplicationSettings(
     wait_initial=0.05, wait_max=0.2, jitter=0.05, retry_later=0.5, poll_interval=0.2, request_timeout=2.0
 )
-_print_lock = threading.Lock()
-
-
-def say(line: str) -> None:
-    # One write per line, so a kill can cut the stream between lines but not inside one.
-    with _print_lock:
-        sys.stdout.write(f"{line}\n")
-        sys.stdout.flush()
-
-
 def remember(home: Path, workers: int) -> None:
     runtime = Runtime.open(home, realm="none")
     runtime.memory.enable()
@@ -122,34 +111,19 @@ def check(home: Path, acks_file: Path) -> None:
     say(f"checked {json.dumps(counts)}")
 
 
-def serve() -> None:
-    if threading.active_count() != 1:
-        raise RuntimeError("the fork server must be single-threaded")
-    say("serving")
-    for line in sys.stdin:
-        command, *arguments = line.split()
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                match command:
-                    case "remember":
-                        remember(Path(arguments[0]), int(arguments[1]))
-                    case "replicate":
-                        replicate(Path(arguments[0]), arguments[1])
-                    case "import":
-                        import_all(Path(arguments[0]), arguments[1:])
-                    case "check":
-                        check(Path(arguments[0]), Path(arguments[1]))
-                        code = 0
-            except BaseException:  # the parent reads the traceback on the fork server's stderr
-                traceback.print_exc()
-            finally:
-                os._exit(code)
-        say(f"pid {pid}")
-        _, status = os.waitpid(pid, 0)
-        say(f"exited {status}")
+def run(command: str, arguments: list[str]) -> None:
+    match command:
+        case "remember":
+            remember(Path(arguments[0]), int(arguments[1]))
+        case "replicate":
+            replicate(Path(arguments[0]), arguments[1])
+        case "import":
+            import_all(Path(arguments[0]), arguments[1:])
+        case "check":
+            check(Path(arguments[0]), Path(arguments[1]))
+        case _:
+            raise ValueError(f"unknown command {command!r}")
 
 
 if __name__ == "__main__":
-    serve()
+    serve(run)

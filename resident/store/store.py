@@ -60,8 +60,9 @@ from resident.store.gate import DEFAULT_DEADLINE, MapGate
 from resident.store.home import CURRENT_FILE, current_store_dir, finish_restore, private_file
 from resident.store.projections import project
 from resident.store.reader import Buffer, Reader, event_key
+from resident.store.replay import replay_rows
 from resident.store.tables import EVENTS, META, SCHEMA_VERSION, STATE_TABLES, TABLES, TERMS, VECTORS
-from resident.store.view import DictView, TxnView
+from resident.store.view import TxnView
 
 __all__ = [
     "DEFAULT_MAP_SIZE",
@@ -333,10 +334,10 @@ class Store:
 
     def replay(self) -> dict[str, list[tuple[bytes, bytes]]]:
         """State rebuilt from the event log alone, in the same shape as `state_tables()`."""
-        view = DictView()
         with self.reader() as reader:
-            for _, event in reader.events():
-                project(view, event)
+            view, problems = replay_rows(reader.raw_items(EVENTS))
+        if problems:
+            raise self._damaged(f"the event log does not replay: {'; '.join(problems[:3])}")
         return {table.name: list(view.items(table)) for table in STATE_TABLES}
 
     def verify(self) -> list[str]:
