@@ -63,3 +63,12 @@ def test_a_rotted_value_read_at_start_is_store_corrupted_naming_the_table_and_ke
     with pytest.raises(StoreCorrupted, match=f"records/{records[1].id} does not decode") as caught:
         Runtime.open(home)
     assert "resident salvage DEST" in caught.value.message
+
+
+def test_an_empty_data_file_left_by_an_interrupted_first_open_is_initialized_not_refused(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "store.1").mkdir(parents=True)
+    (home / "store.1" / "data.mdb").write_bytes(b"")
+    with Runtime.open(home) as runtime:
+        runtime.memory.enable()
+        assert runtime.member("deven").remember("the first note").id

@@ -134,7 +134,9 @@ class Store:
             )
         path.mkdir(mode=0o700, exist_ok=True)
         path.chmod(0o700)
-        if (path / "data.mdb").exists():
+        data = path / "data.mdb"
+        if data.exists() and data.stat().st_size:
+            # An empty file is a first open that was cut short: LMDB initializes it below.
             check_data_file(path, map_size)
         try:
             env = open_environment(path, map_size=map_size)
