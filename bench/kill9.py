@@ -128,12 +128,21 @@ class Soak:
         lines = self._until_kill(mode, during_open)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        while not (line := self.server.next_line(LINE_TIMEOUT)).startswith("exited "):
+        while not (line := self._after_kill(pid)).startswith("exited "):
             lines.append(line)
         tally.kills += 1
         tally.kills_during_open += during_open
         self._note(mode, lines)
         self._check(mode)
+
+    def _after_kill(self, pid: int) -> str:
+        """The next line from the fork server; a killed process that lingers is described, then waited for."""
+        for _ in range(10):
+            line = self.server.next_or_none(LINE_TIMEOUT)
+            if line is not None:
+                return line
+            print(f"process {pid} still there {LINE_TIMEOUT:g} s after SIGKILL: {_state(pid)}", file=sys.stderr)
+        raise RuntimeError(f"process {pid} did not end after SIGKILL")
 
     def _until_kill(self, mode: str, during_open: bool) -> list[str]:
         """Lines the writer printed before the kill: some acks, or (during open) a random instant of its start."""
@@ -186,6 +195,17 @@ class Soak:
         tally.lost = max(tally.lost, counts["missing"])
         tally.transient += counts["transient"]
         tally.partial_imports = max(tally.partial_imports, counts["partial"])
+
+
+def _state(pid: int) -> str:
+    """What the kernel says the process is doing (Linux), e.g. blocked in uninterruptible I/O."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+    except OSError as error:
+        return f"unknown ({error})"
+    state = next((line for line in status.splitlines() if line.startswith("State:")), "State: ?")
+    return f"{state}, waiting in {wchan or '?'}"
 
 
 def final_replication_check(home: Path, realm_url: str) -> dict[str, int]:
