@@ -130,9 +130,9 @@ def check_data_file(directory: Path, map_size: int) -> None:
     its metadata names (reading past a truncated end is SIGBUS), then reads every page of every
     table once, so damage shows up now rather than in the middle of a run. On some damage LMDB
     aborts instead of reporting it; the child's death is reported as damage too. The walk reads
-    values as views into the map, about 0.5 ms per MiB here. It runs before this process opens the
-    environment, because py-lmdb refuses a second open of one environment in a process (and a
-    forked child inherits that record).
+    values as views into the map: 45 to 50 ms for a 114 MiB file here (bench/RESULTS.md). It runs
+    before this process opens the environment, because py-lmdb refuses a second open of one
+    environment in a process (and a forked child inherits that record).
     """
 
     def check(_emit: Emit, note: Callable[[str], None]) -> None:
