@@ -21,6 +21,7 @@ __all__ = [
     "BackupInvalid",
     "ConfigError",
     "DeadLetter",
+    "DiskFull",
     "EmbedderNotLoopback",
     "EmbedderUnavailable",
     "ExportInvalid",
@@ -30,6 +31,7 @@ __all__ = [
     "HomeNotFound",
     "HomeReadOnly",
     "InvalidInput",
+    "MapFull",
     "MemoryDisabled",
     "NotAHome",
     "NotVisible",
@@ -52,7 +54,9 @@ __all__ = [
     "ShutdownTimeout",
     "SkillInvalid",
     "StateDiverged",
+    "StoreBusy",
     "StoreClosed",
+    "StoreCorrupted",
     "StoreFailed",
     "SubstrateUnavailable",
     "TextInvalid",
@@ -350,3 +354,36 @@ class TooManySubscribers(ResidentError, RuntimeError):
 
 class ShutdownTimeout(ResidentError, TimeoutError):
     """A runtime asked to stop was still stopping (draining requests, stopping actors) at the deadline."""
+
+
+# -- storage faults ------------------------------------------------------------------------------
+
+
+class DiskFull(ResidentError, OSError):
+    """The disk holding the store has no room for a write; writes resume by themselves once it has.
+
+    `needed` is about how many bytes the refused write needs.
+    """
+
+    def __init__(self, message: str, *, needed: int = 0) -> None:
+        super().__init__(message)
+        self.needed = needed
+
+
+class MapFull(ResidentError, OSError):
+    """The store's memory map reached its size limit; writes resume by themselves once one fits.
+
+    `needed` is about how many bytes the refused write needs.
+    """
+
+    def __init__(self, message: str, *, needed: int = 0) -> None:
+        super().__init__(message)
+        self.needed = needed
+
+
+class StoreCorrupted(ResidentError, OSError):
+    """The home's data file is damaged; the message names the file and the way out (doctor, salvage, restore)."""
+
+
+class StoreBusy(ResidentError, TimeoutError):
+    """A store operation waited past its deadline for another one (a long copy, a map resize) to finish."""

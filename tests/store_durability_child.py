@@ -25,10 +25,8 @@ single-threaded server takes milliseconds, so a test can afford many kills.
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import threading
-import traceback
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -40,19 +38,10 @@ from resident.store.backup import restore
 from resident.store.home import HomeLock, ensure_home
 from resident.store.store import Store
 from resident.supervisor import Address
+from tests.fork_server import say, serve
 from tests.store_helpers import admitted, bank, memory_on, record, running_writer
 
 BASE_BANK = "agent_core/deven"
-_print_lock = threading.Lock()
-
-
-def say(line: str) -> None:
-    # One write per line, so a kill can cut the stream between lines but not inside one.
-    with _print_lock:
-        sys.stdout.write(f"{line}\n")
-        sys.stdout.flush()
-
-
 def thread_writer(writer: Address, prefix: str, worker: int) -> None:
     index = 0
     while True:
@@ -105,33 +94,18 @@ def write_forever(home: Path, mode: str, prefix: str, workers: int) -> None:
             asyncio.run(run_tasks(writer, prefix, workers))
 
 
-def serve() -> None:
-    if threading.active_count() != 1:
-        raise RuntimeError("the fork server must be single-threaded")
-    say("serving")
-    for line in sys.stdin:
-        command, *arguments = line.split()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                if command == "write":
-                    home, mode, prefix, workers = arguments
-                    write_forever(Path(home), mode, prefix, int(workers))
-                else:
-                    say("started")
-                    restore(Path(arguments[0]), Path(arguments[1]))
-                    say("restored")
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                os._exit(1)
-        say(f"pid {pid}")
-        _, status = os.waitpid(pid, 0)
-        say(f"exited {status}")
+def run(command: str, arguments: list[str]) -> None:
+    if command == "write":
+        home, mode, prefix, workers = arguments
+        write_forever(Path(home), mode, prefix, int(workers))
+    else:
+        say("started")
+        restore(Path(arguments[0]), Path(arguments[1]))
+        say("restored")
 
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--serve"]:
-        serve()
+        serve(run)
     else:
         write_forever(Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4]))

@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
-import os
-import queue
-import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,8 +22,9 @@ from resident.messages.memory import (
 )
 from resident.messages.store import Commit, GetWriterStatistics, WriterStatistics
 from resident.store.home import HomeLock, ensure_home
-from resident.store.store import DEFAULT_MAP_SIZE, Store
+from resident.store.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 from resident.supervisor import Address, ChildSpec, SupervisionTree, SupervisorSpec
+from tests import fork_server
 
 BODY = (
     "Deploying to staging needs the database migration applied first; the last time we skipped it "
@@ -42,11 +36,11 @@ logger = logging.getLogger(__name__)
 
 
 @contextmanager
-def open_home(home: Path, *, map_size: int = DEFAULT_MAP_SIZE) -> Iterator[Store]:
+def open_home(home: Path, *, map_size: int = DEFAULT_MAP_SIZE, max_map_size: int = MAX_MAP_SIZE) -> Iterator[Store]:
     """Create (if needed), lock and open `home`; close and unlock on exit."""
     ensure_home(home)
     with HomeLock(home):
-        store = Store.open(home, map_size=map_size)
+        store = Store.open(home, map_size=map_size, max_map_size=max_map_size)
         try:
             yield store
         finally:
@@ -146,79 +140,8 @@ def tree_digest(root: Path, *, skip: tuple[str, ...] = ()) -> dict[str, tuple[st
 CHILD = Path(__file__).with_name("store_durability_child.py")
 
 
-class ForkServer:
-    """`tests/store_durability_child.py --serve`: forks a fresh process per command, to be killed.
-
-    Lines the forked processes print arrive in order; `exited STATUS` ends each one.
-    """
+class ForkServer(fork_server.ForkServer):
+    """`tests/store_durability_child.py --serve`: a writer or a restore per command, to be killed."""
 
     def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(CHILD), "--serve"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        )
-        self._lines: queue.Queue[str] = queue.Queue()
-        self._backlog: list[str] = []
-        self._pump = threading.Thread(target=self._read, daemon=True)
-        self._pump.start()
-        assert self._next(30) == "serving"
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            # A line cut by a kill has no newline: it was never printed whole.
-            if line.endswith("\n"):
-                self._lines.put(line[:-1])
-        self._lines.put("eof")
-
-    def _next(self, timeout: float) -> str:
-        if self._backlog:
-            return self._backlog.pop(0)
-        try:
-            line = self._lines.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"the fork server said nothing for {timeout} s") from None
-        assert line != "eof", "the fork server died"
-        return line
-
-    def fork(self, command: str) -> int:
-        """Start `command` in a new process; its pid."""
-        assert self.process.stdin is not None
-        self.process.stdin.write(f"{command}\n")
-        self.process.stdin.flush()
-        early: list[str] = []
-        while not (line := self._next(30)).startswith("pid "):
-            early.append(line)
-        self._backlog = early + self._backlog
-        return int(line[4:])
-
-    def until(self, wanted: str, timeout: float = 30) -> list[str]:
-        """Lines up to and including `wanted` (which must come before the process exits)."""
-        lines: list[str] = []
-        while True:
-            line = self._next(timeout)
-            lines.append(line)
-            assert not line.startswith("exited "), lines
-            if line == wanted:
-                return lines
-
-    def kill(self, pid: int) -> tuple[list[str], int]:
-        """SIGKILL `pid` (if still running); every line it printed since, and its wait status."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        return self.wait()
-
-    def wait(self) -> tuple[list[str], int]:
-        lines: list[str] = []
-        while not (line := self._next(30)).startswith("exited "):
-            lines.append(line)
-        return lines, int(line[len("exited ") :])
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait(timeout=20)
-        self._pump.join(timeout=20)
+        super().__init__(CHILD)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from resident import Runtime
 from resident.clock import ManualClock
 from resident.errors import BackupInvalid, HomeInUse, InvalidInput, ResidentError, SchemaMismatch
 from resident.messages.backup import BACKUP_FORMAT, BackupManifest
@@ -20,6 +21,7 @@ from resident.store.backup import MANIFEST_FILE, STORE_DATA, backup, restore, ve
 from resident.store.home import CONFIG_FILE, RESTORED_CONFIG, HomeLock, current_store_dir, ensure_home
 from resident.store.store import Store, open_environment
 from resident.store.tables import RECORDS, SCHEMA_VERSION
+from tests.cli_helpers import expect_error, invoke
 from tests.store_helpers import ForkServer, admitted, commit, open_home, prepare, running_writer, tree_digest
 
 
@@ -150,7 +152,7 @@ def test_a_backup_holds_off_map_growth_while_it_copies(tmp_path: Path, target: P
             self.readers_during_copy: list[int] = []
 
         def copy(self, path: str, compact: bool) -> None:
-            self.readers_during_copy.append(store._readers)
+            self.readers_during_copy.append(store._gate._readers)
             self._env.copy(path, compact=compact)  # type: ignore[attr-defined]
 
         def __getattr__(self, name: str) -> object:
@@ -309,6 +311,50 @@ def test_restore_into_a_home_in_use_is_refused(source: Path, target: Path) -> No
     with open_home(target), pytest.raises(HomeInUse):
         restore(source, target)
     assert tree_digest(target, skip=("lock.mdb",)) == before
+    assert _record_ids(target) == {f"h{index}" for index in range(5)}
+
+
+def _forge(backup_dir: Path, relative: str, data: bytes) -> None:
+    """Replace one file of a backup and rewrite its manifest to match, as a forger would."""
+    (backup_dir / relative).write_bytes(data)
+    manifest_path = backup_dir / MANIFEST_FILE
+    manifest = json.loads(manifest_path.read_text())
+    for entry in manifest["files"]:
+        if entry["path"] == relative:
+            entry["size"] = len(data)
+            entry["sha256"] = hashlib.sha256(data).hexdigest()
+    manifest_path.write_text(json.dumps(manifest))
+
+
+def test_restore_refuses_a_backup_whose_data_file_is_damaged_though_its_checksums_match(
+    source: Path, target: Path
+) -> None:
+    data = bytearray((source / STORE_DATA).read_bytes())
+    noise = random.Random(3).randbytes(4096 - 16)
+    for page in range(2, len(data) // 4096):
+        data[page * 4096 + 16 : (page + 1) * 4096] = noise
+    _forge(source, STORE_DATA, bytes(data))
+    before = tree_digest(target)
+    with pytest.raises(BackupInvalid, match="damaged data file") as caught:
+        Runtime.restore(source, target)
+    assert "home was left untouched" in str(caught.value)
+    assert tree_digest(target) == before
+
+
+def test_restore_refuses_a_backup_whose_data_file_is_not_an_lmdb_file(source: Path, target: Path) -> None:
+    _forge(source, STORE_DATA, random.Random(5).randbytes(64 * 1024))
+    before = tree_digest(target)
+    with pytest.raises(BackupInvalid, match="data file"):
+        Runtime.restore(source, target)
+    assert tree_digest(target) == before
+
+
+def test_restore_refuses_a_backup_whose_configuration_does_not_parse(source: Path, target: Path) -> None:
+    _forge(source, CONFIG_FILE, b"[team\nmembers = ['deven'\n")
+    before = tree_digest(target)
+    outcome = invoke(target, "restore", str(source))
+    expect_error(outcome, "BackupInvalid", naming=("resident.toml that does not parse", "left untouched"))
+    assert tree_digest(target) == before
     assert _record_ids(target) == {f"h{index}" for index in range(5)}
 
 

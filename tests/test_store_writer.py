@@ -17,6 +17,7 @@ from resident.errors import (
     ActorUnavailable,
     AskTimeout,
     InvalidInput,
+    MapFull,
     MemoryDisabled,
     StoreFailed,
     UnknownBank,
@@ -245,13 +246,27 @@ def test_a_full_map_grows_and_the_write_is_retried(home: Path) -> None:
         assert len(_record_ids(store)) == 400
 
 
-def test_a_batch_too_big_even_for_the_grown_map_fails_without_failing_the_store(home: Path) -> None:
+def test_a_batch_many_times_the_map_grows_it_until_the_batch_fits(home: Path) -> None:
     small = 256 * 1024
     with open_home(home, map_size=small) as store:
         prepare(store)
         outcomes = store.commit([commit(admitted(f"r{index}")) for index in range(1000)])
-        assert all(isinstance(error, WriteFailed) for _, error, _ in outcomes)
-        assert "full even after growing" in str(outcomes[0][1])
+        assert all(error is None for _, error, _ in outcomes)
+        assert store.map_size >= 8 * small
+        assert len(_record_ids(store)) == 1000
+
+
+def test_a_map_at_its_limit_refuses_the_batch_as_map_full_and_stays_open_for_writes_that_fit(home: Path) -> None:
+    small = 256 * 1024
+    with open_home(home, map_size=small, max_map_size=2 * small) as store:
+        prepare(store)
+        outcomes = store.commit([commit(admitted(f"r{index}")) for index in range(1000)])
+        assert all(isinstance(error, MapFull) for _, error, _ in outcomes)
+        refusal = outcomes[0][1]
+        assert isinstance(refusal, MapFull)
+        assert "limit of 512 KiB" in str(refusal)
+        assert refusal.needed > 1000 * 1024
+        assert not store.has_room(refusal.needed)
         assert _record_ids(store) == set()
         assert store.failure == ""
         ((committed, error, _),) = store.commit([commit(admitted("small"))])
@@ -265,14 +280,14 @@ def test_an_lmdb_error_closes_the_store_for_writes_until_it_is_reopened(
     original = store_module._apply_write
     broken = {"on": True}
 
-    def disk_error(*arguments: Any) -> Any:
+    def lmdb_error(*arguments: Any) -> Any:
         if broken["on"]:
-            raise lmdb.DiskError("Input/output error")
+            raise lmdb.BadTxnError("mdb_put: MDB_BAD_TXN: Transaction must abort, has a child, or is invalid")
         return original(*arguments)
 
     with open_home(home) as store:
         prepare(store)
-        monkeypatch.setattr(store_module, "_apply_write", disk_error)
+        monkeypatch.setattr(store_module, "_apply_write", lmdb_error)
         with running_writer(store) as writer:
             with pytest.raises(StoreFailed, match="reopen"):
                 writer.ask(commit(admitted("r1")), 10)
@@ -280,8 +295,8 @@ def test_an_lmdb_error_closes_the_store_for_writes_until_it_is_reopened(
             for index in range(3):
                 with pytest.raises(StoreFailed, match="reopen") as caught:
                     writer.ask(commit(admitted(f"later-{index}")), 10)
-                assert "DiskError" in str(caught.value)
-            assert store.failure.startswith("DiskError")
+                assert "BadTxnError" in str(caught.value)
+            assert store.failure.startswith("BadTxnError")
         assert _record_ids(store) == set()
     with open_home(home) as store, running_writer(store) as writer:
         assert isinstance(writer.ask(commit(admitted("after-reopen")), 10), Committed)

@@ -6,26 +6,45 @@ flush runs, every write that arrived meanwhile is in the buffer, so one fsync se
 Under load each commit carries whatever arrived during the previous one. Only after the
 transaction is durable are the replies settled, together (one hand-off per waiting event loop),
 and the applied events published to subscribers (e.g. replication hears of new records).
+
+When a commit fails for want of room (`DiskFull`, `MapFull`), the writer stops trying: it
+answers every write at once with the same refusal, and its statistics show it `degraded` with
+the reason. A probe, scheduled on the clock with exponential backoff, asks the store whether a
+write of the refused size fits now; once it does the writer takes writes again by itself. A
+write that still does not fit starts the refusal over with the next, longer delay. Nothing is
+held back meanwhile: a refused write was not committed, and its caller hears so.
 """
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from resident.errors import ActorUnavailable
+from resident.errors import ActorUnavailable, DiskFull, MapFull
 from resident.messages.store import Commit, GetWriterStatistics, Published, WriterStatistics
-from resident.store.store import Store
-from resident.supervisor import Address, ChildContext, Reply, SupervisedActor, settle_all
+from resident.store.store import Outcome, Store
+from resident.supervisor import Address, Backoff, ChildContext, Reply, SupervisedActor, settle_all
 
-__all__ = ["StoreWriter"]
+__all__ = ["ROOM_BACKOFF", "StoreWriter"]
+
+# How long a writer that ran out of room waits before it checks again: from a tenth of a second
+# (space freed by a user shows up quickly) to half a minute (a full disk costs one statvfs then).
+ROOM_BACKOFF = Backoff(min=0.1, max=30.0, jitter=0.2)
 
 
 @dataclass(frozen=True, slots=True)
 class _Flush:
     """Commit whatever is buffered (told by the writer to itself)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _CheckRoom:
+    """Time to ask the store whether a refused write fits now (scheduled by the writer)."""
+
+    token: int
 
 
 class StoreWriter(SupervisedActor):
@@ -46,26 +65,50 @@ class StoreWriter(SupervisedActor):
         self._writes = 0
         self._refused = 0
         self._largest = 0
+        # While out of room: the refusal every write gets, and how many checks in a row found none.
+        self._no_room: DiskFull | MapFull | None = None
+        self._checks = 0
+        self._token = 0
+        self._random = random.Random()
 
     def handle(self, message: Any) -> Any:
-        if isinstance(message, Commit):
-            self._pending.append((message, self.defer()))
-            if not self._flush_queued:
-                self._flush_queued = True
-                self.tell_self(_Flush())
-            return None
-        if isinstance(message, _Flush):
-            self._flush()
-            return None
-        if isinstance(message, GetWriterStatistics):
-            return WriterStatistics(
-                commits=self._commits,
-                writes=self._writes,
-                refused=self._refused,
-                failed_commits=self.store.failed_transactions,
-                largest_commit=self._largest,
-            )
-        return super().handle(message)
+        match message:
+            case Commit():
+                return self._queue(message)
+            case _Flush():
+                self._flush()
+            case _CheckRoom(token=token):
+                self._check_room(token)
+            case GetWriterStatistics():
+                return self._statistics()
+            case _:
+                return super().handle(message)
+        return None
+
+    def _queue(self, write: Commit) -> None:
+        reply = self.defer()
+        if self._no_room is not None:
+            # Settled rather than raised: a write told without a reply (recall counts, terms) is
+            # dropped like any refused one, and must not crash the writer out of its refusal.
+            self._refused += 1
+            if reply is not None:
+                settle_all([(reply, None, _again(self._no_room))])
+            return
+        self._pending.append((write, reply))
+        if not self._flush_queued:
+            self._flush_queued = True
+            self.tell_self(_Flush())
+
+    def _statistics(self) -> WriterStatistics:
+        return WriterStatistics(
+            commits=self._commits,
+            writes=self._writes,
+            refused=self._refused,
+            failed_commits=self.store.failed_transactions,
+            largest_commit=self._largest,
+            state="running" if self._no_room is None else "refusing",
+            refusal=self._no_room.message if self._no_room is not None else "",
+        )
 
     def _flush(self) -> None:
         batch, self._pending = self._pending, []
@@ -92,8 +135,38 @@ class StoreWriter(SupervisedActor):
         self._writes += len(batch)
         self._largest = max(self._largest, len(batch))
         self._refused += sum(1 for _, error, _ in outcomes if error is not None)
+        self._note_room(outcomes)
         if self.subscribers:
             self._publish([event for _, _, applied in outcomes for event in applied])
+
+    # -- out of room ------------------------------------------------------------------------------
+
+    def _note_room(self, outcomes: list[Outcome]) -> None:
+        """Start refusing after a batch that did not fit; a batch that committed resets the backoff."""
+        error = outcomes[0][1]
+        if isinstance(error, DiskFull | MapFull):
+            self._refuse(error)
+        elif self._checks and any(committed is not None for committed, _, _ in outcomes):
+            self._checks = 0
+
+    def _refuse(self, error: DiskFull | MapFull) -> None:
+        self._no_room = error
+        self._checks += 1
+        self.set_condition(f"refusing writes: {type(error).__name__}: {error.message}")
+        self._token += 1
+        self.schedule(ROOM_BACKOFF.delay(self._checks, self._random.random()), _CheckRoom(self._token))
+
+    def _check_room(self, token: int) -> None:
+        refusal = self._no_room
+        if refusal is None or token != self._token:
+            return  # a check that a later refusal replaced
+        if not self.store.has_room(refusal.needed):
+            self._refuse(refusal)
+            return
+        # The next write is tried for real; if it still does not fit, the refusal starts over with
+        # a longer delay, and a write that commits resets the delay.
+        self._no_room = None
+        self.set_condition("")
 
     def _publish(self, events: list[Any]) -> None:
         if not events or not self.subscribers:
@@ -109,3 +182,8 @@ class StoreWriter(SupervisedActor):
         # Buffered writes were never committed: hand them to the next incarnation, in order.
         pending, self._pending = self._pending, []
         self.context.address.rescue(pending)
+
+
+def _again(refusal: DiskFull | MapFull) -> DiskFull | MapFull:
+    """A fresh copy of `refusal` for one more caller (an exception instance is not shared between threads)."""
+    return type(refusal)(refusal.message, needed=refusal.needed)

@@ -17,6 +17,7 @@ from resident.errors import (
     ApiError,
     BackupInvalid,
     ConfigError,
+    DiskFull,
     EmbedderNotLoopback,
     EmbedderUnavailable,
     ExportInvalid,
@@ -25,6 +26,7 @@ from resident.errors import (
     HomeInUse,
     HomeReadOnly,
     InvalidInput,
+    MapFull,
     MemoryDisabled,
     NotVisible,
     RealmRejected,
@@ -37,7 +39,9 @@ from resident.errors import (
     SchemaMismatch,
     ScopeNotAllowed,
     ShutdownTimeout,
+    StoreBusy,
     StoreClosed,
+    StoreCorrupted,
     StoreFailed,
     TooManySubscribers,
     Unauthorized,
@@ -80,6 +84,11 @@ STATUS_BY_ERROR: dict[type[ResidentError], int] = {
     EmbedderUnavailable: 503,
     RealmUnavailable: 503,
     ShutdownTimeout: 503,
+    StoreBusy: 503,
+    StoreCorrupted: 503,
+    # Insufficient Storage: the write fits once the disk (or the map's limit) has room again.
+    DiskFull: 507,
+    MapFull: 507,
 }
 _DEFAULT_STATUS = 400
 

@@ -135,6 +135,9 @@ def status(state: CliState, as_json: bool) -> None:
             ids=("actor", "state"),
             title="actors",
         )
+        for child in stats.children:
+            if child.condition:
+                stdout.print(f"{child.name}: {child.condition}")
 
 
 @click.command()

@@ -172,6 +172,7 @@ def _register() -> None:
         engagement,
         evolution,
         home,
+        maintenance,
         members,
         memory,
         principles,
@@ -184,7 +185,8 @@ def _register() -> None:
     from resident.cli.caller import guard_commands  # noqa: PLC0415
 
     for module in (
-        run, home, memory, members, realm, replication, bench, up, skills, principles, engagement, evolution,
+        run, home, memory, members, realm, replication, bench, maintenance, up, skills, principles, engagement,
+        evolution,
     ):
         for command in module.COMMANDS:
             cli.add_command(command)

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
-from resident.messages.base import Message
+from typing import Literal
+
+from resident.messages.base import Message, Record
 from resident.messages.events import AnyEvent
 
-__all__ = ["Commit", "Committed", "GetWriterStatistics", "Published", "WriterStatistics"]
+__all__ = [
+    "PROBLEM_LIMIT",
+    "Commit",
+    "Committed",
+    "DoctorReport",
+    "Finding",
+    "GetWriterStatistics",
+    "Published",
+    "SalvageReport",
+    "WriterStatistics",
+]
+
+# Findings beyond this many per check are counted, not listed (a wrecked home has millions).
+PROBLEM_LIMIT = 200
 
 
 class Commit(Message, frozen=True, tag="commit"):
@@ -35,14 +50,64 @@ class Published(Message, frozen=True, tag="published"):
 
 
 class WriterStatistics(Message, frozen=True, tag="writer.statistics"):
-    """Counters of the group-commit writer (for benchmarks and status)."""
+    """Counters of the group-commit writer (for benchmarks and status).
+
+    `state` is `refusing` while the store has no room for writes (`refusal` says why and what to do).
+    """
 
     commits: int
     writes: int
     refused: int
     failed_commits: int
     largest_commit: int
+    state: Literal["running", "refusing"] = "running"
+    refusal: str = ""
 
 
 class GetWriterStatistics(Message, frozen=True, tag="writer.statistics.get"):
     pass
+
+
+# -- maintenance reports -------------------------------------------------------------------------
+
+
+class Finding(Record, frozen=True):
+    """One check of `resident doctor`: what it looked at, how many items, and what it found wrong.
+
+    `problems` lists at most the first `PROBLEM_LIMIT` findings; `problem_count` counts them all.
+    `skipped` says why the check could not run (its problems are then unknown, not absent).
+    """
+
+    check: str
+    checked: int = 0
+    problem_count: int = 0
+    problems: tuple[str, ...] = ()
+    skipped: str = ""
+
+    @property
+    def sound(self) -> bool:
+        return not self.problem_count and not self.skipped
+
+
+class DoctorReport(Record, frozen=True):
+    """Everything `resident doctor` checked in one home; `sound` only when every check ran and passed."""
+
+    home: str
+    data_file: str
+    sound: bool
+    findings: tuple[Finding, ...]
+
+
+class SalvageReport(Record, frozen=True):
+    """What `resident salvage` copied into a fresh home, and what it could not save.
+
+    `saved` counts rows per kind (records, banks, members, ...); `lost` names each record or row
+    that did not read or verify, with why; `damage` says where reading the old home stopped.
+    """
+
+    source: str
+    dest: str
+    complete: bool
+    saved: dict[str, int]
+    lost: tuple[str, ...] = ()
+    damage: tuple[str, ...] = ()

@@ -16,7 +16,8 @@ __all__ = [
     "SupervisorStatistics",
 ]
 
-ChildState = Literal["starting", "running", "restarting", "backoff", "stopped", "failed"]
+# `degraded`: running, but saying it cannot do all of its work (`condition` says why).
+ChildState = Literal["starting", "running", "degraded", "restarting", "backoff", "stopped", "failed"]
 ExitKind = Literal["normal", "shutdown", "error", "start_failed", "killed"]
 
 
@@ -51,6 +52,8 @@ class ChildStatistics(Record, frozen=True):
     buffered: int
     dead_letters: int
     last_exit: str = ""
+    # Why a running actor is degraded (empty while it is healthy), in its own words.
+    condition: str = ""
 
 
 class SupervisorStatistics(Record, frozen=True):

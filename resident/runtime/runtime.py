@@ -31,12 +31,13 @@ from resident.memory.embedders import make_embedder
 from resident.memory.embedding import Embedder
 from resident.messages.backup import BackupManifest
 from resident.messages.memory import Reconciled
-from resident.messages.store import Commit
+from resident.messages.store import Commit, DoctorReport, SalvageReport
 from resident.messages.supervision import SupervisorStatistics
 from resident.realm.client import realm_base_url
 from resident.runtime.apps import Apps
 from resident.runtime.chaos import Chaos
 from resident.runtime.coordination import CoordinatorControl
+from resident.runtime.doctor import examine
 from resident.runtime.engagement import EngagementControl
 from resident.runtime.evolution import EvolutionControl
 from resident.runtime.member import Member
@@ -44,12 +45,13 @@ from resident.runtime.memory import MemoryControl
 from resident.runtime.portability import ImportResult, export_member, import_member
 from resident.runtime.principles import PrinciplesControl
 from resident.runtime.replication import ReplicationControl, home_realm_token
+from resident.runtime.salvage import salvage as salvage_home
 from resident.runtime.skills import SkillsControl
 from resident.runtime.wiring import DEFAULT_TIMEOUT, Wiring, build_wiring
 from resident.store.backup import backup as backup_home
 from resident.store.backup import restore as restore_home
 from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, home_writable, require_home, resolve_home
-from resident.store.store import DEFAULT_MAP_SIZE, Store
+from resident.store.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 from resident.store.tables import MEMBERS, RECORDS
 from resident.supervisor import StartChild, SupervisionTree
 
@@ -120,6 +122,7 @@ class Runtime:
         clock: Clock | None = None,
         embedder_factory: Callable[[str], Embedder] | None = None,
         map_size: int = DEFAULT_MAP_SIZE,
+        max_map_size: int = MAX_MAP_SIZE,
         realm: str | None = None,
         realm_token: str | None = None,
         replication: ReplicationSettings | None = None,
@@ -131,10 +134,11 @@ class Runtime:
         `realm` overrides the Realm URL of `resident.toml` (`"none"` turns replication off for
         this run) and `realm_token` the token the home presents to it (else
         `$RESIDENT_REALM_TOKEN`, else `<home>/realm.token`); `replication` tunes batch sizes,
-        attempts and backoff. With `create=False` the home must already hold a store
-        (`HomeNotFound` otherwise). A home this process may not write opens for reading: writes are
-        refused with `HomeReadOnly`. `lock` is a claim on the home the caller already holds (and
-        keeps: the runtime leaves it to the caller to release).
+        attempts and backoff. The store's map starts at `map_size` bytes and grows up to
+        `max_map_size` (past it, writes are refused as `MapFull`). With `create=False` the home
+        must already hold a store (`HomeNotFound` otherwise). A home this process may not write
+        opens for reading: writes are refused with `HomeReadOnly`. `lock` is a claim on the home
+        the caller already holds (and keeps: the runtime leaves it to the caller to release).
         """
         path = resolve_home(home)
         path = ensure_home(path) if create else require_home(path)
@@ -147,7 +151,7 @@ class Runtime:
         owns_clock = clock is None
         active_clock: Clock = clock if clock is not None else SystemClock()
         try:
-            store = Store.open(path, map_size=map_size, readonly=not writable)
+            store = Store.open(path, map_size=map_size, max_map_size=max_map_size, readonly=not writable)
             config = load_config(path / CONFIG_FILE)
             with store.reader() as reader:
                 imported = [MemberConfig(e.name, e.role, e.worlds) for _, e in reader.items(MEMBERS)]
@@ -164,12 +168,16 @@ class Runtime:
             )
             runtime._tree.start()
         except BaseException:
+            damage = store.damage() if store is not None else None
             if store is not None:
                 store.close()
             if owns_lock:
                 lock.release()
             if owns_clock and isinstance(active_clock, SystemClock):
                 active_clock.close()
+            if damage is not None:
+                # An actor that read a damaged page failed to start; the damage is the cause to name.
+                raise damage from None
             raise
         return runtime
 
@@ -285,8 +293,24 @@ class Runtime:
 
     @staticmethod
     def restore(src: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> BackupManifest:
-        """Verify the backup at `src`, then switch `home` to it atomically (the home must be closed)."""
-        return restore_home(Path(src), ensure_home(resolve_home(home)))
+        """Verify the backup at `src`, then switch `home` to it atomically (the home must be closed).
+
+        Besides its checksums, the backup's `resident.toml` must parse and its data file must
+        verify and open; otherwise it is refused (`BackupInvalid`) before anything is switched.
+        """
+        return restore_home(Path(src), ensure_home(resolve_home(home)), check_config=load_config)
+
+    # -- maintenance of a closed home -------------------------------------------------------------
+
+    @staticmethod
+    def doctor(home: str | os.PathLike[str] | None = None) -> DoctorReport:
+        """Check a closed home whole: configuration, structure, tables, event log, record digests."""
+        return examine(_existing_home(home))
+
+    @staticmethod
+    def salvage(dest: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> SalvageReport:
+        """Copy every record (and row) of a closed, damaged home that still reads and verifies into `dest`."""
+        return salvage_home(_existing_home(home), Path(dest).expanduser())
 
     # -- plumbing shared by the surfaces ----------------------------------------------------------
 
@@ -315,3 +339,11 @@ class Runtime:
                 f"and did not answer in time; retry shortly ({error})"
             )
         return error
+
+
+def _existing_home(home: str | os.PathLike[str] | None) -> Path:
+    """The home to check or salvage: it must exist already (checking one never creates it)."""
+    path = resolve_home(home)
+    if not path.is_dir():
+        raise InvalidInput(f"there is no home at {path}; pass the one to use with --home")
+    return path

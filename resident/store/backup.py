@@ -32,14 +32,16 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
+import lmdb
 import msgspec
 
 from resident.clock import Clock, SystemClock
-from resident.errors import BackupInvalid, InvalidInput, SchemaMismatch
+from resident.errors import BackupInvalid, ConfigError, InvalidInput, SchemaMismatch, StoreCorrupted
 from resident.messages.backup import BACKUP_FORMAT, BackupFile, BackupManifest
+from resident.store.faults import check_data_file, structure_problems
 from resident.store.home import (
     CONFIG_FILE,
     RESTORED_CONFIG,
@@ -190,18 +192,20 @@ def _verify(src: Path, suffix: str) -> BackupManifest:
 # -- restore -------------------------------------------------------------------------------------
 
 
-def restore(src: Path, home: Path) -> BackupManifest:
+def restore(src: Path, home: Path, *, check_config: Callable[[Path], object] | None = None) -> BackupManifest:
     """Replace the store (and configuration) of `home` with the verified backup at `src`.
 
     Nothing in the home changes unless the whole backup verifies; the home must not be open
     (`HomeInUse` otherwise). Crash-safe: at every moment either the old or the new store is live.
+    `check_config` reads the backup's `resident.toml` (raising `ConfigError` when it does not
+    parse); the store layer does not know the configuration's format, so the caller passes it.
     """
     src, home = Path(src), Path(home)
     manifest = _verify(src, f"; {_UNTOUCHED}")
     ensure_home(home)
     staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING_PREFIX}{os.getpid()}-", dir=home))
     try:
-        _stage(src, manifest, staging)
+        _stage(src, manifest, staging, check_config)
         with HomeLock(home):
             _remove_leftovers(home, keep=staging)
             current = current_store_dir(home)
@@ -224,8 +228,10 @@ def restore(src: Path, home: Path) -> BackupManifest:
     return manifest
 
 
-def _stage(src: Path, manifest: BackupManifest, staging: Path) -> None:
-    """Copy the backup into `staging` (checksummed again) and check the copied environment."""
+def _stage(
+    src: Path, manifest: BackupManifest, staging: Path, check_config: Callable[[Path], object] | None
+) -> None:
+    """Copy the backup into `staging` (checksummed again) and check what was copied, as it will be used."""
     staging.chmod(0o700)
     for entry in manifest.files:
         name = RESTORED_CONFIG if entry.path == CONFIG_FILE else PurePosixPath(entry.path).name
@@ -233,16 +239,41 @@ def _stage(src: Path, manifest: BackupManifest, staging: Path) -> None:
         if copied.size != entry.size or copied.sha256 != entry.sha256:
             raise BackupInvalid(f"backup {src} changed while it was restored ({entry.path}); {_UNTOUCHED}")
     fsync_dir(staging)
+    config = staging / RESTORED_CONFIG
+    if check_config is not None and config.exists():
+        try:
+            check_config(config)
+        except ConfigError as error:
+            raise BackupInvalid(
+                f"backup {src} has a {CONFIG_FILE} that does not parse ({error}); {_UNTOUCHED}"
+            ) from None
+    _check_store(src, staging)
+    # The read-only open made a lock file; the live store makes its own.
+    (staging / "lock.mdb").unlink(missing_ok=True)
+
+
+def _check_store(src: Path, staging: Path) -> None:
+    """Refuse a staged store whose data file is damaged, does not open, or is of another schema.
+
+    The offline verifier runs first: a checksum proves only that the file is the one the manifest
+    names, not that whoever wrote both made a file the engine can open without crashing.
+    """
+    problems = structure_problems(staging / "data.mdb")
+    if problems:
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        raise BackupInvalid(f"backup {src} has a damaged data file: {problems[0]}{more}; {_UNTOUCHED}")
     size = (staging / "data.mdb").stat().st_size
-    env = open_environment(staging, map_size=max(DEFAULT_MAP_SIZE, size), readonly=True)
+    try:
+        check_data_file(staging, max(DEFAULT_MAP_SIZE, size))
+        env = open_environment(staging, map_size=max(DEFAULT_MAP_SIZE, size), readonly=True)
+    except (lmdb.Error, StoreCorrupted) as error:
+        raise BackupInvalid(f"backup {src} has a data file that does not read ({error}); {_UNTOUCHED}") from None
     try:
         check_schema(env, initialize=False, where=src)
     except SchemaMismatch as error:
         raise SchemaMismatch(f"{error}; {_UNTOUCHED}") from None
     finally:
         env.close()
-    # The read-only open made a lock file; the live store makes its own.
-    (staging / "lock.mdb").unlink(missing_ok=True)
 
 
 def _remove_leftovers(home: Path, *, keep: Path) -> None:

@@ -176,8 +176,10 @@ class HomeLock:
             return
         fd = self._open(path, os.O_RDWR | os.O_CREAT)
         self._flock(fd, fcntl.LOCK_EX)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        # The pid only helps the message of a second opener; on a full disk the home still opens.
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         private_file(path)
         self._fd = fd
 

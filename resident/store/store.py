@@ -4,8 +4,20 @@ Only the store-writer actor calls `commit()`; everything else reads through `rea
 read transaction used inside one call in the calling thread. `commit()` writes a whole batch of
 writes in one durable transaction (`sync=True`): for each write, its events are checked and
 projected into state and appended to the event log together, or that one write is refused with
-a typed error while the rest of the batch goes on. A full map grows and the batch is retried
-once; any other LMDB error closes the store for writing (fail-closed) until it is reopened.
+a typed error while the rest of the batch goes on.
+
+When the transaction itself fails, nothing in it is committed and every write in it gets the
+same error, named for its cause (see `resident.store.faults`):
+
+* a full map grows (doubling, up to `max_map_size`) and the batch is retried; at the limit the
+  batch is refused with `MapFull`;
+* a full disk refuses the batch with `DiskFull`; the store stays open, so a later batch that fits
+  commits (the writer decides when to try again);
+* a damaged page fails the store closed with `StoreCorrupted`, any other LMDB error with
+  `StoreFailed`, until it is reopened.
+
+Opening checks the data file before the runtime relies on it: its length against its metadata,
+then one read of every page of every table (damage is `StoreCorrupted`, named with the way out).
 A store opened `readonly` (a home this process may not write) serves reads and refuses every
 commit with `HomeReadOnly`.
 """
@@ -13,11 +25,10 @@ commit with `HomeReadOnly`.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import lmdb
 import msgspec
@@ -25,22 +36,40 @@ import msgspec
 from resident.errors import (
     HomeReadOnly,
     InvalidInput,
+    MapFull,
     ResidentError,
     SchemaMismatch,
+    StoreBusy,
     StoreClosed,
+    StoreCorrupted,
     StoreFailed,
     TextInvalid,
     WriteFailed,
 )
-from resident.messages.events import AnyEvent, decode_event, encode_event
+from resident.messages.events import AnyEvent, encode_event
 from resident.messages.store import Commit, Committed
+from resident.store.environment import open_environment
+from resident.store.faults import (
+    CORRUPTION_ERRORS,
+    check_data_file,
+    corrupted,
+    disk_full,
+    format_bytes,
+    free_space,
+    is_disk_full,
+    space_needed,
+)
+from resident.store.gate import DEFAULT_DEADLINE, MapGate
 from resident.store.home import CURRENT_FILE, current_store_dir, finish_restore, private_file
 from resident.store.projections import project
-from resident.store.tables import EVENTS, META, SCHEMA_VERSION, STATE_TABLES, TABLES, TERMS, VECTORS, Table
-from resident.store.view import DictView, TxnView
+from resident.store.reader import Buffer, Reader, event_key
+from resident.store.replay import replay_rows
+from resident.store.tables import EVENTS, META, SCHEMA_VERSION, STATE_TABLES, TABLES, TERMS, VECTORS
+from resident.store.view import TxnView
 
 __all__ = [
     "DEFAULT_MAP_SIZE",
+    "MAX_MAP_SIZE",
     "Buffer",
     "Outcome",
     "Reader",
@@ -53,107 +82,59 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
-# A stored value: bytes, or a memoryview into the map in a zero-copy read.
-Buffer = bytes | memoryview
 DEFAULT_MAP_SIZE = 1 << 30
+# The map is only address space (LMDB writes through the file, not the mapping), so the limit is
+# far above any disk: in practice the disk fills first, and `MapFull` is the rarer fault.
+MAX_MAP_SIZE = 1 << 40
 Outcome = tuple[Committed | None, BaseException | None, tuple[AnyEvent, ...]]
-
-
-def event_key(seq: int) -> bytes:
-    """Event keys are big-endian so LMDB's byte order is sequence order."""
-    return seq.to_bytes(8, "big")
-
-
-class Reader:
-    """Typed reads inside one LMDB read transaction."""
-
-    def __init__(self, txn: lmdb.Transaction, dbs: dict[str, Any]) -> None:
-        self._txn = txn
-        self._dbs = dbs
-
-    def get(self, table: Table[T], key: str) -> T | None:
-        raw = self._txn.get(key.encode("utf-8"), db=self._dbs[table.name])
-        return None if raw is None else table.decode(bytes(raw))
-
-    def raw(self, table: Table[Any], key: str) -> bytes | None:
-        value = self._txn.get(key.encode("utf-8"), db=self._dbs[table.name])
-        return None if value is None else bytes(value)
-
-    def items(self, table: Table[T], prefix: str = "") -> Iterator[tuple[str, T]]:
-        """Every (key, value) whose key starts with `prefix`, in key order."""
-        start = prefix.encode("utf-8")
-        with self._txn.cursor(db=self._dbs[table.name]) as cursor:
-            if not cursor.set_range(start):
-                return
-            for key, value in cursor:
-                key_bytes = bytes(key)
-                if not key_bytes.startswith(start):
-                    return
-                yield key_bytes.decode("utf-8"), table.decode(bytes(value))
-
-    def raw_columns(self, table: Table[Any]) -> tuple[list[bytes], list[Buffer]]:
-        """Every key and every encoded value of `table`, as two lists in key order.
-
-        The bulk read of a rebuild: each list comes from one cursor pass driven by LMDB's binding
-        in C, about three times faster at 100k rows than iterating items in Python. The values
-        are memoryviews in a `zero_copy` reader (see `Store.reader`), bytes otherwise.
-        """
-        db = self._dbs[table.name]
-        with self._txn.cursor(db=db) as cursor:
-            keys = list(map(bytes, cursor.iternext(keys=True, values=False)))
-        with self._txn.cursor(db=db) as cursor:
-            values: list[Buffer] = list(cursor.iternext(keys=False, values=True))
-        return keys, values
-
-    def raw_items(self, table: Table[Any]) -> Iterator[tuple[bytes, bytes]]:
-        """Every (key, encoded value) of `table`, in key order."""
-        with self._txn.cursor(db=self._dbs[table.name]) as cursor:
-            for key, value in cursor:
-                yield bytes(key), bytes(value)
-
-    def count(self, table: Table[Any]) -> int:
-        return int(self._txn.stat(self._dbs[table.name])["entries"])
-
-    def events(self, since: int = 0) -> Iterator[tuple[int, AnyEvent]]:
-        """Events with sequence number >= `since`, in order."""
-        with self._txn.cursor(db=self._dbs[EVENTS.name]) as cursor:
-            if not cursor.set_range(event_key(since)):
-                return
-            for key, value in cursor:
-                yield int.from_bytes(key, "big"), decode_event(bytes(value))
 
 
 class Store:
     """One home's LMDB environment. Open with `Store.open(home)`; the caller holds the home lock."""
 
     def __init__(
-        self, path: Path, env: lmdb.Environment, dbs: dict[str, Any], map_size: int, *, readonly: bool = False
+        self,
+        path: Path,
+        env: lmdb.Environment,
+        dbs: dict[str, Any],
+        map_size: int,
+        *,
+        readonly: bool = False,
+        max_map_size: int = MAX_MAP_SIZE,
+        deadline: float = DEFAULT_DEADLINE,
     ) -> None:
         self.path = path
         self.readonly = readonly
         self._env = env
         self._dbs = dbs
         self._map_size = map_size
+        self._max_map_size = max(max_map_size, map_size)
+        self._page_size = int(env.stat()["psize"])
         self._next_seq = self._last_seq() + 1
         self._failure = ""
-        self._closed = False
+        self._corruption = ""
         self.failed_transactions = 0
         # Growing the map needs no open transaction in this process; readers share, resizes exclude.
-        self._gate = threading.Condition()
-        self._readers = 0
-        self._resizing = False
+        self._gate = MapGate(deadline)
 
     # -- opening and closing ----------------------------------------------------------------------
 
     @classmethod
-    def open(cls, home: Path, *, map_size: int = DEFAULT_MAP_SIZE, readonly: bool = False) -> Store:
-        """Open (creating if new) the store of `home`; refuse another schema version.
+    def open(
+        cls,
+        home: Path,
+        *,
+        map_size: int = DEFAULT_MAP_SIZE,
+        max_map_size: int = MAX_MAP_SIZE,
+        deadline: float = DEFAULT_DEADLINE,
+        readonly: bool = False,
+    ) -> Store:
+        """Open (creating if new) the store of `home`; refuse another schema version or a damaged file.
 
         With `readonly`, nothing in the home is created or changed: the store must exist.
         """
         if readonly:
-            return cls._open_readonly(home, map_size)
+            return cls._open_readonly(home, map_size, deadline)
         finish_restore(home)
         path = current_store_dir(home)
         if (home / CURRENT_FILE).exists() and not (path / "data.mdb").exists():
@@ -164,25 +145,41 @@ class Store:
             )
         path.mkdir(mode=0o700, exist_ok=True)
         path.chmod(0o700)
-        env = open_environment(path, map_size=map_size)
+        data = path / "data.mdb"
+        if data.exists() and data.stat().st_size:
+            # An empty file is a first open that was cut short: LMDB initializes it below.
+            check_data_file(path, map_size)
+        try:
+            env = open_environment(path, map_size=map_size)
+        except CORRUPTION_ERRORS as error:
+            raise corrupted(path, str(error)) from None
         try:
             for name in ("data.mdb", "lock.mdb"):
                 private_file(path / name)
             # Check before creating any table, so a home of another version is left as it was.
             check_schema(env, initialize=True, where=home)
             dbs = {table.name: env.open_db(table.name.encode("ascii")) for table in TABLES}
+            store = cls(
+                path, env, dbs, max(map_size, env.info()["map_size"]), max_map_size=max_map_size, deadline=deadline
+            )
+        except CORRUPTION_ERRORS as error:
+            env.close()
+            raise corrupted(path, str(error)) from None
         except BaseException:
             env.close()
             raise
-        return cls(path, env, dbs, max(map_size, env.info()["map_size"]))
+        return store
 
     @classmethod
-    def _open_readonly(cls, home: Path, map_size: int) -> Store:
+    def _open_readonly(cls, home: Path, map_size: int, deadline: float) -> Store:
         path = current_store_dir(home)
         if not (path / "data.mdb").exists():
             raise HomeReadOnly(f"home {home} holds no store yet and this process may not create one there")
+        check_data_file(path, map_size)
         try:
             env = open_environment(path, map_size=map_size, readonly=True)
+        except CORRUPTION_ERRORS as error:
+            raise corrupted(path, str(error)) from None
         except lmdb.Error:
             # LMDB writes its reader table in lock.mdb even for a read-only open, unless the file
             # system is read-only; a lock file this process may not write means opening without it.
@@ -190,18 +187,24 @@ class Store:
         try:
             check_schema(env, initialize=False, where=home)
             dbs = {table.name: env.open_db(table.name.encode("ascii"), create=False) for table in TABLES}
+        except CORRUPTION_ERRORS as error:
+            env.close()
+            raise corrupted(path, str(error)) from None
         except BaseException:
             env.close()
             raise
-        return cls(path, env, dbs, max(map_size, env.info()["map_size"]), readonly=True)
+        return cls(path, env, dbs, max(map_size, env.info()["map_size"]), readonly=True, deadline=deadline)
 
     def close(self) -> None:
-        with self._gate:
-            if self._closed:
-                return
-            self._closed = True
-            while self._readers:
-                self._gate.wait(timeout=5.0)
+        if self._gate.closed:
+            return
+        if not self._gate.close():
+            # Closing the environment would pull the map from under those reads; the process is
+            # going away, so the environment is left to it.
+            logger.error(
+                "store %s: reads still running %g s after close; leaving it open", self.path, self._gate.deadline
+            )
+            return
         if not self.readonly:
             self._env.sync(True)
         self._env.close()
@@ -210,6 +213,10 @@ class Store:
     def failure(self) -> str:
         """Why the store refuses writes (empty while healthy)."""
         return self._failure
+
+    def damage(self) -> StoreCorrupted | None:
+        """The error for the damage a read found in the data file (None while none was seen)."""
+        return corrupted(self.path, self._corruption) if self._corruption else None
 
     @property
     def map_size(self) -> int:
@@ -223,29 +230,25 @@ class Store:
 
         With `zero_copy`, the values `raw_columns` returns are memoryviews into the map, valid only
         inside this block: a bulk read then copies nothing it does not keep (every other read
-        returns copies either way).
+        returns copies either way). LMDB's corruption errors and values that do not decode, raised
+        anywhere in the block, come out as `StoreCorrupted`.
         """
-        with self._reading():
-            txn = self._env.begin(write=False, buffers=True) if zero_copy else self._env.begin(write=False)
-            with txn:
-                yield Reader(txn, self._dbs)
+        with self._gate.shared():
+            try:
+                txn = self._env.begin(write=False, buffers=True) if zero_copy else self._env.begin(write=False)
+                with txn:
+                    yield Reader(txn, self._dbs, self._damaged)
+            except CORRUPTION_ERRORS as error:
+                raise self._damaged(str(error)) from None
+            except msgspec.DecodeError as error:
+                raise self._damaged(f"a stored value does not decode: {error}") from None
 
-    @contextmanager
-    def _reading(self) -> Iterator[None]:
-        """Count a read (or copy) in progress: the map cannot grow, nor the store close, meanwhile."""
-        with self._gate:
-            while self._resizing:
-                self._gate.wait(timeout=5.0)
-            if self._closed:
-                raise StoreClosed("the store is closed; open the runtime again")
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._gate:
-                self._readers -= 1
-                if not self._readers:
-                    self._gate.notify_all()
+    def _damaged(self, detail: str) -> StoreCorrupted:
+        """The error for damage found in this store; remembered, so an open that fails can say why."""
+        if not self._corruption:
+            self._corruption = detail
+            logger.info("store %s is damaged: %s", self.path, detail)
+        return corrupted(self.path, detail)
 
     def _last_seq(self) -> int:
         with self._env.begin(write=False) as txn, txn.cursor(db=self._dbs[EVENTS.name]) as cursor:
@@ -259,7 +262,7 @@ class Store:
         An outcome is (Committed, None, applied events) or (None, error, ()). When the transaction
         itself fails, every write gets the same error and nothing is committed.
         """
-        if self._closed:
+        if self._gate.closed:
             return self._fail_all(writes, StoreClosed("the store is closed; open the runtime again"))
         if self.readonly:
             return self._fail_all(
@@ -270,38 +273,61 @@ class Store:
                 ),
             )
         if self._failure:
-            return self._fail_all(writes, StoreFailed(self._refusal()))
-        for attempt in (1, 2):
+            return self._fail_all(writes, self._refusal())
+        while True:
             try:
                 return self._commit_once(writes)
             except lmdb.MapFullError:
-                if attempt == 2:
-                    return self._fail_all(
-                        writes,
-                        WriteFailed(
-                            f"the store is full even after growing to {self._map_size >> 20} MiB; "
-                            "free disk space or back up and compact the home"
-                        ),
-                    )
-                self._grow()
+                try:
+                    grown = self._grow()
+                except StoreBusy as error:
+                    return self._fail_all(writes, error)
+                if not grown:
+                    return self._fail_all(writes, self._map_full(writes))
+            except CORRUPTION_ERRORS as error:
+                return self._fail_closed(writes, self._damaged(str(error)), f"{type(error).__name__}: {error}")
             except lmdb.Error as error:
-                self._failure = f"{type(error).__name__}: {error}"
-                logger.error("store %s failed and now refuses writes: %s", self.path, self._failure)
-                return self._fail_all(writes, StoreFailed(self._refusal()))
+                needed = space_needed(writes, self._page_size)
+                if is_disk_full(error, self.path, needed):
+                    # Info, not a warning: every refused caller hears it as `DiskFull` anyway.
+                    logger.info("store %s: the disk is full (%s); %d writes refused", self.path, error, len(writes))
+                    return self._fail_all(writes, disk_full(self.path, needed))
+                return self._fail_closed(writes, None, f"{type(error).__name__}: {error}")
             except Exception as error:
                 logger.exception("a write transaction failed; none of its %d writes committed", len(writes))
                 return self._fail_all(
                     writes,
                     WriteFailed(f"the write transaction failed and nothing in it was committed: {error}"),
                 )
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _fail_all(self, writes: Sequence[Commit], error: BaseException) -> list[Outcome]:
         self.failed_transactions += 1
         return [(None, error, ()) for _ in writes]
 
-    def _refusal(self) -> str:
-        return f"the store refuses writes after an LMDB error ({self._failure}); close and reopen the runtime"
+    def _fail_closed(self, writes: Sequence[Commit], error: BaseException | None, failure: str) -> list[Outcome]:
+        """Refuse every write from now on (until the store is reopened); `error` answers this batch."""
+        self._failure = failure
+        logger.error("store %s failed and now refuses writes: %s", self.path, failure)
+        return self._fail_all(writes, error or self._refusal())
+
+    def _refusal(self) -> BaseException:
+        return self.damage() or StoreFailed(
+            f"the store refuses writes after an LMDB error ({self._failure}); close and reopen the runtime"
+        )
+
+    def _map_full(self, writes: Sequence[Commit]) -> MapFull:
+        needed = space_needed(writes, self._page_size)
+        return MapFull(
+            f"the store's map is full at its limit of {format_bytes(self._max_map_size)}: a write of about "
+            f"{format_bytes(needed)} does not fit; back up the home and restore the backup (the copy is "
+            "compacted) or open it with a larger map limit — writes that fit resume by themselves",
+            needed=needed,
+        )
+
+    def has_room(self, needed: int) -> bool:
+        """Whether a write of about `needed` bytes would fit on the disk and in the map now."""
+        used = (self._env.info()["last_pgno"] + 1) * self._page_size
+        return free_space(self.path) >= needed and used + needed <= self._max_map_size
 
     def _commit_once(self, writes: Sequence[Commit]) -> list[Outcome]:
         outcomes: list[Outcome] = []
@@ -330,25 +356,22 @@ class Store:
         self._next_seq = seq
         return outcomes
 
-    def _grow(self) -> None:
-        with self._gate:
-            self._resizing = True
-            try:
-                while self._readers:
-                    self._gate.wait(timeout=5.0)
-                self._map_size *= 2
-                self._env.set_mapsize(self._map_size)
-                logger.info("store map grown to %d MiB", self._map_size >> 20)
-            finally:
-                self._resizing = False
-                self._gate.notify_all()
+    def _grow(self) -> bool:
+        """Double the map (up to its limit); False when it is at the limit already."""
+        if self._map_size >= self._max_map_size:
+            return False
+        with self._gate.exclusive():
+            self._map_size = min(self._map_size * 2, self._max_map_size)
+            self._env.set_mapsize(self._map_size)
+        logger.info("store map grown to %s", format_bytes(self._map_size))
+        return True
 
     # -- maintenance ------------------------------------------------------------------------------
 
     def copy_to(self, directory: Path) -> None:
         """A consistent, compacted copy of the environment into an empty `directory`."""
         # The copy runs in a read transaction of its own, which a concurrent map resize would break.
-        with self._reading():
+        with self.reader():
             self._env.copy(str(directory), compact=True)
 
     def state_tables(self) -> dict[str, list[tuple[bytes, bytes]]]:
@@ -358,10 +381,10 @@ class Store:
 
     def replay(self) -> dict[str, list[tuple[bytes, bytes]]]:
         """State rebuilt from the event log alone, in the same shape as `state_tables()`."""
-        view = DictView()
         with self.reader() as reader:
-            for _, event in reader.events():
-                project(view, event)
+            view, problems = replay_rows(reader.raw_items(EVENTS))
+        if problems:
+            raise self._damaged(f"the event log does not replay: {'; '.join(problems[:3])}")
         return {table.name: list(view.items(table)) for table in STATE_TABLES}
 
     def verify(self) -> list[str]:
@@ -418,22 +441,6 @@ def _apply_write(
     for key, term_ids in write.terms:
         txn.put(key.encode("utf-8"), term_ids, db=terms_db)
     return (Committed(last_seq=seq - 1 if applied else None, applied=len(applied)), None, tuple(applied)), seq
-
-
-def open_environment(path: Path, *, map_size: int, readonly: bool = False, lock: bool = True) -> lmdb.Environment:
-    """Open an LMDB environment the way every home is opened (durable commits, private files)."""
-    return lmdb.open(
-        str(path),
-        map_size=map_size,
-        max_dbs=32,
-        subdir=True,
-        readonly=readonly,
-        sync=True,
-        metasync=True,
-        lock=lock,
-        mode=0o600,
-        max_readers=256,
-    )
 
 
 def stored_schema_version(env: lmdb.Environment) -> str | None:

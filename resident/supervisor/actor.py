@@ -103,6 +103,14 @@ class SupervisedActor(pykka.ThreadingActor):
 
         return self.clock.call_later(delay, fire)
 
+    def set_condition(self, condition: str) -> None:
+        """Say why this actor cannot do all of its work ("" once it can again).
+
+        Statistics show a running actor with a condition as `degraded`, with the condition beside
+        it; a restart starts the next incarnation without one.
+        """
+        self.context.condition = condition
+
     def tell_self(self, message: Any) -> None:
         """Queue `message` behind everything already in this incarnation's inbox."""
         self.actor_ref.tell(message)

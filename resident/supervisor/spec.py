@@ -78,3 +78,5 @@ class ChildContext:
     report: Callable[[ChildExit], None]
     start_error: BaseException | None = None
     expected_stop: bool = False
+    # Set by the running actor when it cannot do all of its work; statistics show it as `degraded`.
+    condition: str = ""

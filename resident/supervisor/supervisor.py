@@ -94,6 +94,8 @@ class _ChildRow:
     total_restarts: int
     last_exit: str
     spec: ChildSpec
+    # The running incarnation's context: its condition is read live, as it changes between publishes.
+    context: ChildContext | None = None
 
 
 class StatisticsBoard:
@@ -127,10 +129,11 @@ class StatisticsBoard:
         children: list[ChildStatistics] = []
         for row in rows:
             address = row.spec.address
+            condition = row.context.condition if row.context is not None and row.state == "running" else ""
             children.append(
                 ChildStatistics(
                     name=row.name,
-                    state=row.state,
+                    state="degraded" if condition else row.state,
                     restart=row.restart,
                     incarnation=row.incarnation,
                     restarts_in_window=row.restarts_in_window,
@@ -138,6 +141,7 @@ class StatisticsBoard:
                     buffered=address.buffered,
                     dead_letters=address.dead_letters,
                     last_exit=row.last_exit,
+                    condition=condition,
                 )
             )
             nested = row.spec.kwargs.get("board")
@@ -398,6 +402,7 @@ class Supervisor(SupervisedActor):
                     total_restarts=child.total_restarts,
                     last_exit=child.last_exit,
                     spec=child.spec,
+                    context=child.context,
                 )
             )
         return tuple(rows)

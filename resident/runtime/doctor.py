@@ -1,0 +1,161 @@
+"""`resident doctor`: check a closed home whole and say what is wrong with it.
+
+Checks, in order (each one a `Finding`):
+
+* configuration — `resident.toml` parses;
+* structure — py-lmdb's offline verifier walks every page of the data file (in Python, so a
+  wrecked file cannot crash the check); when it finds damage, the checks below are skipped,
+  because they read through LMDB itself, and `resident salvage` is the way on;
+* tables — every value of every table decodes as its table's type;
+* event log — every event decodes and replays, and the state rebuilt from the log alone equals
+  the live state, key by key;
+* records — every memory record's digest matches its content.
+
+The home is locked for the check (no runtime may have it open) and nothing in it is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import lmdb
+import msgspec
+
+from resident.config import load_config
+from resident.errors import ConfigError
+from resident.memory.records import content_digest
+from resident.messages.memory import MemoryRecord
+from resident.messages.store import PROBLEM_LIMIT, DoctorReport, Finding
+from resident.store.faults import structure_problems
+from resident.store.home import CONFIG_FILE, HomeLock
+from resident.store.replay import replay_rows
+from resident.store.rescue import data_file
+from resident.store.store import DEFAULT_MAP_SIZE, open_environment
+from resident.store.tables import EVENTS, RECORDS, STATE_TABLES, TABLES, Table
+
+__all__ = ["examine", "record_problem"]
+
+_SKIPPED = "the data file's structure is damaged; `resident salvage DEST` copies out what still reads"
+
+
+def examine(home: Path) -> DoctorReport:
+    """Run every check on `home` (which must not be open) and report what each found."""
+    with HomeLock(home):
+        path = data_file(home)
+        findings = [_configuration(home / CONFIG_FILE), _finding("structure", 1, structure_problems(path))]
+        if findings[-1].problem_count:
+            findings += [Finding(check=name, skipped=_SKIPPED) for name in ("tables", "event log", "records")]
+        else:
+            findings += _logical_checks(path)
+    return DoctorReport(
+        home=str(home), data_file=str(path), sound=all(f.sound for f in findings), findings=tuple(findings)
+    )
+
+
+def record_problem(record: MemoryRecord) -> str | None:
+    """Why `record` does not verify (its content no longer matches its digest), or None."""
+    digest = content_digest(
+        record_id=record.id,
+        summary=record.summary,
+        body=record.body,
+        kind=record.kind,
+        bank=record.bank,
+        canonical=record.canonical,
+        delegated=record.delegated,
+        supersedes=record.supersedes,
+    )
+    if digest != record.digest:
+        return f"record {record.id}: its content does not match its digest (changed or damaged on disk)"
+    return None
+
+
+def _finding(check: str, checked: int, problems: list[str]) -> Finding:
+    return Finding(
+        check=check, checked=checked, problem_count=len(problems), problems=tuple(problems[:PROBLEM_LIMIT])
+    )
+
+
+def _configuration(path: Path) -> Finding:
+    try:
+        load_config(path)
+    except (ConfigError, OSError) as error:
+        return _finding("configuration", 1, [str(error)])
+    return _finding("configuration", 1, [])
+
+
+def _logical_checks(path: Path) -> list[Finding]:
+    size = path.stat().st_size
+    env = open_environment(path.parent, map_size=max(DEFAULT_MAP_SIZE, size), readonly=True)
+    try:
+        with env.begin(write=False) as txn:
+            dbs = {t.name: env.open_db(t.name.encode("ascii"), txn=txn, create=False) for t in TABLES}
+            rows = {t.name: list(_raw_items(txn, dbs[t.name])) for t in TABLES}
+    finally:
+        env.close()
+    return [_tables(rows), _event_log(rows), _records(rows[RECORDS.name])]
+
+
+def _raw_items(txn: lmdb.Transaction, db: Any) -> Iterator[tuple[bytes, bytes]]:
+    with txn.cursor(db=db) as cursor:
+        for key, value in cursor:
+            yield bytes(key), bytes(value)
+
+
+def _tables(rows: dict[str, list[tuple[bytes, bytes]]]) -> Finding:
+    problems: list[str] = []
+    checked = 0
+    for table in TABLES:
+        for key, value in rows[table.name]:
+            checked += 1
+            problem = _undecodable(table, key, value)
+            if problem:
+                problems.append(problem)
+    return _finding("tables", checked, problems)
+
+
+def _undecodable(table: Table[Any], key: bytes, value: bytes) -> str | None:
+    try:
+        table.decode(value)
+    except msgspec.DecodeError as error:
+        return f"{table.name}/{_name(table, key)} does not decode: {error}"
+    return None
+
+
+def _event_log(rows: dict[str, list[tuple[bytes, bytes]]]) -> Finding:
+    events = rows[EVENTS.name]
+    rebuilt, problems = replay_rows(events)
+    for table in STATE_TABLES:
+        live = dict(rows[table.name])
+        replayed = dict(rebuilt.items(table))
+        for key in sorted(live.keys() | replayed.keys()):
+            name = f"{table.name}/{_name(table, key)}"
+            if key not in replayed:
+                problems.append(f"{name} is in the live state but no event made it")
+            elif key not in live:
+                problems.append(f"{name} was made by the event log but is missing from the live state")
+            elif live[key] != replayed[key]:
+                problems.append(f"{name} differs from the state its events rebuild")
+    return _finding("event log", len(events), problems)
+
+
+def _records(rows: list[tuple[bytes, bytes]]) -> Finding:
+    problems: list[str] = []
+    for key, value in rows:
+        try:
+            record = RECORDS.decode(value)
+        except msgspec.DecodeError:
+            continue  # counted by the tables check
+        problem = record_problem(record) if record.id == key.decode("utf-8", "replace") else (
+            f"record {_name(RECORDS, key)} is stored under another id ({record.id})"
+        )
+        if problem:
+            problems.append(problem)
+    return _finding("records", len(rows), problems)
+
+
+def _name(table: Table[Any], key: bytes) -> str:
+    if table is EVENTS:
+        return str(int.from_bytes(key, "big"))
+    return key.decode("utf-8", "backslashreplace")

@@ -1,0 +1,103 @@
+"""Typed reads inside one LMDB read transaction, and the key order of the event log.
+
+A value that no longer decodes as its table's type is a damaged store (or another writer's
+format), never a caller's mistake, so `get` and `items` name the table and key in a
+`StoreCorrupted` rather than letting a decode error through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import lmdb
+import msgspec
+
+from resident.errors import StoreCorrupted
+from resident.messages.events import AnyEvent, decode_event
+from resident.store.tables import EVENTS, Table
+
+__all__ = ["Buffer", "Reader", "event_key"]
+
+T = TypeVar("T")
+# A stored value: bytes, or a memoryview into the map in a zero-copy read.
+Buffer = bytes | memoryview
+
+
+def event_key(seq: int) -> bytes:
+    """Event keys are big-endian so LMDB's byte order is sequence order."""
+    return seq.to_bytes(8, "big")
+
+
+class Reader:
+    """Typed reads inside one LMDB read transaction."""
+
+    def __init__(
+        self, txn: lmdb.Transaction, dbs: dict[str, Any], damaged: Callable[[str], StoreCorrupted]
+    ) -> None:
+        self._txn = txn
+        self._dbs = dbs
+        self._damaged = damaged
+
+    def get(self, table: Table[T], key: str) -> T | None:
+        raw = self._txn.get(key.encode("utf-8"), db=self._dbs[table.name])
+        return None if raw is None else self._decode(table, key, raw)
+
+    def raw(self, table: Table[Any], key: str) -> bytes | None:
+        value = self._txn.get(key.encode("utf-8"), db=self._dbs[table.name])
+        return None if value is None else bytes(value)
+
+    def items(self, table: Table[T], prefix: str = "") -> Iterator[tuple[str, T]]:
+        """Every (key, value) whose key starts with `prefix`, in key order."""
+        start = prefix.encode("utf-8")
+        with self._txn.cursor(db=self._dbs[table.name]) as cursor:
+            if not cursor.set_range(start):
+                return
+            for key, value in cursor:
+                key_bytes = bytes(key)
+                if not key_bytes.startswith(start):
+                    return
+                text = key_bytes.decode("utf-8")
+                yield text, self._decode(table, text, value)
+
+    def raw_columns(self, table: Table[Any]) -> tuple[list[bytes], list[Buffer]]:
+        """Every key and every encoded value of `table`, as two lists in key order.
+
+        The bulk read of a rebuild: each list comes from one cursor pass driven by LMDB's binding
+        in C, about three times faster at 100k rows than iterating items in Python. The values
+        are memoryviews in a `zero_copy` reader (see `Store.reader`), bytes otherwise.
+        """
+        db = self._dbs[table.name]
+        with self._txn.cursor(db=db) as cursor:
+            keys = list(map(bytes, cursor.iternext(keys=True, values=False)))
+        with self._txn.cursor(db=db) as cursor:
+            values: list[Buffer] = list(cursor.iternext(keys=False, values=True))
+        return keys, values
+
+    def raw_items(self, table: Table[Any]) -> Iterator[tuple[bytes, bytes]]:
+        """Every (key, encoded value) of `table`, in key order."""
+        with self._txn.cursor(db=self._dbs[table.name]) as cursor:
+            for key, value in cursor:
+                yield bytes(key), bytes(value)
+
+    def count(self, table: Table[Any]) -> int:
+        return int(self._txn.stat(self._dbs[table.name])["entries"])
+
+    def events(self, since: int = 0) -> Iterator[tuple[int, AnyEvent]]:
+        """Events with sequence number >= `since`, in order."""
+        with self._txn.cursor(db=self._dbs[EVENTS.name]) as cursor:
+            if not cursor.set_range(event_key(since)):
+                return
+            for key, value in cursor:
+                seq = int.from_bytes(key, "big")
+                try:
+                    event = decode_event(bytes(value))
+                except msgspec.DecodeError as error:
+                    raise self._damaged(f"event {seq} does not decode: {error}") from None
+                yield seq, event
+
+    def _decode(self, table: Table[T], key: str, raw: Buffer) -> T:
+        try:
+            return table.decode(bytes(raw))
+        except msgspec.DecodeError as error:
+            raise self._damaged(f"{table.name}/{key} does not decode: {error}") from None
