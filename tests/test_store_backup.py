@@ -44,11 +44,16 @@ def _backup_of(home: Path, dest: Path) -> BackupManifest:
         return backup(store, home, dest, clock=ManualClock(wall_start=1_700_000_000.5))
 
 
+# Two configurations that parse (a file of comments alone is empty, which is an error) and differ.
+BACKED_UP_CONFIG = '# the backed-up configuration\n[team]\ncoordinator = "samuel"\n'
+OWN_CONFIG = '# the home\'s own configuration\n[team]\ncoordinator = "samuel"\n'
+
+
 @pytest.fixture
 def source(tmp_path: Path) -> Path:
     """A backup of a home holding records b0..b9 and a configuration."""
     home = tmp_path / "source-home"
-    _make_home(home, [f"b{index}" for index in range(10)], config="# the backed-up configuration\n")
+    _make_home(home, [f"b{index}" for index in range(10)], config=BACKED_UP_CONFIG)
     _backup_of(home, tmp_path / "backup")
     return tmp_path / "backup"
 
@@ -57,7 +62,7 @@ def source(tmp_path: Path) -> Path:
 def target(tmp_path: Path) -> Path:
     """A live home holding other records (h0..h4) and its own configuration."""
     home = tmp_path / "home"
-    _make_home(home, [f"h{index}" for index in range(5)], config="# the home's own configuration\n")
+    _make_home(home, [f"h{index}" for index in range(5)], config=OWN_CONFIG)
     return home
 
 
@@ -176,7 +181,7 @@ def test_restore_replaces_the_store_and_configuration(source: Path, target: Path
     manifest = restore(source, target)
     assert manifest == verify_backup(source)
     assert _record_ids(target) == {f"b{index}" for index in range(10)}
-    assert (target / CONFIG_FILE).read_text() == "# the backed-up configuration\n"
+    assert (target / CONFIG_FILE).read_text() == BACKED_UP_CONFIG
     assert current_store_dir(target).name == "store.2"
     assert sorted(path.name for path in target.iterdir()) == ["CURRENT", "resident.lock", "resident.toml", "store.2"]
     assert not (target / "store.2" / RESTORED_CONFIG).exists()
@@ -204,7 +209,7 @@ def test_a_backup_without_configuration_leaves_the_homes_own(tmp_path: Path, tar
     _backup_of(bare, tmp_path / "b")
     restore(tmp_path / "b", target)
     assert _record_ids(target) == {"x1"}
-    assert (target / CONFIG_FILE).read_text() == "# the home's own configuration\n"
+    assert (target / CONFIG_FILE).read_text() == OWN_CONFIG
 
 
 def test_a_restored_home_takes_writes(source: Path, target: Path) -> None:
