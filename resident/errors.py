@@ -14,19 +14,24 @@ __all__ = [
     "ActorUnavailable",
     "AskTimeout",
     "BackupInvalid",
+    "CandidateInvalid",
     "ConfigError",
     "DeadLetter",
     "EmbedderNotLoopback",
     "EmbedderUnavailable",
+    "EntryNotFound",
     "ExportInvalid",
     "GrantExceeded",
     "GrantInvalid",
     "HomeInUse",
+    "IngestInvalid",
     "InvalidInput",
+    "KnowledgeDisabled",
     "MemoryDisabled",
     "NotVisible",
     "OwnerOnlyAction",
     "PlanInvalid",
+    "PromotionRefused",
     "RealmRejected",
     "RealmUnavailable",
     "RecordNotFound",
@@ -35,6 +40,7 @@ __all__ = [
     "RuntimeStopped",
     "SchemaMismatch",
     "ScopeNotAllowed",
+    "StateChanged",
     "StoreClosed",
     "StoreFailed",
     "SubstrateUnavailable",
@@ -206,3 +212,30 @@ class UnknownExecution(ResidentError, LookupError):
 
 class GrantInvalid(ResidentError, PermissionError):
     """A grant token that is malformed, unknown, or whose execution ended or grant expired."""
+
+
+# -- knowledge -----------------------------------------------------------------------------------
+
+
+class KnowledgeDisabled(ResidentError, PermissionError):
+    """Knowledge is off for this home (`[knowledge] enabled = true` in resident.toml turns it on)."""
+
+
+class EntryNotFound(ResidentError, LookupError):
+    """No knowledge entry with that id exists (or it is not visible to the asking subject)."""
+
+
+class PromotionRefused(ResidentError, PermissionError):
+    """The acceptance gate found the evidence for a candidate failed, partial, forged, mismatched or incomplete."""
+
+
+class CandidateInvalid(InvalidInput):
+    """A step's `knowledge_candidate` is malformed, or the step may not propose one; the step fails."""
+
+
+class StateChanged(ResidentError, RuntimeError):
+    """A compare-and-set lost: the state it read changed before the write; read again and retry."""
+
+
+class IngestInvalid(InvalidInput):
+    """An ingest was asked for something that cannot be ingested at all (no such path, not a file or folder)."""

@@ -8,10 +8,24 @@ import msgspec
 
 from resident.messages.coordination import (
     CorrectionRecorded,
+    ExecutionAccepted,
     ExecutionFinished,
     ExecutionStarted,
     GrantIssued,
     GrantTokenIssued,
+)
+from resident.messages.knowledge import (
+    EntryImported,
+    EntryProposed,
+    EntryRevalidated,
+    EntryStaled,
+    EntrySuperseded,
+    EntryVerified,
+    KnowledgeBankCreated,
+    PageAdmitted,
+    PageSuperseded,
+    RepositoryRegistered,
+    SourceIngested,
 )
 from resident.messages.memory import (
     BankCreated,
@@ -55,6 +69,18 @@ AnyEvent = Union[  # noqa: UP007
     ExecutionFinished,
     CorrectionRecorded,
     GrantTokenIssued,
+    ExecutionAccepted,
+    KnowledgeBankCreated,
+    PageAdmitted,
+    PageSuperseded,
+    SourceIngested,
+    RepositoryRegistered,
+    EntryProposed,
+    EntryImported,
+    EntryVerified,
+    EntryRevalidated,
+    EntryStaled,
+    EntrySuperseded,
 ]
 
 EVENT_DECODER: msgspec.msgpack.Decoder[AnyEvent] = msgspec.msgpack.Decoder(AnyEvent)

@@ -18,6 +18,7 @@ import msgspec
 
 from resident.messages.coordination import Correction, Execution, Grant, GrantToken
 from resident.messages.events import AnyEvent
+from resident.messages.knowledge import DigestRef, KnowledgeBank, KnowledgeEntry, Page, Repository, SourceRecord
 from resident.messages.members import MemberEntry
 from resident.messages.memory import Bank, MemoryConfig, MemoryRecord
 from resident.messages.replication import RealmCursor, ReplicationStatus
@@ -29,9 +30,15 @@ __all__ = [
     "EXECUTIONS",
     "GRANTS",
     "GRANT_TOKENS",
+    "KNOWLEDGE_BANKS",
+    "KNOWLEDGE_ENTRIES",
+    "KNOWLEDGE_REPOSITORIES",
     "MEMBERS",
     "MEMORY_CONFIG",
     "META",
+    "PAGES",
+    "PAGE_DIGESTS",
+    "PAGE_SOURCES",
     "REALM_CURSOR",
     "RECORDS",
     "REPLICATION",
@@ -89,9 +96,19 @@ CORRECTIONS: Table[Correction] = Table("corrections", Correction)
 # Keyed by the token's digest: a session's token is looked up without ever being stored.
 GRANT_TOKENS: Table[GrantToken] = Table("grant_tokens", GrantToken)
 
+# Knowledge. Pages are keyed by id; a source by `bank NUL path` and a digest by `bank NUL digest`
+# (bank names cannot hold NUL, so a bank's keys sort together and never run into another's).
+KNOWLEDGE_BANKS: Table[KnowledgeBank] = Table("knowledge_banks", KnowledgeBank)
+PAGES: Table[Page] = Table("pages", Page)
+PAGE_SOURCES: Table[SourceRecord] = Table("page_sources", SourceRecord)
+PAGE_DIGESTS: Table[DigestRef] = Table("page_digests", DigestRef)
+KNOWLEDGE_REPOSITORIES: Table[Repository] = Table("knowledge_repositories", Repository)
+KNOWLEDGE_ENTRIES: Table[KnowledgeEntry] = Table("knowledge_entries", KnowledgeEntry)
+
 TABLES: tuple[Table[Any], ...] = (
     META, EVENTS, MEMORY_CONFIG, BANKS, RECORDS, VECTORS, TERMS, MEMBERS, REPLICATION, REALM_CURSOR,
     GRANTS, EXECUTIONS, CORRECTIONS, GRANT_TOKENS,
+    KNOWLEDGE_BANKS, PAGES, PAGE_SOURCES, PAGE_DIGESTS, KNOWLEDGE_REPOSITORIES, KNOWLEDGE_ENTRIES,
 )
 # State the event log rebuilds: everything except the log itself, metadata and derived caches.
 STATE_TABLES: tuple[Table[Any], ...] = tuple(
