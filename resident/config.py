@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_TEAM",
     "DEFAULT_WORLD",
     "Config",
+    "KnowledgeConfig",
     "MemberConfig",
     "default_config",
     "load_config",
@@ -63,6 +64,13 @@ class MemberConfig:
 
 
 @dataclass(frozen=True)
+class KnowledgeConfig:
+    """`[knowledge]`: verified knowledge, knowledge banks and the MCP tool are off unless `enabled`."""
+
+    enabled: bool = False
+
+
+@dataclass(frozen=True)
 class Config:
     """The parsed `resident.toml` (or the defaults)."""
 
@@ -71,6 +79,7 @@ class Config:
     realm_url: str | None = None
     path: Path | None = None
     extra_members: tuple[MemberConfig, ...] = field(default=())
+    knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
 
     def member(self, name: str) -> MemberConfig:
         for member in (*self.members, *self.extra_members):
@@ -84,13 +93,13 @@ class Config:
 
     def with_realm(self, url: str | None) -> Config:
         """The same configuration with another Realm URL (None: no replication)."""
-        return Config(self.members, self.coordinator, url, self.path, self.extra_members)
+        return Config(self.members, self.coordinator, url, self.path, self.extra_members, self.knowledge)
 
     def with_imported(self, imported: list[MemberConfig]) -> Config:
         """The roster plus members that joined this home by `member import`."""
         known = {m.name for m in self.members}
         extra = tuple(m for m in imported if m.name not in known)
-        return Config(self.members, self.coordinator, self.realm_url, self.path, extra)
+        return Config(self.members, self.coordinator, self.realm_url, self.path, extra, self.knowledge)
 
 
 def default_config(path: Path | None = None) -> Config:
@@ -149,7 +158,7 @@ def _unknown(section: str, data: dict[str, Any], allowed: set[str], path: Path) 
 
 
 def _parse(data: dict[str, Any], path: Path) -> Config:
-    _unknown("the top level", data, {"team", "members", "realm"}, path)
+    _unknown("the top level", data, {"team", "members", "realm", "knowledge"}, path)
     team = _table(data, "team", path)
     _unknown("[team]", team, {"coordinator"}, path)
     members_table = _table(data, "members", path)
@@ -181,7 +190,18 @@ def _parse(data: dict[str, Any], path: Path) -> Config:
             url = realm_base_url(url)
         except InvalidInput as error:
             raise ConfigError(f"{path}: [realm] {error}") from None
-    return Config(members=tuple(members), coordinator=coordinator, realm_url=url, path=path)
+    return Config(
+        members=tuple(members), coordinator=coordinator, realm_url=url, path=path,
+        knowledge=_knowledge(_table(data, "knowledge", path), path),
+    )
+
+
+def _knowledge(table: dict[str, Any], path: Path) -> KnowledgeConfig:
+    _unknown("[knowledge]", table, {"enabled"}, path)
+    enabled = table.get("enabled", False)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"{path}: [knowledge] enabled must be true or false")
+    return KnowledgeConfig(enabled=enabled)
 
 
 def render_config(config: Config) -> str:
@@ -200,4 +220,6 @@ def render_config(config: Config) -> str:
         lines += [f"[members.{member.name}]", f"role = {json.dumps(member.role)}", f"worlds = [{worlds}]", ""]
     if config.realm_url:
         lines += ["[realm]", f"url = {json.dumps(config.realm_url)}", ""]
+    if config.knowledge.enabled:
+        lines += ["[knowledge]", "enabled = true", ""]
     return "\n".join(lines)

@@ -164,11 +164,12 @@ class SearchIndex:
 
     # -- writing ----------------------------------------------------------------------------------
 
-    def apply(self, removed: Iterable[str], pages: Sequence[IndexedPage], cursor: Cursor) -> None:
+    def apply(self, removed: Iterable[str], pages: Sequence[IndexedPage], cursor: Cursor | None) -> None:
         """Drop the pages `removed`, (re)index `pages`, move the cursor: one commit, then reload.
 
-        Every page in `pages` replaces any earlier document of that page, so applying the same
-        change twice (a catch-up after a crash between commit and cursor) leaves the same index.
+        Every page in `pages` replaces any earlier document of that page, so applying a change
+        again (a catch-up that read events the index had already taken in) leaves the same index.
+        A `None` cursor removes it: a rebuild's batches before the last leave the index unfinished.
         """
         writer = self._require_writer()
         for page_id in {*removed, *(page.id for page in pages)}:
@@ -182,11 +183,12 @@ class SearchIndex:
             document.add_text("state", page.state)
             document.add_text("tokens", tokens)
             writer.add_document(document)
-        marker = tantivy.Document()
-        marker.add_text("kind", _CURSOR)
-        marker.add_unsigned("seq", cursor.seq)
-        marker.add_text("event", cursor.digest)
-        writer.add_document(marker)
+        if cursor is not None:
+            marker = tantivy.Document()
+            marker.add_text("kind", _CURSOR)
+            marker.add_unsigned("seq", cursor.seq)
+            marker.add_text("event", cursor.digest)
+            writer.add_document(marker)
         writer.commit()
         self._index.reload()
         self._searcher = self._index.searcher()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -24,7 +24,14 @@ from typing import Any
 from resident.actors.replication import NO_REALM_NOTE, ReplicationSettings
 from resident.clock import Clock, SystemClock
 from resident.config import Config, MemberConfig, load_config
-from resident.errors import AskTimeout, InvalidInput, RecordNotFound, RuntimeStopped, SubstrateUnavailable
+from resident.errors import (
+    AskTimeout,
+    InvalidInput,
+    RecordNotFound,
+    ResidentError,
+    RuntimeStopped,
+    SubstrateUnavailable,
+)
 from resident.memory.embedders import make_embedder
 from resident.memory.embedding import Embedder
 from resident.messages.backup import BackupManifest
@@ -35,6 +42,7 @@ from resident.realm.client import realm_base_url
 from resident.runtime.apps import Apps
 from resident.runtime.chaos import Chaos
 from resident.runtime.coordination import CoordinatorControl
+from resident.runtime.knowledge import KnowledgeControl
 from resident.runtime.member import Member
 from resident.runtime.memory import MemoryControl
 from resident.runtime.portability import ImportResult, export_member, import_member
@@ -45,7 +53,7 @@ from resident.store.backup import restore as restore_home
 from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, resolve_home
 from resident.store.store import DEFAULT_MAP_SIZE, Store
 from resident.store.tables import MEMBERS, RECORDS
-from resident.supervisor import StartChild, SupervisionTree
+from resident.supervisor import StartChild, SupervisionTree, ThreadReply
 
 __all__ = ["Runtime"]
 
@@ -67,6 +75,28 @@ class Internals:
         """Commit events through the writer and wait for durability."""
         self._runtime.check_open()
         return self._runtime.wiring.writer.ask(commit, timeout)
+
+    def write_each(self, commits: Sequence[Commit], timeout: float | None = None) -> list[Exception | None]:
+        """Hand several independent writes to the writer at once (they share commits), then wait for each.
+
+        One outcome per write, in order: None when it is durable, else the error that refused it.
+        A timeout is raised rather than returned: such a write may still land.
+        """
+        self._runtime.check_open()
+        writer = self._runtime.wiring.writer
+        replies = [ThreadReply(writer.name) for _ in commits]
+        writer.deliver(list(zip(commits, replies, strict=True)))
+        outcomes: list[Exception | None] = []
+        for reply in replies:
+            try:
+                reply.wait(writer.default_timeout if timeout is None else timeout)
+            except AskTimeout:
+                raise
+            except ResidentError as error:
+                outcomes.append(error)
+            else:
+                outcomes.append(None)
+        return outcomes
 
 
 class Runtime:
@@ -98,6 +128,7 @@ class Runtime:
         self.replication = ReplicationControl(self)
         self.apps = Apps(self)
         self.coordinator = CoordinatorControl(self)
+        self.knowledge = KnowledgeControl(self)
         self.chaos = Chaos(self)
 
     # -- opening and closing ----------------------------------------------------------------------

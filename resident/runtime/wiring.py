@@ -5,6 +5,7 @@
     ├── substrate       Hindsight: embed, index, recall (restarts with backoff)
     ├── replication     pushes pending records to Realm, polls invalidations
     ├── coordinator     Samuel: dispatch under grants, progress from execution records
+    ├── knowledge       the derived page index (only when `[knowledge] enabled = true`)
     └── members (one_for_one)
         └── one actor per member of the roster
 """
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from resident.actors.coordinator import Coordinator
+from resident.actors.knowledge import KnowledgeIndexer
 from resident.actors.member import MemberActor
 from resident.actors.replication import Replication, ReplicationSettings
 from resident.actors.substrate import Substrate
@@ -52,6 +54,7 @@ class Wiring:
     coordinator: Address
     members: dict[str, Address]
     addresses: dict[str, Address] = field(default_factory=dict)
+    knowledge: Address | None = None
 
     def member_spec(self, member: MemberConfig) -> ChildSpec:
         """The child spec of one member actor (also used to add a member to a running tree)."""
@@ -95,6 +98,7 @@ def build_wiring(
         spec=SupervisorSpec("root", []), store=store, writer=writer, substrate=substrate,
         replication=replication, coordinator=coordinator, members={},
     )
+    knowledge = _knowledge_spec(store) if config.knowledge.enabled else None
     member_specs = [wiring.member_spec(member) for member in (*config.members, *config.extra_members)]
     members_spec = SupervisorSpec("members", member_specs, strategy="one_for_one", intensity=10, period=10.0)
     members_address = Address("members")
@@ -123,6 +127,7 @@ def build_wiring(
                 Coordinator,
                 kwargs={"config": config, "store": store, "writer": writer},
             ),
+            *([knowledge] if knowledge is not None else []),
             ChildSpec(
                 members_address,
                 Supervisor,
@@ -142,4 +147,20 @@ def build_wiring(
             "members": members_address,
         }
     )
+    if knowledge is not None:
+        wiring.knowledge = knowledge.address
+        wiring.addresses["knowledge"] = knowledge.address
     return wiring
+
+
+def _knowledge_spec(store: Store) -> ChildSpec:
+    """The knowledge indexer: restarted with backoff; a rebuild of the index may precede its first answer."""
+    return ChildSpec(
+        Address("knowledge", default_timeout=DEFAULT_TIMEOUT),
+        KnowledgeIndexer,
+        kwargs={"store": store},
+        backoff=Backoff(min=0.05, max=5.0, jitter=0.2, reset_after=30.0),
+        start_timeout=600.0,
+        # Closing the index waits for its segment merges.
+        shutdown_timeout=60.0,
+    )

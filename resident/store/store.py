@@ -112,6 +112,13 @@ class Reader:
     def count(self, table: Table[Any]) -> int:
         return int(self._txn.stat(self._dbs[table.name])["entries"])
 
+    def last_event(self) -> tuple[int, AnyEvent] | None:
+        """The log's last event and its sequence number (None when the log is empty)."""
+        with self._txn.cursor(db=self._dbs[EVENTS.name]) as cursor:
+            if not cursor.last():
+                return None
+            return int.from_bytes(cursor.key(), "big"), decode_event(bytes(cursor.value()))
+
     def events(self, since: int = 0) -> Iterator[tuple[int, AnyEvent]]:
         """Events with sequence number >= `since`, in order."""
         with self._txn.cursor(db=self._dbs[EVENTS.name]) as cursor:
