@@ -22,9 +22,11 @@ ALLOWED: dict[str, set[str]] = {
     "resident.memory": {"resident.messages"},
     "resident.coordination": {"resident.messages"},
     "resident.realm": {"resident.messages"},
+    # Knowledge analyses text with memory's own analysis rather than a second one.
+    "resident.knowledge": {"resident.messages", "resident.memory"},
     "resident.actors": {
         "resident.messages", "resident.store", "resident.supervisor", "resident.memory", "resident.coordination",
-        "resident.realm", "resident.config",
+        "resident.realm", "resident.config", "resident.knowledge",
     },
 }
 # Third-party imports a package may not use (messages stay plain data; the domain does no I/O).
@@ -34,6 +36,7 @@ FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
     "resident.supervisor": {"lmdb", "httpx", "starlette", "uvicorn", "click", "rich"},
     "resident.coordination": {"lmdb", "pykka", "httpx", "starlette", "uvicorn", "click", "rich"},
     "resident.realm": {"pykka", "click", "rich"},
+    "resident.knowledge": {"lmdb", "pykka", "httpx", "starlette", "uvicorn", "click", "rich", "mcp"},
 }
 
 
