@@ -146,9 +146,9 @@ def cli(ctx: click.Context, home: str | None) -> None:
 
 def _register() -> None:
     # Subcommand modules import the runtime; registering them here keeps each module small.
-    from resident.cli import bench, home, members, memory, realm, replication, run  # noqa: PLC0415
+    from resident.cli import bench, home, knowledge, mcp, members, memory, realm, replication, run  # noqa: PLC0415
 
-    for module in (run, home, memory, members, realm, replication, bench):
+    for module in (run, home, memory, members, realm, replication, bench, knowledge, mcp):
         for command in module.COMMANDS:
             cli.add_command(command)
 
