@@ -50,7 +50,7 @@ from resident.store.tables import PAGE_DIGESTS, PAGE_SOURCES, PAGES
 if TYPE_CHECKING:
     from resident.runtime.runtime import Runtime
 
-__all__ = ["MAX_FILE_BYTES", "WINDOW_FILES", "Progress", "ingest"]
+__all__ = ["MAX_FILE_BYTES", "WINDOW_FILES", "Progress", "held_in_bank", "ingest"]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 # Files planned and handed to the writer together: their writes share commits.
@@ -232,7 +232,7 @@ def _plan_pages(
             return ""  # the file's own page, unchanged: kept, not a duplicate
         if digest in tally.seen:
             return f"the same text is in {tally.seen[digest]}"
-        return _held_in_bank(reader, bank, digest)
+        return held_in_bank(reader, bank, digest)
 
     for draft in split_document(file.text, file.source.kind, file.source.path.stem):
         verdict = judge(draft, held)
@@ -266,7 +266,8 @@ def _plan_pages(
     )
 
 
-def _held_in_bank(reader: Reader, bank: str, digest: str) -> str | None:
+def held_in_bank(reader: Reader, bank: str, digest: str) -> str | None:
+    """Where `bank` already holds an active page of that content digest (None: it does not)."""
     holder = reader.get(PAGE_DIGESTS, page_key(bank, digest))
     if holder is None:
         return None

@@ -520,7 +520,14 @@ def _entry_proposed(view: View, event: EntryProposed) -> None:
     _insert_entry(view, event.entry)
 
 
-@projection(EntryImported, check=lambda view, event: view.get(KNOWLEDGE_ENTRIES, event.entry.id) is None)
+def _importable(view: View, event: EntryImported) -> bool:
+    # Imported knowledge carries no evidence of this home: it can only ever be legacy.
+    if event.entry.state != "legacy_unverified":
+        raise InvalidInput(f"an imported entry is legacy_unverified, not {event.entry.state}")
+    return view.get(KNOWLEDGE_ENTRIES, event.entry.id) is None
+
+
+@projection(EntryImported, check=_importable)
 def _entry_imported(view: View, event: EntryImported) -> None:
     _insert_entry(view, event.entry)
 
