@@ -37,7 +37,10 @@ DOCS: dict[str, str] = {
         "# Despliegue\n\nLa migración de la base de datos se ejecuta antes del despliegue a producción.\n\n"
         "## Reversión\n\nUna reversión devuelve la versión anterior en pocos minutos.\n"
     ),
-    "bushu.md": "# 部署指南\n\n部署前必须先迁移数据库，否则服务会崩溃。\n\n## 回滚\n\n回滚会在几分钟内恢复上一个版本。\n",
+    "bushu.md": (
+        "# 部署指南\n\n部署前必须先迁移数据库，否则服务会崩溃。\n\n"  # noqa: RUF001 - Chinese punctuation, on purpose
+        "## 回滚\n\n回滚会在几分钟内恢复上一个版本。\n"
+    ),
 }
 
 

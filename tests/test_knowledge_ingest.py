@@ -10,7 +10,7 @@ import pytest
 
 from resident import Runtime
 from resident.errors import IngestInvalid, InvalidInput, KnowledgeDisabled, NotVisible, UnknownBank, UnknownMember
-from resident.messages.knowledge import PageAdmitted, PageSuperseded, SourceIngested
+from resident.messages.knowledge import Page, PageAdmitted, PageSuperseded, SourceIngested
 from resident.messages.memory import Principal
 from resident.store.tables import PAGE_SOURCES, PAGES
 from tests.knowledge_helpers import DOCS, open_knowledge, write_docs
@@ -24,7 +24,7 @@ def rt(tmp_path: Path) -> Iterator[Runtime]:
         yield runtime
 
 
-def pages_of(rt: Runtime) -> dict[str, object]:
+def pages_of(rt: Runtime) -> dict[str, Page]:
     with rt._internal.store.reader() as reader:
         return dict(reader.items(PAGES))
 
@@ -56,20 +56,21 @@ def test_reingesting_unchanged_files_admits_nothing(rt: Runtime, tmp_path: Path)
 def test_a_changed_file_supersedes_its_changed_pages_and_keeps_the_rest(rt: Runtime, tmp_path: Path) -> None:
     docs = write_docs(tmp_path / "docs")
     first = rt.knowledge.ingest("handbook", [docs / "deploy.md"])
-    kept_id = next(p for p in first.pages if pages_of(rt)[p].title == "Rollback")  # type: ignore[attr-defined]
+    kept_id = next(p for p in first.pages if pages_of(rt)[p].title == "Rollback")
     (docs / "deploy.md").write_text(DOCS["deploy.md"].replace("crash-looped", "broke"), encoding="utf-8")
     second = rt.knowledge.ingest("handbook", [docs / "deploy.md"])
     assert (second.admitted, second.superseded) == (1, 1)
     pages = pages_of(rt)
-    old = next(p for p in pages.values() if p.title == "Deploy guide" and p.state == "superseded")  # type: ignore
+    old = next(p for p in pages.values() if p.title == "Deploy guide" and p.state == "superseded")
     new = pages[second.pages[0]]
-    assert old.superseded_by == new.id and new.state == "active"  # type: ignore[attr-defined]
-    assert pages[kept_id].state == "active"  # type: ignore[attr-defined]
+    assert old.superseded_by == new.id
+    assert new.state == "active"
+    assert pages[kept_id].state == "active"
     with rt._internal.store.reader() as reader:
         [(_, source)] = list(reader.items(PAGE_SOURCES))
-    assert set(source.pages) == {kept_id, new.id}  # type: ignore[attr-defined]
+    assert set(source.pages) == {kept_id, new.id}
     superseded = [e for e in events_of(rt) if isinstance(e, PageSuperseded)]
-    assert [e.id for e in superseded] == [old.id]  # type: ignore[attr-defined]
+    assert [e.id for e in superseded] == [old.id]
 
 
 def test_the_same_text_is_kept_once_per_bank(rt: Runtime, tmp_path: Path) -> None:
@@ -77,7 +78,8 @@ def test_the_same_text_is_kept_once_per_bank(rt: Runtime, tmp_path: Path) -> Non
     report = rt.knowledge.ingest("handbook", [docs])
     assert report.admitted == 1
     [skip] = report.skipped
-    assert skip.reason.startswith("duplicate:") and skip.title == "Same"
+    assert skip.reason.startswith("duplicate:")
+    assert skip.title == "Same"
 
 
 def test_files_that_cannot_be_ingested_are_rejected_with_their_reason(rt: Runtime, tmp_path: Path) -> None:
@@ -123,7 +125,8 @@ def test_a_file_name_that_is_not_utf8_is_rejected_not_stored(rt: Runtime, tmp_pa
     (docs / os.fsdecode(b"bad\xff.md")).write_text("# T\nbody\n", encoding="utf-8")
     report = rt.knowledge.ingest("handbook", [docs])
     [rejection] = report.rejected
-    assert "not valid UTF-8" in rejection.reason and "\\xff" in rejection.path
+    assert "not valid UTF-8" in rejection.reason
+    assert "\\xff" in rejection.path
     assert report.admitted == 0
 
 
@@ -159,7 +162,8 @@ def test_an_ingest_racing_another_on_the_same_file_is_refused_whole(rt: Runtime,
     from resident.messages.store import Commit  # noqa: PLC0415
 
     [refusal] = rt._internal.write_each([Commit(events=(stale,))])
-    assert refusal is not None and "again meanwhile" in str(refusal)
+    assert refusal is not None
+    assert "again meanwhile" in str(refusal)
 
 
 def test_knowledge_is_refused_while_it_is_off(tmp_path: Path) -> None:
@@ -167,7 +171,7 @@ def test_knowledge_is_refused_while_it_is_off(tmp_path: Path) -> None:
         for call in (
             lambda: rt.knowledge.create_bank("x"),
             lambda: rt.knowledge.search("x", "q"),
-            lambda: rt.knowledge.entries(),
+            rt.knowledge.entries,
             lambda: rt.knowledge.context("deven", "p", "r"),
         ):
             with pytest.raises(KnowledgeDisabled, match=r"\[knowledge\] enabled = true"):

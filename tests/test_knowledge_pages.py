@@ -28,7 +28,9 @@ def test_headings_inside_fenced_code_are_code() -> None:
     text = "# Shell\n```sh\n# not a heading\necho hi\n```\nafter\n~~~\n## still code\n~~~\n"
     [(title, body)] = titles(text)
     assert title == "Shell"
-    assert "# not a heading" in body and "## still code" in body and "after" in body
+    assert "# not a heading" in body
+    assert "## still code" in body
+    assert "after" in body
 
 
 def test_setext_underlines_make_headings_and_front_matter_is_left_out() -> None:
@@ -90,7 +92,7 @@ def test_a_text_the_bank_holds_is_a_duplicate_not_a_refusal() -> None:
     assert verdict == Duplicate(digest=digest, where="page p1")
 
 
-@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60), max_size=12))
+@given(st.lists(st.text(max_size=60), max_size=12))
 def test_splitting_never_loses_a_line_of_text(lines: list[str]) -> None:
     text = "\n".join(lines)
     assume(not text.lstrip("\n").startswith("---"))  # front matter is left out on purpose

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -50,7 +49,8 @@ def test_a_hit_carries_title_source_score_and_a_snippet_around_the_match(rt: Run
     [hit, *_] = rt.knowledge.search("handbook", "rollback release")
     assert hit.title == "Rollback"
     assert hit.source == str((tmp_path / "docs" / "deploy.md").resolve())
-    assert hit.score > 0 and hit.state == "active"
+    assert hit.score > 0
+    assert hit.state == "active"
     assert "rollback target" in hit.snippet
 
 
@@ -100,9 +100,9 @@ def test_a_missing_or_damaged_index_is_rebuilt_from_lmdb(tmp_path: Path) -> None
     with Runtime.open(home, realm="none") as rt:
         assert rt.knowledge.index_status().rebuilt
         assert titles(rt, "despliegue")[0] == "Despliegue"
-    for name in os.listdir(index):
-        if name.endswith(".idx") or name == "meta.json":
-            (index / name).write_bytes(b"garbage")
+    for path in index.iterdir():
+        if path.suffix == ".idx" or path.name == "meta.json":
+            path.write_bytes(b"garbage")
     with Runtime.open(home, realm="none") as rt:
         assert rt.knowledge.index_status().pages == 6
         assert titles(rt, "database migration")[0] == "Deploy guide"
