@@ -75,7 +75,9 @@ def test_no_subject_ever_sees_an_entry_it_is_not_entitled_to(tmp_path: Path) -> 
         assert {e.title for e in rt.knowledge.context("alice", "alpha", "alpha")} == {
             "alpha project", "alpha alice private",
         }
-        assert {e.title for e in rt.knowledge.context("alice", "beta", "beta")} == {"beta project", "beta alice private"}
+        assert {e.title for e in rt.knowledge.context("alice", "beta", "beta")} == {
+            "beta project", "beta alice private",
+        }
 
         @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
         @given(
