@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -17,11 +18,12 @@ from resident.messages.store import Commit
 from tests.knowledge_helpers import candidate, enable_knowledge, entries_of, evidence_chain, open_knowledge, write_docs
 from tests.memory_helpers import events_of
 
-LEGACY = [
+LEGACY: list[dict[str, Any]] = [
     {"project": "resident", "repository": "resident", "kind": "decision", "title": "Use LMDB",
      "body": "All durable state lives in LMDB.", "state": "verified", "id": "old-1"},
     {"project": "resident", "repository": "resident", "kind": "fact", "title": "Writers",
-     "body": "One writer.", "visibility": "private", "owner": "deven", "sources": [{"ref": "https://x/y", "digest": ""}]},
+     "body": "One writer.", "visibility": "private", "owner": "deven",
+     "sources": [{"ref": "https://x/y", "digest": ""}]},
 ]
 
 
