@@ -84,11 +84,13 @@ def banks_list(state: CliState, as_json: bool) -> None:
 
 @contextmanager
 def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
-    if not enabled:
+    """A progress bar on stderr, only where someone watches it (a terminal, and not --json)."""
+    console = Console(stderr=True)
+    if not enabled or not console.is_terminal:
         yield None
         return
     columns = (TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("files"), TimeRemainingColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    with Progress(*columns, console=console, transient=True) as bar:
         yield bar
 
 
