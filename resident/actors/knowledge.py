@@ -57,18 +57,19 @@ def _indexed(page: Page) -> IndexedPage:
     return IndexedPage(id=page.id, bank=page.bank, state=page.state, text=f"{page.title}\n{page.body}")
 
 
-def _touched(events: Iterable[AnyEvent]) -> set[str]:
-    """The pages whose indexed form the events may have changed."""
-    touched: set[str] = set()
+def _touched(events: Iterable[AnyEvent]) -> tuple[set[str], set[str]]:
+    """The pages the events admitted, and those whose indexed form they changed."""
+    admitted: set[str] = set()
+    changed: set[str] = set()
     for event in events:
         match event:
             case PageAdmitted(page=page):
-                touched.add(page.id)
+                admitted.add(page.id)
             case PageSuperseded(id=page_id):
-                touched.add(page_id)
+                changed.add(page_id)
             case _:
                 pass
-    return touched
+    return admitted, changed
 
 
 class KnowledgeIndexer(SupervisedActor):
@@ -156,11 +157,15 @@ class KnowledgeIndexer(SupervisedActor):
             events = list(reader.events(since=self._cursor.seq + 1))
             if not events:
                 return
-            touched = _touched(event for _, event in events)
-            pages = [page for page in (reader.get(PAGES, page_id) for page_id in sorted(touched)) if page is not None]
+            admitted, changed = _touched(event for _, event in events)
+            # A page admitted after the cursor is not in the index yet, unless changed since: only
+            # pages the index may already hold are replaced (see `SearchIndex.apply`).
+            replaced = changed - admitted
+            wanted = sorted(admitted | changed)
+            pages = [page for page in (reader.get(PAGES, page_id) for page_id in wanted) if page is not None]
         last_seq, last_event = events[-1]
         cursor = Cursor(seq=last_seq, digest=_event_digest(last_event))
-        index.apply(touched, [_indexed(page) for page in pages], cursor)
+        index.apply(replaced, [_indexed(page) for page in pages], cursor)
         self._cursor = cursor
 
     def _rebuild(self) -> None:

@@ -25,7 +25,6 @@ MAX_TITLE_CHARS = 200
 PAGE_KINDS: frozenset[PageKind] = frozenset({"markdown", "text"})
 # C0 controls but tab, newline and carriage return; DEL; C1 controls.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_SPACE_RUN = re.compile(r"\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +60,7 @@ def page_digest(kind: str, title: str, body: str) -> str:
 
 def judge(draft: Draft, held: Callable[[str], str | None]) -> Verdict:
     """The gate's verdict on one draft; `held(digest)` names where that text already is, if anywhere."""
-    title = _SPACE_RUN.sub(" ", draft.title).strip()
+    title = " ".join(draft.title.split())
     refusal = _refusal(draft, title)
     if refusal is not None:
         return Refuse(refusal)
@@ -85,6 +84,6 @@ def _refusal(draft: Draft, title: str) -> str | None:
         return (
             f"the page is {len(draft.body)} characters; the limit is {MAX_PAGE_CHARS} — split it with more headings"
         )
-    if _CONTROL.search(title) or _CONTROL.search(draft.body):
+    if _CONTROL.search(draft.body) or _CONTROL.search(title):
         return "the page holds control characters (binary data or terminal escapes); remove them"
     return None

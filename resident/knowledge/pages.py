@@ -25,7 +25,10 @@ MAX_PAGE_CHARS = 16_000
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdown", ".mkd"})
 TEXT_SUFFIXES = frozenset({".txt", ".text"})
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+# A line can only open a heading, an underline or a fence if it starts with one of these (after up
+# to three spaces); the regular expressions run only on such lines, a tenth of a typical document's.
+_MARKERS = frozenset("#=-`~")
+_ATX = re.compile(r" {0,3}#{1,6}(?=[ \t]|$)")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _BLANK_RUN = re.compile(r"\n[ \t]*\n")
@@ -62,35 +65,56 @@ def split_document(text: str, kind: PageKind, name: str) -> list[Draft]:
 def _markdown_pages(text: str, name: str) -> list[Draft]:
     lines = _without_front_matter(text.split("\n"))
     sections: list[tuple[str, list[str]]] = [(name, [])]
+    body = sections[-1][1]
     fence: str | None = None
     for line in lines:
+        marker = line.lstrip(" ")[:1]
+        if marker not in _MARKERS:
+            body.append(line)
+            continue
         if fence is not None:
-            sections[-1][1].append(line)
-            if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+            body.append(line)
+            stripped = line.strip()
+            if stripped.startswith(fence) and not stripped.strip(fence[0]):
                 fence = None
             continue
-        opening = _FENCE.match(line)
-        if opening is not None:
-            fence = opening.group(1)
-            sections[-1][1].append(line)
+        if marker in "`~":
+            opening = _FENCE.match(line)
+            fence = opening.group(1) if opening is not None else None
+            body.append(line)
             continue
-        heading = _ATX.match(line)
-        if heading is not None:
-            sections.append(((heading.group(2) or "").strip(), []))
-            continue
-        body = sections[-1][1]
-        if _SETEXT.match(line) and body and body[-1].strip() and (len(body) == 1 or not body[-2].strip()):
-            # The underline turns the paragraph line above it into a heading of its own section.
-            title = body.pop().strip()
+        title = _atx_title(line) if marker == "#" else None
+        if title is not None:
             sections.append((title, []))
+            body = sections[-1][1]
+            continue
+        if marker in "=-" and _SETEXT.match(line) and body and body[-1].strip() and (
+            len(body) == 1 or not body[-2].strip()
+        ):
+            # The underline turns the paragraph line above it into a heading of its own section.
+            sections.append((body.pop().strip(), []))
+            body = sections[-1][1]
             continue
         body.append(line)
     drafts: list[Draft] = []
     for title, body_lines in sections:
-        text = "\n".join(body_lines).strip("\n")
-        if text.strip():
-            drafts.append(Draft(kind="markdown", title=title, body=text, ordinal=len(drafts)))
+        content = "\n".join(body_lines).strip("\n")
+        if content.strip():
+            drafts.append(Draft(kind="markdown", title=title, body=content, ordinal=len(drafts)))
     return drafts
+
+
+def _atx_title(line: str) -> str | None:
+    """The title of an ATX heading line (`## Title ##`), or None if the line is not one."""
+    opening = _ATX.match(line)
+    if opening is None:
+        return None
+    rest = line[opening.end() :].strip()
+    # A closing sequence of `#`s is dropped when a space separates it from the title (or it is all).
+    unclosed = rest.rstrip("#")
+    if not unclosed or unclosed[-1] in " \t":
+        rest = unclosed.rstrip()
+    return rest
 
 
 def _without_front_matter(lines: list[str]) -> list[str]:

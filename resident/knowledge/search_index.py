@@ -36,7 +36,7 @@ __all__ = ["INDEX_DIR", "Cursor", "IndexedPage", "SearchIndex"]
 
 INDEX_DIR = "knowledge-index"
 # Bump the first number when the schema changes; the analysis tag changes with memory's analysis.
-FORMAT = f"resident-knowledge-index 1 {TERMS_TAG.decode('ascii')}\n"
+FORMAT = f"resident-knowledge-index 2 {TERMS_TAG.decode('ascii')}\n"
 _FORMAT_FILE = "FORMAT"
 _CURSOR = "cursor"
 _PAGE = "page"
@@ -164,15 +164,17 @@ class SearchIndex:
 
     # -- writing ----------------------------------------------------------------------------------
 
-    def apply(self, removed: Iterable[str], pages: Sequence[IndexedPage], cursor: Cursor | None) -> None:
-        """Drop the pages `removed`, (re)index `pages`, move the cursor: one commit, then reload.
+    def apply(self, replaced: Iterable[str], pages: Sequence[IndexedPage], cursor: Cursor | None) -> None:
+        """Drop the documents of the pages `replaced`, index `pages`, move the cursor: one commit, then reload.
 
-        Every page in `pages` replaces any earlier document of that page, so applying a change
-        again (a catch-up that read events the index had already taken in) leaves the same index.
-        A `None` cursor removes it: a rebuild's batches before the last leave the index unfinished.
+        A page not in `replaced` must be new to the index. That holds for every page admitted after
+        the cursor, because the cursor moves in the same commit as the documents it covers: an
+        index never holds a page whose admission lies beyond its cursor. (Deleting every page
+        first would be simpler, and cost a term lookup per page in every segment.) A `None` cursor
+        removes it: the batches of a rebuild before its last leave the index unfinished.
         """
         writer = self._require_writer()
-        for page_id in {*removed, *(page.id for page in pages)}:
+        for page_id in set(replaced):
             writer.delete_documents_by_term("page", page_id)
         writer.delete_documents_by_term("kind", _CURSOR)
         for page, tokens in zip(pages, token_texts([page.text for page in pages]), strict=True):

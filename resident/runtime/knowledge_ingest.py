@@ -10,9 +10,10 @@ resolved path and the SHA-256 of its bytes, split into pages and judged page by 
 A file whose digest is the one last ingested into the bank admits nothing. A changed file keeps its
 pages whose text did not change, supersedes the others and admits its new ones; all of that, with
 the file's new source record, is one write that lands whole or not at all (and is refused whole if
-another ingest of the same file or text landed meanwhile). Writes go to the writer a window at a
-time, so their commits are shared, and the indexer is nudged after each window so indexing runs
-beside the next window's reading; the ingest returns once the index holds every admitted page.
+another ingest of the same file or text landed meanwhile). Writes go to the writer a window of
+files at a time, so they share commits, and while one window commits the next is read and
+planned; the indexer is nudged after each window so indexing runs beside both. The ingest returns
+once the index holds every admitted page.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from resident.store.store import Reader
 from resident.store.tables import PAGE_DIGESTS, PAGE_SOURCES, PAGES
 
 if TYPE_CHECKING:
-    from resident.runtime.runtime import Runtime
+    from resident.runtime.runtime import PendingWrites, Runtime
 
 __all__ = ["MAX_FILE_BYTES", "WINDOW_FILES", "Progress", "held_in_bank", "ingest"]
 
@@ -87,14 +88,23 @@ def ingest(
     if progress is not None:
         progress(0, total)
     indexer = runtime.wiring.knowledge
+    # One window is read and planned while the previous one's writes commit.
+    in_flight: tuple[list[_Plan], PendingWrites] | None = None
     for start in range(0, total, WINDOW_FILES):
         window = sources[start : start + WINDOW_FILES]
-        planned = [_plan(runtime, bank, source, tally) for source in window]
-        _write(runtime, [plan for plan in planned if plan is not None], tally)
-        if indexer is not None:
-            indexer.tell(CatchUpIndex())
-        if progress is not None:
-            progress(start + len(window), total)
+        plans = [plan for plan in (_plan(runtime, bank, source, tally) for source in window) if plan is not None]
+        sent = (plans, runtime._internal.send_each([plan.commit for plan in plans]))
+        if in_flight is not None:
+            _count(*in_flight, tally)
+            if indexer is not None:
+                indexer.tell(CatchUpIndex())
+            if progress is not None:
+                progress(start, total)
+        in_flight = sent
+    if in_flight is not None:
+        _count(*in_flight, tally)
+    if progress is not None:
+        progress(total, total)
     if indexer is not None:
         indexer.ask(CatchUpIndex())
     return IngestReport(
@@ -280,12 +290,9 @@ def held_in_bank(reader: Reader, bank: str, digest: str) -> str | None:
 # -- writing -------------------------------------------------------------------------------------
 
 
-def _write(runtime: Runtime, plans: Sequence[_Plan], tally: _Tally) -> None:
-    """Hand every planned write to the writer at once, then count what each did."""
-    if not plans:
-        return
-    outcomes = runtime._internal.write_each([plan.commit for plan in plans])
-    for plan, error in zip(plans, outcomes, strict=True):
+def _count(plans: Sequence[_Plan], pending: PendingWrites, tally: _Tally) -> None:
+    """Wait for a window's writes and count what each did."""
+    for plan, error in zip(plans, pending.outcomes(), strict=True):
         if error is None:
             tally.admitted += plan.admitted
             tally.superseded += plan.superseded

@@ -82,14 +82,30 @@ class Internals:
         One outcome per write, in order: None when it is durable, else the error that refused it.
         A timeout is raised rather than returned: such a write may still land.
         """
+        return self.send_each(commits).outcomes(timeout)
+
+    def send_each(self, commits: Sequence[Commit]) -> PendingWrites:
+        """Hand several independent writes to the writer and return at once; their outcomes come later."""
         self._runtime.check_open()
         writer = self._runtime.wiring.writer
         replies = [ThreadReply(writer.name) for _ in commits]
         writer.deliver(list(zip(commits, replies, strict=True)))
+        return PendingWrites(replies, writer.default_timeout)
+
+
+class PendingWrites:
+    """Writes handed to the writer whose outcomes are not collected yet."""
+
+    def __init__(self, replies: list[ThreadReply], default_timeout: float) -> None:
+        self._replies = replies
+        self._default_timeout = default_timeout
+
+    def outcomes(self, timeout: float | None = None) -> list[Exception | None]:
+        """Wait for each write: None when it is durable, else the error that refused it (timeouts raise)."""
         outcomes: list[Exception | None] = []
-        for reply in replies:
+        for reply in self._replies:
             try:
-                reply.wait(writer.default_timeout if timeout is None else timeout)
+                reply.wait(self._default_timeout if timeout is None else timeout)
             except AskTimeout:
                 raise
             except ResidentError as error:
