@@ -37,6 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,7 @@ if not __package__:
     # Run as `python bench/knowledge.py`: make the repository root importable for the sibling module.
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.recall_index import _percentile, synthetic_queries, synthetic_texts
+from bench.timing import Stopwatch
 
 PAGES_PER_FILE = 25
 FTS_WINDOW = 64
@@ -91,23 +93,23 @@ def trigram_query(query: str) -> str | None:
 # -- ours and the peer ---------------------------------------------------------------------------
 
 
-def ingest_resident(home: Path, folder: Path) -> tuple[Runtime, float, int]:
+def ingest_resident(home: Path, folder: Path) -> tuple[Runtime, Ingest]:
     home.mkdir(parents=True)
     (home / "resident.toml").write_text(KNOWLEDGE_ON, encoding="utf-8")
     runtime = Runtime.open(home, realm="none")
     runtime.knowledge.create_bank("bench")
-    started = time.perf_counter()
+    watch = Stopwatch()
     report = runtime.knowledge.ingest("bench", [folder])
-    return runtime, time.perf_counter() - started, report.admitted
+    return runtime, Ingest(report.admitted, *watch.stop())
 
 
-def ingest_fts5(path: Path, folder: Path) -> tuple[sqlite3.Connection, float, int]:
+def ingest_fts5(path: Path, folder: Path) -> tuple[sqlite3.Connection, Ingest]:
     database = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     database.execute("PRAGMA journal_mode=WAL")
     database.execute("PRAGMA synchronous=FULL")
     database.execute("CREATE VIRTUAL TABLE pages USING fts5(title, body, source UNINDEXED, tokenize='trigram')")
     files = sorted(folder.iterdir())
-    started = time.perf_counter()
+    watch = Stopwatch()
     count = 0
     for window in range(0, len(files), FTS_WINDOW):
         rows = [
@@ -119,7 +121,7 @@ def ingest_fts5(path: Path, folder: Path) -> tuple[sqlite3.Connection, float, in
         database.executemany("INSERT INTO pages (title, body, source) VALUES (?, ?, ?)", rows)
         database.execute("COMMIT")
         count += len(rows)
-    return database, time.perf_counter() - started, count
+    return database, Ingest(count, *watch.stop())
 
 
 def search_both(runtime: Runtime, database: sqlite3.Connection, queries: Sequence[str]) -> dict[str, Any]:
@@ -146,22 +148,59 @@ def search_both(runtime: Runtime, database: sqlite3.Connection, queries: Sequenc
     }
 
 
-def run_size(size: int, workdir: Path, queries: Sequence[str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Ingest:
+    """One ingest run: pages taken in, wall seconds, and CPU seconds of the whole process."""
+
+    pages: int
+    seconds: float
+    cpu: float
+
+    @property
+    def rate(self) -> float:
+        return self.pages / self.seconds
+
+
+def _summary(runs: Sequence[Ingest]) -> dict[str, float]:
+    """The median run's pages/s and CPU per page over alternating rounds (the load moves between them)."""
+    return {
+        "ingest_pages_per_s": statistics.median(run.rate for run in runs),
+        "ingest_cpu_us_per_page": statistics.median(run.cpu / run.pages * 1e6 for run in runs),
+        "pages": runs[0].pages,
+    }
+
+
+def run_size(size: int, workdir: Path, queries: Sequence[str], rounds: int) -> dict[str, Any]:
+    """Ingest rounds, ours and the peer's alternating on fresh stores, then searches on the last of each."""
     folder = workdir / f"corpus-{size}"
     write_corpus(folder, page_texts(size))
-    runtime, seconds, admitted = ingest_resident(workdir / f"home-{size}", folder)
+    ours: list[Ingest] = []
+    theirs: list[Ingest] = []
+    runtime: Runtime | None = None
+    database: sqlite3.Connection | None = None
     try:
-        database, fts_seconds, inserted = ingest_fts5(workdir / f"fts5-{size}.db", folder)
-        try:
-            search = search_both(runtime, database, queries)
-        finally:
-            database.close()
+        for round_number in range(rounds):
+            for closable in (runtime, database):
+                if closable is not None:
+                    closable.close()
+            runtime, ingest = ingest_resident(workdir / f"home-{size}-{round_number}", folder)
+            ours.append(ingest)
+            database, ingest = ingest_fts5(workdir / f"fts5-{size}-{round_number}.db", folder)
+            theirs.append(ingest)
+        assert runtime is not None
+        assert database is not None
+        search = search_both(runtime, database, queries)
     finally:
-        runtime.close()
+        for closable in (runtime, database):
+            if closable is not None:
+                closable.close()
+    mine, peer = _summary(ours), _summary(theirs)
     return {
         "pages": size,
-        "resident": {"ingest_pages_per_s": admitted / seconds, "pages": admitted, **search["resident"]},
-        "fts5": {"ingest_pages_per_s": inserted / fts_seconds, "pages": inserted, **search["fts5"]},
+        "rounds": rounds,
+        "resident": {**mine, **search["resident"]},
+        "fts5": {**peer, **search["fts5"]},
+        "ingest_ratio": mine["ingest_pages_per_s"] / peer["ingest_pages_per_s"],
         "queries_with_hits": search["queries_with_hits"],
     }
 
@@ -321,6 +360,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--sizes", default="10000,100000", help="page counts, comma-separated")
     parser.add_argument("--searches", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3, help="ingest rounds per size up to 20k pages (1 above)")
     parser.add_argument("--engines", action="store_true", help="also compare the candidate index engines")
     parser.add_argument("--dir", type=Path, default=None, help="where to work (default: a temporary directory)")
     args = parser.parse_args()
@@ -331,7 +371,7 @@ def main() -> None:
         report: dict[str, Any] = {"targets": TARGETS, "sizes": [], "searches": len(queries)}
         for size in sizes:
             print(f"knowledge: {size} pages ...", file=sys.stderr, flush=True)
-            report["sizes"].append(run_size(size, workdir, queries))
+            report["sizes"].append(run_size(size, workdir, queries, args.rounds if size <= 20_000 else 1))
         report["context"] = context_latency(workdir)
         if args.engines:
             report["engines"] = {"pages": sizes[0], **engines(page_texts(sizes[0]), queries, workdir)}
@@ -342,9 +382,11 @@ def main() -> None:
         return
     for entry in report["sizes"]:
         ours, theirs = entry["resident"], entry["fts5"]
-        print(f"{entry['pages']:>7} pages  ingest {ours['ingest_pages_per_s']:8.0f} vs fts5 "
-              f"{theirs['ingest_pages_per_s']:8.0f} pages/s   search p50/p99 {ours['p50_ms']:.1f}/{ours['p99_ms']:.1f} "
-              f"vs fts5 {theirs['p50_ms']:.1f}/{theirs['p99_ms']:.1f} ms   hits {entry['queries_with_hits']}")
+        print(f"{entry['pages']:>7} pages  ingest {ours['ingest_pages_per_s']:6.0f} vs fts5 "
+              f"{theirs['ingest_pages_per_s']:6.0f} pages/s ({entry['ingest_ratio']:.2f}x; CPU "
+              f"{ours['ingest_cpu_us_per_page']:.0f} vs {theirs['ingest_cpu_us_per_page']:.0f} µs/page)   "
+              f"search p50/p99 {ours['p50_ms']:.1f}/{ours['p99_ms']:.1f} vs fts5 "
+              f"{theirs['p50_ms']:.1f}/{theirs['p99_ms']:.1f} ms   hits {entry['queries_with_hits']}")
     context = report["context"]
     print(f"context, {context['entries']} verified entries: fresh p50/p99 {context['fresh']['p50_ms']:.1f}/"
           f"{context['fresh']['p99_ms']:.1f} ms, revalidating {context['revalidating']['p50_ms']:.1f}/"
