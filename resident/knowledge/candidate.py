@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 
 from resident.errors import CandidateInvalid
-from resident.knowledge.gate import MAX_TITLE_CHARS
+from resident.knowledge.gate import MAX_TITLE_CHARS, holds_control_characters
 from resident.knowledge.pages import MAX_PAGE_CHARS
 from resident.messages.coordination import Execution, Outcome, StepResult
 from resident.messages.knowledge import Dependency, EntryKind, EntrySource, KnowledgeEntry, Visibility
@@ -32,7 +32,6 @@ __all__ = ["HOST_FIELDS", "Candidate", "check_step", "parse_candidate", "propose
 
 HOST_FIELDS = frozenset({"repository", "project", "owner", "source", "sources", "provider", "fingerprint",
                          "dependencies", "state", "id", "evidence", "verified"})
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _ENTRY_ID = re.compile(r"kn_[0-9a-f]{28}")
 
 
@@ -76,7 +75,7 @@ def _checked(candidate: Candidate) -> Candidate:
         raise CandidateInvalid(
             f"a knowledge_candidate's title may hold {MAX_TITLE_CHARS} characters and its body {MAX_PAGE_CHARS}"
         )
-    if _CONTROL.search(title) or _CONTROL.search(body):
+    if holds_control_characters(title) or holds_control_characters(body):
         raise CandidateInvalid("the knowledge_candidate holds control characters; remove them")
     if candidate.supersedes is not None and not _ENTRY_ID.fullmatch(candidate.supersedes):
         raise CandidateInvalid(f"supersedes must name an entry id (kn_…), not {candidate.supersedes!r}")

@@ -19,7 +19,17 @@ from dataclasses import dataclass
 from resident.knowledge.pages import MAX_PAGE_CHARS, Draft
 from resident.messages.knowledge import PageKind
 
-__all__ = ["MAX_TITLE_CHARS", "PAGE_KINDS", "Admit", "Duplicate", "Refuse", "Verdict", "judge", "page_digest"]
+__all__ = [
+    "MAX_TITLE_CHARS",
+    "PAGE_KINDS",
+    "Admit",
+    "Duplicate",
+    "Refuse",
+    "Verdict",
+    "holds_control_characters",
+    "judge",
+    "page_digest",
+]
 
 MAX_TITLE_CHARS = 200
 PAGE_KINDS: frozenset[PageKind] = frozenset({"markdown", "text"})
@@ -53,6 +63,11 @@ class Refuse:
 Verdict = Admit | Duplicate | Refuse
 
 
+def holds_control_characters(text: str) -> bool:
+    """Whether `text` holds characters that are neither text nor tab, newline or carriage return."""
+    return _CONTROL.search(text) is not None
+
+
 def page_digest(kind: str, title: str, body: str) -> str:
     """The SHA-256 of a page's content: kind, title and body, NUL-separated."""
     return hashlib.sha256(f"{kind}\0{title}\0{body}".encode()).hexdigest()
@@ -84,6 +99,6 @@ def _refusal(draft: Draft, title: str) -> str | None:
         return (
             f"the page is {len(draft.body)} characters; the limit is {MAX_PAGE_CHARS} — split it with more headings"
         )
-    if _CONTROL.search(draft.body) or _CONTROL.search(title):
+    if holds_control_characters(draft.body) or holds_control_characters(title):
         return "the page holds control characters (binary data or terminal escapes); remove them"
     return None
