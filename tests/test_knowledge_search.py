@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -173,3 +174,17 @@ def test_a_process_killed_after_its_commit_leaves_pages_the_next_start_indexes(t
     with Runtime.open(home, realm="none") as rt:
         assert titles(rt, "迁移数据库")[0] == "部署指南"
         assert rt.knowledge.index_status().pages == 6
+
+
+def test_the_index_files_are_private_like_the_rest_of_the_home(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with open_knowledge(home) as rt:
+        rt.knowledge.create_bank("handbook")
+        rt.knowledge.ingest("handbook", [write_docs(tmp_path / "docs")])
+        rt.knowledge.reindex()
+    index = current_store_dir(home) / INDEX_DIR
+    entries = [index, *index.rglob("*")]
+    assert len(entries) > 3
+    assert {path.name: stat.S_IMODE(path.stat().st_mode) for path in entries} == {
+        path.name: 0o700 if path.is_dir() else 0o600 for path in entries
+    }

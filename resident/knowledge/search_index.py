@@ -119,6 +119,7 @@ class SearchIndex:
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.wait_merging_threads()
+            self._private()  # merges may have written segments since the last commit
 
     # -- reading ----------------------------------------------------------------------------------
 
