@@ -272,11 +272,11 @@ class CoordinatorControl:
             promote_candidates_of(runtime, execution.reviews)
         return self.execution(execution_id)
 
-    def accept(self, execution_id: str, *, by: str = "owner") -> Execution:
+    def accept(self, execution_id: str) -> Execution:
         """The owner accepts a step that succeeded; candidates it proposed are then put to the gate."""
         runtime = self._runtime
         self.execution(execution_id)
-        runtime.wiring.coordinator.ask(AcceptExecution(id=execution_id, by=by))
+        runtime.wiring.coordinator.ask(AcceptExecution(id=execution_id))
         if runtime.knowledge.enabled:
             promote_candidates_of(runtime, execution_id)
         return self.execution(execution_id)
