@@ -8,7 +8,15 @@ from pathlib import Path
 
 from resident.clock import ManualClock
 from resident.messages.knowledge import EntryProposed, EntryStaled, EntryVerified
-from tests.knowledge_helpers import DOCS, candidate, open_knowledge, owner_grant, work_item, write_docs
+from tests.knowledge_helpers import (
+    DOCS,
+    candidate,
+    evidence_chain,
+    open_knowledge,
+    owner_grant,
+    work_item,
+    write_docs,
+)
 from tests.memory_helpers import events_of
 
 
@@ -55,3 +63,27 @@ def test_ingest_search_promote_change_and_leave_context(tmp_path: Path) -> None:
         again = rt.knowledge.ingest("handbook", [docs])
         assert (again.admitted, again.superseded) == (1, 1)
         assert "drain" in rt.knowledge.search("handbook", "drain queue")[0].snippet
+
+
+def test_knowledge_state_is_rebuilt_exactly_from_its_events(tmp_path: Path) -> None:
+    clock = ManualClock()
+    repo = tmp_path / "repo"
+    docs = write_docs(repo / "docs")
+    (repo / "writer.py").write_text("WRITERS = 1\n", encoding="utf-8")
+    with open_knowledge(tmp_path / "home", clock=clock) as rt:
+        rt.knowledge.create_bank("handbook", owner="member:deven")
+        rt.knowledge.ingest("handbook", [docs])
+        (docs / "deploy.md").write_text("# Deploy guide\nShip on fridays.\n", encoding="utf-8")
+        rt.knowledge.ingest("handbook", [docs])
+        rt.knowledge.register_repository("resident", repo, members=["deven", "alice", "oliver"])
+        kept = evidence_chain(rt, files=("docs/bushu.md",), proposal=candidate("Kept")).entry
+        staled = evidence_chain(rt, proposal=candidate("Staled", kind="decision")).entry
+        evidence_chain(rt, accept=False, proposal=candidate("Waiting"))
+        assert kept is not None
+        assert staled is not None
+        (repo / "writer.py").write_text("WRITERS = 2\n", encoding="utf-8")
+        clock.advance(rt.knowledge.ttl * 2)
+        assert [e.id for e in rt.knowledge.context("alice", "resident", "resident")] == [kept.id]
+        assert rt.knowledge.entry(staled.id).state == "stale"
+        store = rt._internal.store
+        assert store.replay() == store.state_tables()
