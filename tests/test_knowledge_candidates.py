@@ -136,3 +136,14 @@ def test_verdicts_and_results_are_checked_on_finish(rt: Runtime) -> None:
         rt.coordinator.dispatch("t", "deven", role="implement", parent_grant=grant, reviews=session.execution.id)
     with pytest.raises(ValueError, match="project"):
         rt.coordinator.dispatch("t", "deven", role="implement", parent_grant=grant, work=work_item("../etc"))
+
+
+def test_only_a_step_that_succeeded_can_be_accepted_and_accepting_twice_changes_nothing(rt: Runtime) -> None:
+    failed = finish(rt, outcome="failed")
+    with pytest.raises(ValueError, match="only a step that succeeded"):
+        rt.coordinator.accept(failed.id)
+    done = finish(rt)
+    first = rt.coordinator.accept(done.id)
+    again = rt.coordinator.accept(done.id)
+    assert first.accepted_at == again.accepted_at
+    assert first.accepted_by == "owner"

@@ -154,3 +154,10 @@ def test_resident_mcp_serve_answers_a_real_client_over_stdio(rt: Runtime, tmp_pa
     listed, result = asyncio.run(run())
     assert listed == [CONTEXT_TOOL]
     assert titles(result) == ["alpha shared"]
+
+
+def test_a_session_dispatched_without_work_is_authorized_for_nothing(rt: Runtime) -> None:
+    bare = rt.coordinator.dispatch("chat", "alice", role="implement", parent_grant=owner_grant(rt))
+    result = call(rt, bare.token, {"project_id": "alpha", "repository_id": "alpha"})
+    assert result.is_error is True
+    assert "NotVisible" in result.content[0].text
