@@ -51,11 +51,14 @@ from resident.store.tables import PAGE_DIGESTS, PAGE_SOURCES, PAGES
 if TYPE_CHECKING:
     from resident.runtime.runtime import PendingWrites, Runtime
 
-__all__ = ["MAX_FILE_BYTES", "WINDOW_FILES", "Progress", "held_in_bank", "ingest"]
+__all__ = ["MAX_FILE_BYTES", "SLOWEST_INDEXING", "WINDOW_FILES", "Progress", "held_in_bank", "ingest"]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 # Files planned and handed to the writer together: their writes share commits.
 WINDOW_FILES = 64
+# Pages per second the indexer is assumed to manage at the least (a tenth of what it does on an idle
+# machine) when the ingest waits for it to hold every page.
+SLOWEST_INDEXING = 300.0
 Progress = Callable[[int, int], None]
 _BOM = "\ufeff"
 
@@ -106,7 +109,8 @@ def ingest(
     if progress is not None:
         progress(total, total)
     if indexer is not None:
-        indexer.ask(CatchUpIndex())
+        # The index may trail the writes by a large ingest's worth; give it the time that takes.
+        indexer.ask(CatchUpIndex(), max(indexer.default_timeout, len(tally.admitted) / SLOWEST_INDEXING))
     return IngestReport(
         bank=bank, files=total, admitted=len(tally.admitted), superseded=tally.superseded,
         skipped=tuple(tally.skipped), rejected=tuple(tally.rejected), pages=tuple(tally.admitted),
