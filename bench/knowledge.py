@@ -372,6 +372,7 @@ def main() -> None:
         for size in sizes:
             print(f"knowledge: {size} pages ...", file=sys.stderr, flush=True)
             report["sizes"].append(run_size(size, workdir, queries, args.rounds if size <= 20_000 else 1))
+            print(json.dumps(report["sizes"][-1]), file=sys.stderr, flush=True)
         report["context"] = context_latency(workdir)
         if args.engines:
             report["engines"] = {"pages": sizes[0], **engines(page_texts(sizes[0]), queries, workdir)}

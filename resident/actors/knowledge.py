@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Iterable
 from typing import Any
 
 from resident.knowledge.search_index import INDEX_DIR, Cursor, IndexedPage, SearchIndex
@@ -55,21 +54,6 @@ def _event_digest(event: AnyEvent) -> str:
 
 def _indexed(page: Page) -> IndexedPage:
     return IndexedPage(id=page.id, bank=page.bank, state=page.state, text=f"{page.title}\n{page.body}")
-
-
-def _touched(events: Iterable[AnyEvent]) -> tuple[set[str], set[str]]:
-    """The pages the events admitted, and those whose indexed form they changed."""
-    admitted: set[str] = set()
-    changed: set[str] = set()
-    for event in events:
-        match event:
-            case PageAdmitted(page=page):
-                admitted.add(page.id)
-            case PageSuperseded(id=page_id):
-                changed.add(page_id)
-            case _:
-                pass
-    return admitted, changed
 
 
 class KnowledgeIndexer(SupervisedActor):
@@ -152,21 +136,38 @@ class KnowledgeIndexer(SupervisedActor):
         return False
 
     def _catch_up(self) -> None:
+        """Take in every event committed so far, a batch of pages per index commit."""
+        while self._catch_up_batch():
+            pass
+
+    def _catch_up_batch(self) -> bool:
+        """Index the pages of the next events (up to `REBUILD_BATCH` of them); whether there were any."""
         index = self._require_index()
+        admitted: set[str] = set()
+        changed: set[str] = set()
+        last: tuple[int, AnyEvent] | None = None
         with self.store.reader() as reader:
-            events = list(reader.events(since=self._cursor.seq + 1))
-            if not events:
-                return
-            admitted, changed = _touched(event for _, event in events)
-            # A page admitted after the cursor is not in the index yet, unless changed since: only
-            # pages the index may already hold are replaced (see `SearchIndex.apply`).
-            replaced = changed - admitted
+            for seq, event in reader.events(since=self._cursor.seq + 1):
+                last = (seq, event)
+                match event:
+                    case PageAdmitted(page=page):
+                        admitted.add(page.id)
+                    case PageSuperseded(id=page_id):
+                        changed.add(page_id)
+                    case _:
+                        pass
+                if len(admitted) + len(changed) >= REBUILD_BATCH:
+                    break
+            if last is None:
+                return False
             wanted = sorted(admitted | changed)
             pages = [page for page in (reader.get(PAGES, page_id) for page_id in wanted) if page is not None]
-        last_seq, last_event = events[-1]
-        cursor = Cursor(seq=last_seq, digest=_event_digest(last_event))
-        index.apply(replaced, [_indexed(page) for page in pages], cursor)
+        cursor = Cursor(seq=last[0], digest=_event_digest(last[1]))
+        # A page admitted after the cursor is not in the index yet, even if changed since: only
+        # pages the index may already hold are replaced (see `SearchIndex.apply`).
+        index.apply(changed - admitted, [_indexed(page) for page in pages], cursor)
         self._cursor = cursor
+        return True
 
     def _rebuild(self) -> None:
         """A fresh index of every page in LMDB, its cursor written only with the last batch."""
