@@ -36,7 +36,7 @@ __all__ = ["INDEX_DIR", "Cursor", "IndexedPage", "SearchIndex"]
 
 INDEX_DIR = "knowledge-index"
 # Bump the first number when the schema changes; the analysis tag changes with memory's analysis.
-FORMAT = f"resident-knowledge-index 2 {TERMS_TAG.decode('ascii')}\n"
+FORMAT = f"resident-knowledge-index 3 {TERMS_TAG.decode('ascii')}\n"
 _FORMAT_FILE = "FORMAT"
 _CURSOR = "cursor"
 _PAGE = "page"
