@@ -100,7 +100,7 @@ def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
 @json_option
 @pass_state
 def ingest(state: CliState, bank: str, paths: tuple[Path, ...], as_json: bool) -> None:
-    """Ingest Markdown and plain text files (or folders of them) into BANK.
+    """Ingest each PATH... (Markdown and plain text files, or folders of them) into BANK.
 
     Each file is split into pages (Markdown by headings) and each page passes the ingest gate
     (size, title, kind, no control characters, one copy of a text per bank). Files unchanged since
@@ -215,9 +215,9 @@ def repos_list(state: CliState, as_json: bool) -> None:
 
 
 @knowledge.command()
-@click.option("--project", type=UTF8)
-@click.option("--repository", type=UTF8)
-@click.option("--state", "entry_state", type=click.Choice(ENTRY_STATES))
+@click.option("--project", type=UTF8, help="Only entries of this project.")
+@click.option("--repository", type=UTF8, help="Only entries of this repository.")
+@click.option("--state", "entry_state", type=click.Choice(ENTRY_STATES), help="Only entries in this state.")
 @json_option
 @pass_state
 def entries(
@@ -259,16 +259,20 @@ def promote(state: CliState, entry_id: str, as_json: bool) -> None:
 
 @knowledge.command()
 @click.option("--member", type=UTF8, required=True, help="The member the context is for.")
-@click.option("--project", type=UTF8, required=True)
-@click.option("--repository", type=UTF8, required=True)
-@click.option("-k", "k", type=click.IntRange(1, MAX_CONTEXT_K), default=DEFAULT_CONTEXT_K, show_default=True)
+@click.option("--project", type=UTF8, required=True, help="The project the work is in.")
+@click.option("--repository", type=UTF8, required=True, help="The repository the work is in.")
+@click.option("-k", "k", type=click.IntRange(1, MAX_CONTEXT_K), default=DEFAULT_CONTEXT_K, show_default=True,
+              help=f"At most this many entries (at most {MAX_CONTEXT_K}).")
 @click.argument("query", type=UTF8, required=False)
 @json_option
 @pass_state
 def context(
     state: CliState, member: str, project: str, repository: str, k: int, query: str | None, as_json: bool
 ) -> None:
-    """The verified entries MEMBER may use for PROJECT and REPOSITORY, each revalidated now."""
+    """The verified entries MEMBER may use for PROJECT and REPOSITORY, each revalidated now.
+
+    QUERY, when given, ranks them and leaves out those it does not match.
+    """
     with open_runtime(state) as runtime:
         found = runtime.knowledge.context(member, project, repository, query, k=k)
     if as_json:
