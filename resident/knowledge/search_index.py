@@ -9,11 +9,11 @@ commit as the page changes it covers, so after a crash the index is exactly as o
 catching up replays the events after it. The digest tells an index from another store's apart:
 if the event under the cursor is not the one it names, the index is rebuilt.
 
-Why tantivy (see `bench/RESULTS.md`, "knowledge"): at 100k pages it answers BM25 queries in a few
-milliseconds with a flat tail thanks to block-max pruning, opens in milliseconds because its
-segments are memory-mapped files, and takes pages in faster than SQLite FTS5; the in-memory numpy
-index memory recall uses would have to be rebuilt from LMDB by every process that opens the home
-(tens of seconds at 100k pages), and FTS5 and an LMDB posting table were ten times slower to search.
+Why tantivy (see `bench/RESULTS.md`, "Knowledge"): at 100k pages it answers BM25 queries in a few
+milliseconds with a flat tail thanks to block-max pruning, and opens in milliseconds because its
+segments are memory-mapped files; the in-memory numpy index memory recall uses would have to be
+rebuilt from LMDB by every process that opens the home (seconds to tens of seconds at 100k pages),
+and FTS5 and an LMDB posting table were ten times slower or more to search.
 
 This is the knowledge domain's one I/O adapter (a derived file); it knows nothing of LMDB.
 """
