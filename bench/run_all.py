@@ -141,6 +141,33 @@ def _api(report: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def _knowledge(report: dict[str, Any]) -> list[Row]:
+    targets = report["targets"]
+    rows: list[Row] = []
+    for entry in report["sizes"]:
+        ours, theirs = entry["resident"], entry["fts5"]
+        big = entry["pages"] >= 100_000
+        ingest_target = _target(ours["ingest_pages_per_s"], max(targets["ingest_pages_per_s"],
+                                                                 theirs["ingest_pages_per_s"]), at_least=True)
+        rows.append(("knowledge", f"ingest {entry['pages']:,} pages (files → searchable) vs SQLite FTS5 trigram",
+                     f"{ours['ingest_pages_per_s']:.0f} vs {theirs['ingest_pages_per_s']:.0f} pages/s "
+                     f"({entry['ingest_ratio']:.2f}x), CPU {ours['ingest_cpu_us_per_page']:.0f} vs "
+                     f"{theirs['ingest_cpu_us_per_page']:.0f} µs/page", ingest_target))
+        search_target = (
+            _target(ours["p99_ms"], min(targets["search_p99_ms_100k"], theirs["p99_ms"]), at_least=False) if big else ""
+        )
+        latency = f"{ours['p50_ms']:.1f} / {ours['p99_ms']:.1f} vs {theirs['p50_ms']:.1f} / {theirs['p99_ms']:.1f} ms"
+        rows.append(("knowledge", f"search p50 / p99 at {entry['pages']:,} pages vs SQLite FTS5 trigram", latency,
+                     search_target))
+    context = report["context"]
+    rows += [
+        ("knowledge", f"context, {context['entries']} verified entries, {label} (p50 / p99)",
+         f"{context[label]['p50_ms']:.1f} / {context[label]['p99_ms']:.1f} ms", "")
+        for label in ("fresh", "revalidating")
+    ]
+    return rows
+
+
 BENCHMARKS: list[tuple[str, list[str], list[str], Callable[[dict[str, Any]], list[Row]]]] = [
     # script, quick arguments, full arguments, summary
     ("store_writes.py", ["--quick"], [], _store_writes),
@@ -150,6 +177,7 @@ BENCHMARKS: list[tuple[str, list[str], list[str], Callable[[dict[str, Any]], lis
     ("replication.py", ["--quick"], [], _replication),
     ("skills.py", ["--tasks", "200"], [], _skills),
     ("api.py", ["--quick"], [], _api),
+    ("knowledge.py", ["--sizes", "10000", "--searches", "200", "--rounds", "2"], [], _knowledge),
 ]
 
 

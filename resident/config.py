@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_TEAM",
     "DEFAULT_WORLD",
     "Config",
+    "KnowledgeConfig",
     "MemberConfig",
     "default_config",
     "load_config",
@@ -70,6 +71,13 @@ class MemberConfig:
 
 
 @dataclass(frozen=True)
+class KnowledgeConfig:
+    """`[knowledge]`: verified knowledge, knowledge banks and the MCP tool are off unless `enabled`."""
+
+    enabled: bool = False
+
+
+@dataclass(frozen=True)
 class Config:
     """The parsed `resident.toml` (or the defaults)."""
 
@@ -79,6 +87,7 @@ class Config:
     path: Path | None = None
     extra_members: tuple[MemberConfig, ...] = field(default=())
     engagement: EngagementConfig = field(default_factory=EngagementConfig)
+    knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
 
     def member(self, name: str) -> MemberConfig:
         for member in (*self.members, *self.extra_members):
@@ -92,13 +101,13 @@ class Config:
 
     def with_realm(self, url: str | None) -> Config:
         """The same configuration with another Realm URL (None: no replication)."""
-        return Config(self.members, self.coordinator, url, self.path, self.extra_members, self.engagement)
+        return replace(self, realm_url=url)
 
     def with_imported(self, imported: list[MemberConfig]) -> Config:
         """The roster plus members that joined this home by `member import`."""
         known = {m.name for m in self.members}
         extra = tuple(m for m in imported if m.name not in known)
-        return Config(self.members, self.coordinator, self.realm_url, self.path, extra, self.engagement)
+        return replace(self, extra_members=extra)
 
 
 def default_config(path: Path | None = None) -> Config:
@@ -138,8 +147,12 @@ class _RealmTable(msgspec.Struct, forbid_unknown_fields=True):
     url: str | None = None
 
 
+class _KnowledgeTable(msgspec.Struct, forbid_unknown_fields=True):
+    enabled: bool = False
+
+
 class _ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
-    """`resident.toml` as it is written: [team], [members.NAME], [realm] and [engagement]."""
+    """`resident.toml` as it is written: [team], [members.NAME], [realm], [engagement] and [knowledge]."""
 
     team: _TeamTable = msgspec.field(default_factory=_TeamTable)
     members: dict[str, _MemberTable] = msgspec.field(default_factory=dict)
@@ -147,6 +160,7 @@ class _ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
     # Entry rules have checks of their own (a rule needs a condition and an outcome), so the
     # engagement module reads this table and names what is wrong in it.
     engagement: dict[str, Any] | None = None
+    knowledge: _KnowledgeTable = msgspec.field(default_factory=_KnowledgeTable)
 
 
 _HEADER = (
@@ -154,9 +168,10 @@ _HEADER = (
     "# Runtime state (memory on/off, the embedder) is not here: use `resident memory ...`.\n\n"
 )
 _ALLOWED = {
-    "the top level": "team, members, realm, engagement",
+    "the top level": "team, members, realm, engagement, knowledge",
     "[team]": "coordinator",
     "[realm]": "url",
+    "[knowledge]": "enabled",
 }
 
 
@@ -244,7 +259,10 @@ def _parse(data: _ConfigFile, path: Path) -> Config:
         except InvalidInput as error:
             raise ConfigError(f"{path}: [realm] {error}") from None
     engagement = parse_engagement(data.engagement, str(path))
-    return Config(members=tuple(members), coordinator=coordinator, realm_url=url, path=path, engagement=engagement)
+    return Config(
+        members=tuple(members), coordinator=coordinator, realm_url=url, path=path, engagement=engagement,
+        knowledge=KnowledgeConfig(enabled=data.knowledge.enabled),
+    )
 
 
 def render_config(config: Config) -> str:
@@ -258,4 +276,6 @@ def render_config(config: Config) -> str:
     engagement = engagement_table(config.engagement)
     if engagement is not None:
         document["engagement"] = engagement
+    if config.knowledge.enabled:
+        document["knowledge"] = {"enabled": True}
     return _HEADER + tomli_w.dumps(document)

@@ -19,24 +19,29 @@ __all__ = [
     "ApiError",
     "AskTimeout",
     "BackupInvalid",
+    "CandidateInvalid",
     "ConfigError",
     "DeadLetter",
     "DiskFull",
     "EmbedderNotLoopback",
     "EmbedderUnavailable",
+    "EntryNotFound",
     "ExportInvalid",
     "GrantExceeded",
     "GrantInvalid",
     "HomeInUse",
     "HomeNotFound",
     "HomeReadOnly",
+    "IngestInvalid",
     "InvalidInput",
+    "KnowledgeDisabled",
     "MapFull",
     "MemoryDisabled",
     "NotAHome",
     "NotVisible",
     "OwnerOnlyAction",
     "PlanInvalid",
+    "PromotionRefused",
     "RealmIdTaken",
     "RealmInUse",
     "RealmRejected",
@@ -53,6 +58,7 @@ __all__ = [
     "ScopeNotAllowed",
     "ShutdownTimeout",
     "SkillInvalid",
+    "StateChanged",
     "StateDiverged",
     "StoreBusy",
     "StoreClosed",
@@ -387,3 +393,30 @@ class StoreCorrupted(ResidentError, OSError):
 
 class StoreBusy(ResidentError, TimeoutError):
     """A store operation waited past its deadline for another one (a long copy, a map resize) to finish."""
+
+
+# -- knowledge -----------------------------------------------------------------------------------
+
+
+class KnowledgeDisabled(ResidentError, PermissionError):
+    """Knowledge is off for this home (`[knowledge] enabled = true` in resident.toml turns it on)."""
+
+
+class EntryNotFound(ResidentError, LookupError):
+    """No knowledge entry with that id exists (or it is not visible to the asking subject)."""
+
+
+class PromotionRefused(ResidentError, PermissionError):
+    """The acceptance gate found the evidence for a candidate failed, partial, forged, mismatched or incomplete."""
+
+
+class CandidateInvalid(InvalidInput):
+    """A step's `knowledge_candidate` is malformed, or the step may not propose one; the step fails."""
+
+
+class StateChanged(ResidentError, RuntimeError):
+    """A compare-and-set lost: the state it read changed before the write; read again and retry."""
+
+
+class IngestInvalid(InvalidInput):
+    """An ingest was asked for something that cannot be ingested at all (no such path, not a file or folder)."""

@@ -34,10 +34,12 @@ ALLOWED: dict[str, set[str]] = {
     "resident.skills": {"resident.messages", "resident.memory", "resident.evolution"},
     "resident.principles": {"resident.messages", "resident.evolution"},
     "resident.engagement": {"resident.messages", "resident.memory"},
+    # Knowledge analyses text with memory's own analysis rather than a second one.
+    "resident.knowledge": {"resident.messages", "resident.memory"},
     "resident.actors": {
         "resident.messages", "resident.store", "resident.supervisor", "resident.memory", "resident.coordination",
         "resident.realm", "resident.config", "resident.skills", "resident.principles", "resident.engagement",
-        "resident.evolution",
+        "resident.evolution", "resident.knowledge",
     },
 }
 # Third-party imports a package may not use (messages stay plain data; the domain does no I/O).
@@ -52,6 +54,7 @@ FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
         for domain in ("resident.skills", "resident.principles", "resident.engagement", "resident.evolution")
     },
     "resident.web": {"lmdb", "pykka", "numpy", "httpx", "click", "rich"},
+    "resident.knowledge": {"lmdb", "pykka", "httpx", "starlette", "uvicorn", "click", "rich", "mcp"},
 }
 
 

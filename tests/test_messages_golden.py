@@ -30,14 +30,39 @@ from resident.messages.coordination import (
     Correction,
     CorrectionRecorded,
     Execution,
+    ExecutionAccepted,
     ExecutionFinished,
     ExecutionStarted,
     Grant,
     GrantIssued,
     GrantToken,
     GrantTokenIssued,
+    WorkItem,
 )
 from resident.messages.events import EVENT_DECODER, AnyEvent
+from resident.messages.knowledge import (
+    Dependency,
+    DigestRef,
+    EntryImported,
+    EntryProposed,
+    EntryRevalidated,
+    EntrySource,
+    EntryStaled,
+    EntrySuperseded,
+    EntryVerified,
+    EvidenceRef,
+    KnowledgeBank,
+    KnowledgeBankCreated,
+    KnowledgeEntry,
+    Page,
+    PageAdmitted,
+    PageSource,
+    PageSuperseded,
+    Repository,
+    RepositoryRegistered,
+    SourceIngested,
+    SourceRecord,
+)
 from resident.messages.members import MemberEntry
 from resident.messages.memory import (
     Activation,
@@ -146,6 +171,64 @@ def _execution() -> Execution:
         error="",
         steps=7,
         corrections=1,
+        work=_work(),
+        reviews="exec_01hzx3k9p0",
+        fingerprint="1f" * 32,
+        result="complete",
+        verdict="approved",
+        seal="2e" * 32,
+        accepted_at=AT + 700.0,
+        accepted_by="owner",
+    )
+
+
+def _work() -> WorkItem:
+    return WorkItem(
+        project="resident", repository="acme/resident", item="issue-17", tree="3d" * 20, model="claude-x",
+        scope="resident/knowledge", provider="anthropic",
+    )
+
+
+def _knowledge_bank() -> KnowledgeBank:
+    return KnowledgeBank(name="handbook", owner_kind="member", owner="deven", created_at=AT)
+
+
+def _page() -> Page:
+    return Page(
+        id="page_01hzx3k9q0", bank="handbook", kind="markdown", title="Despliegue / 部署",
+        body="Migrar primero; 先迁移再部署.", digest="4c" * 32,
+        source=PageSource(path="/docs/deploy.md", sha256="6a" * 32), ordinal=2, admitted_at=AT, state="superseded",
+        superseded_by="page_01hzx3k9r0", superseded_at=AT + 5.0,
+    )
+
+
+def _source_record() -> SourceRecord:
+    return SourceRecord(bank="handbook", path="/docs/deploy.md", sha256="6a" * 32,
+                        pages=("page_01hzx3k9q0", "page_01hzx3k9r0"), ingested_at=AT)
+
+
+def _repository() -> Repository:
+    return Repository(id="acme/resident", project="resident", path="/src/resident", members=("alice", "deven"),
+                      registered_at=AT)
+
+
+def _evidence() -> tuple[EvidenceRef, ...]:
+    return (EvidenceRef(execution="exec_01hzx3k9q0", role="implement", seal="2e" * 32),
+            EvidenceRef(execution="exec_01hzx3k9r0", role="review", seal="3e" * 32))
+
+
+def _entry() -> KnowledgeEntry:
+    return KnowledgeEntry(
+        id="kn_01hzx3k9q00000000000000000", project="resident", repository="acme/resident", kind="decision",
+        title="Un escritor por worktree", body="El coordinador conserva un único escritor activo.",
+        visibility="project", owner="deven", state="verified", version=3, created_at=AT, changed_at=AT + 9.0,
+        sources=(EntrySource(kind="execution", ref="exec_01hzx3k9q0", digest="1f" * 32),
+                 EntrySource(kind="file", ref="resident/actors/writer.py", digest="7b" * 32)),
+        dependencies=(Dependency(kind="file", ref="resident/actors/writer.py", digest="7b" * 32, generation="3d" * 20),
+                      Dependency(kind="provider", ref="claude-x", generation="claude-x", provider="anthropic")),
+        provider="anthropic", fingerprint="1f" * 32, execution="exec_01hzx3k9q0",
+        supersedes="kn_01hzx3k9p00000000000000000", superseded_by="kn_01hzx3k9r00000000000000000",
+        verified_at=AT + 8.0, checked_at=AT + 9.0, reason="replaced", evidence=_evidence(),
     )
 
 
@@ -182,10 +265,23 @@ def samples() -> dict[str, Any]:
         GrantIssued(at=AT, grant=_grant()),
         ExecutionStarted(at=AT, execution=_execution()),
         ExecutionFinished(
-            at=AT, id="exec_01hzx3k9q0", outcome="failed", result_digest="ef" * 32, error="tests failed", steps=9
+            at=AT, id="exec_01hzx3k9q0", outcome="failed", result_digest="ef" * 32, error="tests failed", steps=9,
+            result="partial", verdict="rejected", seal="2e" * 32,
         ),
         CorrectionRecorded(at=AT, correction=_correction()),
         GrantTokenIssued(at=AT, token=_grant_token()),
+        ExecutionAccepted(at=AT, id="exec_01hzx3k9q0", by="owner"),
+        KnowledgeBankCreated(at=AT, bank=_knowledge_bank()),
+        PageAdmitted(at=AT, page=_page()),
+        PageSuperseded(at=AT, id="page_01hzx3k9q0", by="page_01hzx3k9r0"),
+        SourceIngested(at=AT, source=_source_record(), previous="5a" * 32),
+        RepositoryRegistered(at=AT, repository=_repository()),
+        EntryProposed(at=AT, entry=_entry()),
+        EntryImported(at=AT, entry=_entry()),
+        EntryVerified(at=AT, id="kn_01hzx3k9q00000000000000000", version=1, evidence=_evidence()),
+        EntryRevalidated(at=AT, id="kn_01hzx3k9q00000000000000000", version=2),
+        EntryStaled(at=AT, id="kn_01hzx3k9q00000000000000000", version=2, reason="writer.py changed"),
+        EntrySuperseded(at=AT, id="kn_01hzx3k9q00000000000000000", version=2, by="kn_01hzx3k9r00000000000000000"),
     ]
     evolution_events, evolution_records = evolution_samples(AT)
     events += evolution_events
@@ -213,6 +309,12 @@ def samples() -> dict[str, Any]:
         _grant_token(),
         *evolution_records,
         manifest,
+        _knowledge_bank(),
+        _page(),
+        _source_record(),
+        DigestRef(page="page_01hzx3k9q0"),
+        _repository(),
+        _entry(),
     ]
     found: dict[str, Any] = {f"event/{type(event).__struct_config__.tag}": event for event in events}
     found.update({f"record/{type(value).__name__}": value for value in records})

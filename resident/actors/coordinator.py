@@ -11,16 +11,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from resident.config import Config
 from resident.coordination.grants import derive
 from resident.errors import GrantExceeded, InvalidInput, UnknownExecution
 from resident.ids import new_id
+from resident.knowledge.evidence import seal
 from resident.messages.coordination import (
+    AcceptExecution,
     CorrectExecution,
     Correction,
     CorrectionRecorded,
     Dispatch,
     Execution,
+    ExecutionAccepted,
     ExecutionFinished,
     ExecutionStarted,
     FinishExecution,
@@ -32,6 +37,7 @@ from resident.messages.coordination import (
     MemberProgress,
     Progress,
 )
+from resident.messages.knowledge import EntryProposed
 from resident.messages.principles import PrincipleProposed
 from resident.messages.skills import SkillSessionOpened
 from resident.messages.store import Commit
@@ -93,6 +99,9 @@ class Coordinator(SupervisedActor):
         if isinstance(message, CorrectExecution):
             self._correct(message)
             return None
+        if isinstance(message, AcceptExecution):
+            self._record((ExecutionAccepted(at=self.clock.time(), id=message.id, by=message.by),), None)
+            return None
         if isinstance(message, GetProgress):
             return self._progress()
         if isinstance(message, Completed):
@@ -123,7 +132,7 @@ class Coordinator(SupervisedActor):
         )
         execution = Execution(
             id=new_id("exec"), task=message.task, member=member.name, role=message.role, grant=grant.id,
-            started_at=now,
+            started_at=now, work=message.work, reviews=message.reviews, fingerprint=message.fingerprint,
         )
         events: tuple[Any, ...] = (
             GrantIssued(at=now, grant=grant),
@@ -139,11 +148,24 @@ class Coordinator(SupervisedActor):
         self._record(events, Dispatched(execution, grant))
 
     def _finish(self, message: FinishExecution) -> None:
+        with self.store.reader() as reader:
+            execution = reader.get(EXECUTIONS, message.id)
+        if execution is None:
+            raise UnknownExecution(f"no execution {message.id}; see `resident progress` for the recorded ones")
+        # The seal covers the record as this finish leaves it, so later tampering shows.
+        finished = msgspec.structs.replace(
+            execution, outcome=message.outcome, result_digest=message.result_digest, result=message.result,
+            verdict=message.verdict,
+        )
         event = ExecutionFinished(
             at=self.clock.time(), id=message.id, outcome=message.outcome, result_digest=message.result_digest,
-            error=message.error, steps=message.steps,
+            error=message.error, steps=message.steps, result=message.result, verdict=message.verdict,
+            seal=seal(finished),
         )
-        self._record((event,), None)
+        events: tuple[Any, ...] = (event,)
+        if message.proposed is not None:
+            events = (*events, EntryProposed(at=event.at, entry=message.proposed))
+        self._record(events, None)
 
     def _correct(self, message: CorrectExecution) -> None:
         with self.store.reader() as reader:

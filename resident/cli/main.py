@@ -172,7 +172,9 @@ def _register() -> None:
         engagement,
         evolution,
         home,
+        knowledge,
         maintenance,
+        mcp,
         members,
         memory,
         principles,
@@ -186,7 +188,7 @@ def _register() -> None:
 
     for module in (
         run, home, memory, members, realm, replication, bench, maintenance, up, skills, principles, engagement,
-        evolution,
+        evolution, knowledge, mcp,
     ):
         for command in module.COMMANDS:
             cli.add_command(command)

@@ -53,6 +53,8 @@ ROLE_ACTIONS: dict[str, frozenset[str]] = {
     for role, actions in {
         "implement": frozenset({"remember", "recall", "forget", "supersede", "reconcile", "write_back", "push"}),
         "review": frozenset({"recall", "remember", "review"}),
+        # An audit is a second, independent examination of a change (the acceptance gate asks for both).
+        "audit": frozenset({"recall", "remember", "review"}),
         "test": frozenset({"remember", "recall", "forget", "supersede", "reconcile"}),
         "operate": frozenset({"remember", "recall", "forget", "supersede", "reconcile", "deploy"}),
         "research": frozenset({"remember", "recall", "forget", "supersede", "reconcile"}),

@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import Literal
 
 from resident.messages.base import Event, Message, Record
+from resident.messages.knowledge import KnowledgeEntry
 from resident.messages.memory import Scope
 
 __all__ = [
+    "AcceptExecution",
     "CorrectExecution",
     "Correction",
     "CorrectionRecorded",
     "Dispatch",
     "Execution",
+    "ExecutionAccepted",
     "ExecutionFinished",
     "ExecutionStarted",
     "FinishExecution",
@@ -24,9 +27,32 @@ __all__ = [
     "MemberProgress",
     "Outcome",
     "Progress",
+    "StepResult",
+    "Verdict",
+    "WorkItem",
 ]
 
 Outcome = Literal["running", "succeeded", "failed", "cancelled"]
+# How complete a finished step's result is; review and audit steps also give a verdict.
+StepResult = Literal["", "complete", "partial"]
+Verdict = Literal["", "approved", "rejected"]
+
+
+class WorkItem(Record, frozen=True):
+    """What a step works on, as the host that dispatched it says: the evidence's fingerprint.
+
+    `item` is the work item (an issue, a checklist point), `tree` the source tree the step saw,
+    `model` and `provider` what did the work, `scope` the part of the repository it covers.
+    Implementation, review and audit of one change carry the same item, tree, model and scope.
+    """
+
+    project: str
+    repository: str
+    item: str
+    tree: str
+    model: str
+    scope: str
+    provider: str = ""
 
 
 class Grant(Record, frozen=True):
@@ -71,6 +97,17 @@ class Execution(Record, frozen=True):
     error: str = ""
     steps: int = 0
     corrections: int = 0
+    # Evidence for verified knowledge (all set by the runtime, never by the member): the work the
+    # step was dispatched on and its fingerprint, the step it reviews or audits, how it ended,
+    # a seal over all of that, and the owner's acceptance.
+    work: WorkItem | None = None
+    reviews: str = ""
+    fingerprint: str = ""
+    result: StepResult = ""
+    verdict: Verdict = ""
+    seal: str = ""
+    accepted_at: float | None = None
+    accepted_by: str = ""
 
 
 class Correction(Record, frozen=True):
@@ -104,6 +141,16 @@ class ExecutionFinished(Event, frozen=True, tag="execution.finished"):
     result_digest: str = ""
     error: str = ""
     steps: int = 0
+    result: StepResult = ""
+    verdict: Verdict = ""
+    seal: str = ""
+
+
+class ExecutionAccepted(Event, frozen=True, tag="execution.accepted"):
+    """The owner accepted a finished step (what the acceptance gate asks of an implementation)."""
+
+    id: str
+    by: str = "owner"
 
 
 class CorrectionRecorded(Event, frozen=True, tag="correction.recorded"):
@@ -126,6 +173,9 @@ class Dispatch(Message, frozen=True, tag="coordinator.dispatch"):
     # The digest of the session's grant token, recorded with the execution (the token itself
     # stays with the caller that dispatched).
     token_digest: str = ""
+    work: WorkItem | None = None
+    reviews: str = ""
+    fingerprint: str = ""
 
 
 class FinishExecution(Message, frozen=True, tag="coordinator.finish"):
@@ -134,6 +184,15 @@ class FinishExecution(Message, frozen=True, tag="coordinator.finish"):
     result_digest: str = ""
     error: str = ""
     steps: int = 0
+    result: StepResult = ""
+    verdict: Verdict = ""
+    # A candidate entry the host made from the step's `knowledge_candidate`, written with the finish.
+    proposed: KnowledgeEntry | None = None
+
+
+class AcceptExecution(Message, frozen=True, tag="coordinator.accept"):
+    id: str
+    by: str = "owner"
 
 
 class CorrectExecution(Message, frozen=True, tag="coordinator.correct"):

@@ -8,6 +8,7 @@ import msgspec
 
 from resident.messages.coordination import (
     CorrectionRecorded,
+    ExecutionAccepted,
     ExecutionFinished,
     ExecutionStarted,
     GrantIssued,
@@ -15,6 +16,19 @@ from resident.messages.coordination import (
 )
 from resident.messages.engagement import EngagementQuestionAnswered, EngagementQuestionAsked, EngagementSwitched
 from resident.messages.evolution import MemoryAdmissionRecorded, MemoryAdmissionRetracted
+from resident.messages.knowledge import (
+    EntryImported,
+    EntryProposed,
+    EntryRevalidated,
+    EntryStaled,
+    EntrySuperseded,
+    EntryVerified,
+    KnowledgeBankCreated,
+    PageAdmitted,
+    PageSuperseded,
+    RepositoryRegistered,
+    SourceIngested,
+)
 from resident.messages.memory import (
     BankCreated,
     MemberImported,
@@ -96,6 +110,18 @@ AnyEvent = Union[  # noqa: UP007
     EngagementQuestionAnswered,
     MemoryAdmissionRecorded,
     MemoryAdmissionRetracted,
+    ExecutionAccepted,
+    KnowledgeBankCreated,
+    PageAdmitted,
+    PageSuperseded,
+    SourceIngested,
+    RepositoryRegistered,
+    EntryProposed,
+    EntryImported,
+    EntryVerified,
+    EntryRevalidated,
+    EntryStaled,
+    EntrySuperseded,
 ]
 
 EVENT_DECODER: msgspec.msgpack.Decoder[AnyEvent] = msgspec.msgpack.Decoder(AnyEvent)

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from resident.messages.base import Record
+from resident.messages.knowledge import KnowledgeBank, KnowledgeEntry, Page
 from resident.messages.memory import Bank, MemoryRecord
 
-__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "MemberExport"]
+__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "MemberExport", "MemberKnowledge"]
 
 EXPORT_FORMAT = "resident-member-export"
 EXPORT_VERSION = 1
+
+
+class MemberKnowledge(Record, frozen=True):
+    """What of knowledge travels with a member: its own banks with their current pages, and its
+    private entries (which arrive as `legacy_unverified`: their evidence stays in the old home)."""
+
+    banks: tuple[KnowledgeBank, ...]
+    pages: tuple[Page, ...]
+    entries: tuple[KnowledgeEntry, ...]
+    checksum: str
 
 
 class MemberExport(Record, frozen=True):
@@ -23,3 +34,5 @@ class MemberExport(Record, frozen=True):
     banks: tuple[Bank, ...]
     records: tuple[MemoryRecord, ...]
     checksum: str
+    # Absent from exports of homes without knowledge (and from those written before it existed).
+    knowledge: MemberKnowledge | None = None

@@ -3,21 +3,30 @@
 A `Session` is what a member's harness holds while it works on a dispatched task: every callback
 into the runtime (remember, recall, get, forget, supersede, reconcile) is checked against the
 session's grant, and `finish()` records the outcome on the execution.
+
+A step dispatched on a work item (project, repository, item, tree, model, scope) carries the
+fingerprint of that work, which the host computes; review and audit steps name the step they
+examine. Those records are the evidence verified knowledge is promoted on: an implementation step
+that finishes `complete` may hand in a `knowledge_candidate` (an invalid one fails the step), and
+once the owner accepts the step and its review and audit are in, the acceptance gate verifies it.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from resident.actors.coordinator import Dispatched
 from resident.coordination.grants import ROLE_ACTIONS, check, issue_root
 from resident.coordination.tokens import new_token, token_digest
-from resident.errors import GrantInvalid, InvalidInput
+from resident.errors import CandidateInvalid, GrantInvalid, InvalidInput, UnknownExecution
 from resident.ids import check_record_id, new_id
+from resident.knowledge.evidence import EVIDENCE_ROLES, fingerprint
+from resident.knowledge.repositories import check_ref
 from resident.memory.banks import parse_scope
 from resident.messages.coordination import (
+    AcceptExecution,
     CorrectExecution,
     Correction,
     Dispatch,
@@ -28,8 +37,12 @@ from resident.messages.coordination import (
     GrantIssued,
     Outcome,
     Progress,
+    StepResult,
+    Verdict,
+    WorkItem,
 )
 from resident.messages.engagement import EngagementContext
+from resident.messages.knowledge import KnowledgeEntry
 from resident.messages.memory import (
     SCOPES,
     Delegation,
@@ -41,13 +54,18 @@ from resident.messages.memory import (
     Reconciled,
 )
 from resident.messages.store import Commit
+from resident.runtime.knowledge_evidence import prepare_candidate, promote_candidates_of
 from resident.runtime.member import ActivationLike, recall_message, reconcile_message, reconciled, remember_message
 from resident.store.tables import EXECUTIONS, GRANT_TOKENS, GRANTS
 
 if TYPE_CHECKING:
     from resident.runtime.runtime import Runtime
 
-__all__ = ["CoordinatorControl", "Session", "result_digest"]
+__all__ = ["MAX_WORK_FIELD", "CoordinatorControl", "Session", "result_digest"]
+
+MAX_WORK_FIELD = 256
+_RESULTS: tuple[StepResult, ...] = ("", "complete", "partial")
+_VERDICTS: tuple[Verdict, ...] = ("", "approved", "rejected")
 
 
 def result_digest(parts: Iterable[str]) -> str:
@@ -178,10 +196,26 @@ class Session:
             self.produced.append(result.new_id)
         return result
 
-    def finish(self, outcome: Outcome, error: str = "") -> None:
-        """Record how the execution ended (durably), with a digest of what it produced."""
-        self._runtime.coordinator.finish(
-            self.execution.id, outcome, result_digest=result_digest(self.produced), error=error, steps=self.steps
+    def finish(
+        self,
+        outcome: Outcome,
+        error: str = "",
+        *,
+        result: StepResult = "",
+        verdict: Verdict = "",
+        files: Iterable[str] = (),
+        knowledge_candidate: Mapping[str, Any] | str | bytes | None = None,
+    ) -> Execution:
+        """Record how the execution ended (durably), with a digest of what it produced.
+
+        `result` says whether the work is `complete` or `partial`; a review or audit step gives its
+        `verdict`. An implementation step may hand in a `knowledge_candidate` about the `files`
+        (paths in the repository) it worked on. The recorded execution is returned: a step whose
+        candidate was invalid is recorded `failed`, with the reason in its error.
+        """
+        return self._runtime.coordinator.finish(
+            self.execution.id, outcome, result_digest=result_digest(self.produced), error=error, steps=self.steps,
+            result=result, verdict=verdict, files=files, knowledge_candidate=knowledge_candidate,
         )
 
 
@@ -213,10 +247,18 @@ class CoordinatorControl:
         actions: Iterable[str] | None = None,
         scopes: Iterable[str] | None = None,
         ttl: float | None = None,
+        work: WorkItem | None = None,
+        reviews: str | None = None,
     ) -> Session:
-        """Record an execution of `task` by `member` and return the session it runs in."""
+        """Record an execution of `task` by `member` and return the session it runs in.
+
+        `work` is what the step works on (its fingerprint is computed here, by the host); a
+        `review` or `audit` step names the step it examines in `reviews` and, without `work` of
+        its own, takes that step's.
+        """
         runtime = self._runtime
         runtime.check_open()
+        work = self._work_of(role, work, reviews)
         if actions is None:
             if role not in ROLE_ACTIONS:
                 raise InvalidInput(f"unknown role {role!r}; roles: {', '.join(sorted(ROLE_ACTIONS))}")
@@ -228,11 +270,39 @@ class CoordinatorControl:
             task=task, member=member, role=role, actions=tuple(actions),
             scopes=tuple(parse_scope(s) for s in (scopes if scopes is not None else parent_grant.scopes)),
             expires_at=expires_at, parent_grant=parent_grant.id, token_digest=token_digest(token),
+            work=work, reviews=reviews or "", fingerprint=fingerprint(work) if work is not None else "",
         )
         dispatched: Dispatched = runtime.wiring.coordinator.ask(message)
         # A session starts: decide the member's engagement for it (rules, then the judge, else ask).
         runtime.engagement.resolve_quietly(dispatched.execution.member, EngagementContext(task=task))
         return Session(runtime, dispatched, token)
+
+    def _work_of(self, role: str, work: WorkItem | None, reviews: str | None) -> WorkItem | None:
+        """The checked work item of a step: its own, or that of the step it examines."""
+        if reviews is not None:
+            if role not in EVIDENCE_ROLES:
+                raise InvalidInput(f"only {' and '.join(EVIDENCE_ROLES)} steps examine another step, not {role}")
+            examined = self.execution(reviews)
+            if work is None:
+                work = examined.work
+        if work is None:
+            return None
+        check_ref("project", work.project)
+        check_ref("repository", work.repository)
+        for name in ("item", "tree", "model", "scope", "provider"):
+            value = getattr(work, name)
+            if not isinstance(value, str) or len(value) > MAX_WORK_FIELD or (name != "provider" and not value.strip()):
+                raise InvalidInput(f"the work item's {name} must be text of 1-{MAX_WORK_FIELD} characters")
+        return work
+
+    def execution(self, execution_id: str) -> Execution:
+        """One recorded execution (`UnknownExecution` if there is none)."""
+        self._runtime.check_open()
+        with self._runtime._internal.store.reader() as reader:
+            found = reader.get(EXECUTIONS, execution_id)
+        if found is None:
+            raise UnknownExecution(f"no execution {execution_id}; see `resident progress` for the recorded ones")
+        return found
 
     def session(self, token: str) -> Session:
         """The running session a grant token stands for (`GrantInvalid` when it stands for none).
@@ -257,17 +327,54 @@ class CoordinatorControl:
             raise GrantInvalid(f"grant {grant.id} of {grant.holder} expired; the task must be dispatched again")
         return Session(runtime, Dispatched(execution, grant), token)
 
-    def finish(self, execution_id: str, outcome: Outcome, *, result_digest: str = "", error: str = "",
-               steps: int = 0) -> None:
-        self._runtime.check_open()
-        self._runtime.wiring.coordinator.ask(
-            FinishExecution(
-                id=check_record_id(execution_id, "execution id"), outcome=outcome, result_digest=result_digest,
-                error=error, steps=steps,
-            )
-        )
+    def finish(
+        self,
+        execution_id: str,
+        outcome: Outcome,
+        *,
+        result_digest: str = "",
+        error: str = "",
+        steps: int = 0,
+        result: StepResult = "",
+        verdict: Verdict = "",
+        files: Iterable[str] = (),
+        knowledge_candidate: Mapping[str, Any] | str | bytes | None = None,
+    ) -> Execution:
+        """Record the end of an execution (see `Session.finish`); the recorded execution."""
+        runtime = self._runtime
+        execution = self.execution(check_record_id(execution_id, "execution id"))
+        if result not in _RESULTS or verdict not in _VERDICTS:
+            raise InvalidInput(f"result must be one of {_RESULTS[1:]} and verdict one of {_VERDICTS[1:]}")
+        if verdict and execution.role not in EVIDENCE_ROLES:
+            raise InvalidInput(f"a verdict is given by review and audit steps, not by a {execution.role} step")
+        proposed: KnowledgeEntry | None = None
+        if knowledge_candidate is not None:
+            try:
+                proposed = prepare_candidate(
+                    runtime, execution, knowledge_candidate, outcome=outcome, result=result, files=files
+                )
+            except CandidateInvalid as invalid:
+                # The step fails before anything is written: its own outcome records why.
+                outcome, error = "failed", "; ".join(filter(None, (error, f"invalid knowledge_candidate: {invalid}")))
+        runtime.check_open()
+        runtime.wiring.coordinator.ask(FinishExecution(
+            id=execution_id, outcome=outcome, result_digest=result_digest, error=error, steps=steps, result=result,
+            verdict=verdict, proposed=proposed,
+        ))
         # The session ended: its skill reads become uses now (or when the member next starts).
-        self._runtime.skills.settle_execution(execution_id)
+        runtime.skills.settle_execution(execution_id)
+        if execution.reviews and runtime.knowledge.enabled:
+            promote_candidates_of(runtime, execution.reviews)
+        return self.execution(execution_id)
+
+    def accept(self, execution_id: str) -> Execution:
+        """The owner accepts a step that succeeded; candidates it proposed are then put to the gate."""
+        runtime = self._runtime
+        self.execution(check_record_id(execution_id, "execution id"))
+        runtime.wiring.coordinator.ask(AcceptExecution(id=execution_id))
+        if runtime.knowledge.enabled:
+            promote_candidates_of(runtime, execution_id)
+        return self.execution(execution_id)
 
     def progress(self) -> Progress:
         """Per-member progress from the execution records, as of now."""

@@ -10,13 +10,25 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from resident.config import DEFAULT_WORLD, validate_name
-from resident.errors import ActorUnavailable, ConfigError, ExportInvalid, InvalidInput
+from resident.errors import ActorUnavailable, ConfigError, ExportInvalid, InvalidInput, KnowledgeDisabled
+from resident.knowledge.portability import arriving_entry, check_member_knowledge, member_knowledge
 from resident.memory.integrity import corruption_error, is_intact
 from resident.memory.portability import MAX_EXPORT_BYTES, build_export, imported_records, parse_export, portable
+from resident.messages.knowledge import CatchUpIndex, EntryImported, KnowledgeBankCreated, PageAdmitted
 from resident.messages.memory import BankCreated, MemberImported, RecordAdmitted
+from resident.messages.portability import MemberExport, MemberKnowledge
 from resident.messages.store import Commit
+from resident.runtime.knowledge_ingest import held_in_bank
 from resident.store.home import write_private_file
-from resident.store.tables import BANKS, RECORDS, SCHEMA_VERSION
+from resident.store.store import Reader
+from resident.store.tables import (
+    BANKS,
+    KNOWLEDGE_BANKS,
+    KNOWLEDGE_ENTRIES,
+    PAGES,
+    RECORDS,
+    SCHEMA_VERSION,
+)
 
 if TYPE_CHECKING:
     from resident.runtime.runtime import Runtime
@@ -41,12 +53,15 @@ def export_member(runtime: Runtime, name: str, path: Path) -> int:
     with runtime._internal.store.reader() as reader:
         banks = [bank for _, bank in reader.items(BANKS)]
         records = [record for _, record in reader.items(RECORDS)]
+        knowledge = _member_knowledge(reader, member.name) if runtime.config.knowledge.enabled else None
     for record in records:
         if portable(member.name, record) and not is_intact(record):
             logger.error("left out of the export of %s: %s", member.name, corruption_error(record).message)
     document = build_export(
         member.name, member.role, banks, records, now=runtime.clock.time(), schema_version=SCHEMA_VERSION
     )
+    if knowledge is not None:
+        document = msgspec.structs.replace(document, knowledge=knowledge)
     if path.is_dir():
         raise InvalidInput(f"{path} is a directory; give a file name for the export")
     if not path.parent.is_dir():
@@ -86,7 +101,10 @@ def import_member(runtime: Runtime, path: Path, world: str | None = None) -> Imp
                 at=now, member=document.member, world=world or DEFAULT_WORLD, records=len(fresh), role=document.role
             )
         )
+    events += _knowledge_events(runtime, document, str(path), now=now)
     runtime._internal.write(Commit(events=tuple(events)))  # type: ignore[arg-type]
+    if document.knowledge is not None and runtime.wiring.knowledge is not None:
+        runtime.wiring.knowledge.ask(CatchUpIndex())
     try:
         # Recall right after an import should find the records: wait until the substrate has them.
         runtime.memory.wait_indexed()
@@ -109,3 +127,36 @@ def _read_bounded(path: Path) -> bytes:
     if len(data) > MAX_EXPORT_BYTES:
         raise ExportInvalid(f"{path} is larger than {MAX_EXPORT_BYTES} bytes; it is not a member export")
     return data
+
+
+def _member_knowledge(reader: Reader, member: str) -> MemberKnowledge:
+    return member_knowledge(
+        member,
+        (bank for _, bank in reader.items(KNOWLEDGE_BANKS)),
+        (page for _, page in reader.items(PAGES)),
+        (entry for _, entry in reader.items(KNOWLEDGE_ENTRIES)),
+    )
+
+
+def _knowledge_events(runtime: Runtime, document: MemberExport, source: str, *, now: float) -> list[object]:
+    """The knowledge an import brings: the member's banks, their pages this home lacks, its entries as legacy."""
+    knowledge = document.knowledge
+    if knowledge is None:
+        return []
+    if not runtime.config.knowledge.enabled:
+        raise KnowledgeDisabled(
+            f"{source} carries knowledge and knowledge is off for this home; set `[knowledge] enabled = true` in "
+            "its resident.toml and import again"
+        )
+    check_member_knowledge(document.member, knowledge, source)
+    events: list[object] = [KnowledgeBankCreated(at=now, bank=bank) for bank in knowledge.banks]
+    with runtime._internal.store.reader() as reader:
+        events += [
+            PageAdmitted(at=now, page=page) for page in knowledge.pages
+            if reader.get(PAGES, page.id) is None and held_in_bank(reader, page.bank, page.digest) is None
+        ]
+        events += [
+            EntryImported(at=now, entry=arriving_entry(entry, now=now))
+            for entry in knowledge.entries if reader.get(KNOWLEDGE_ENTRIES, entry.id) is None
+        ]
+    return events

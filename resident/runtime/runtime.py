@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -25,7 +25,14 @@ from resident.actors.replication import NO_REALM_NOTE, ReplicationSettings
 from resident.api.client import RemoteRuntime
 from resident.clock import Clock, SystemClock
 from resident.config import Config, MemberConfig, load_config
-from resident.errors import AskTimeout, InvalidInput, RecordNotFound, RuntimeStopped, SubstrateUnavailable
+from resident.errors import (
+    AskTimeout,
+    InvalidInput,
+    RecordNotFound,
+    ResidentError,
+    RuntimeStopped,
+    SubstrateUnavailable,
+)
 from resident.ids import check_record_id
 from resident.memory.embedders import make_embedder
 from resident.memory.embedding import Embedder
@@ -40,6 +47,7 @@ from resident.runtime.coordination import CoordinatorControl
 from resident.runtime.doctor import examine
 from resident.runtime.engagement import EngagementControl
 from resident.runtime.evolution import EvolutionControl
+from resident.runtime.knowledge import KnowledgeControl
 from resident.runtime.member import Member
 from resident.runtime.memory import MemoryControl
 from resident.runtime.portability import ImportResult, export_member, import_member
@@ -53,7 +61,7 @@ from resident.store.backup import restore as restore_home
 from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, home_writable, require_home, resolve_home
 from resident.store.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 from resident.store.tables import MEMBERS, RECORDS
-from resident.supervisor import StartChild, SupervisionTree
+from resident.supervisor import StartChild, SupervisionTree, ThreadReply
 
 __all__ = ["Runtime"]
 
@@ -75,6 +83,44 @@ class Internals:
         """Commit events through the writer and wait for durability."""
         self._runtime.check_open()
         return self._runtime.wiring.writer.ask(commit, timeout)
+
+    def write_each(self, commits: Sequence[Commit], timeout: float | None = None) -> list[Exception | None]:
+        """Hand several independent writes to the writer at once (they share commits), then wait for each.
+
+        One outcome per write, in order: None when it is durable, else the error that refused it.
+        A timeout is raised rather than returned: such a write may still land.
+        """
+        return self.send_each(commits).outcomes(timeout)
+
+    def send_each(self, commits: Sequence[Commit]) -> PendingWrites:
+        """Hand several independent writes to the writer and return at once; their outcomes come later."""
+        self._runtime.check_open()
+        writer = self._runtime.wiring.writer
+        replies = [ThreadReply(writer.name) for _ in commits]
+        writer.deliver(list(zip(commits, replies, strict=True)))
+        return PendingWrites(replies, writer.default_timeout)
+
+
+class PendingWrites:
+    """Writes handed to the writer whose outcomes are not collected yet."""
+
+    def __init__(self, replies: list[ThreadReply], default_timeout: float) -> None:
+        self._replies = replies
+        self._default_timeout = default_timeout
+
+    def outcomes(self, timeout: float | None = None) -> list[Exception | None]:
+        """Wait for each write: None when it is durable, else the error that refused it (timeouts raise)."""
+        outcomes: list[Exception | None] = []
+        for reply in self._replies:
+            try:
+                reply.wait(self._default_timeout if timeout is None else timeout)
+            except AskTimeout:
+                raise
+            except ResidentError as error:
+                outcomes.append(error)
+            else:
+                outcomes.append(None)
+        return outcomes
 
 
 class Runtime:
@@ -106,6 +152,7 @@ class Runtime:
         self.replication = ReplicationControl(self)
         self.apps = Apps(self)
         self.coordinator = CoordinatorControl(self)
+        self.knowledge = KnowledgeControl(self)
         self.chaos = Chaos(self)
         self.skills = SkillsControl(self)
         self.principles = PrinciplesControl(self)

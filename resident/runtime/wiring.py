@@ -6,6 +6,7 @@
     ├── replication     pushes pending records to Realm, polls invalidations
     ├── coordinator     Samuel: dispatch under grants, progress from execution records
     ├── skills          the team skill library: search, and ranking a member's skills for a task
+    ├── knowledge       the derived page index (only when `[knowledge] enabled = true`)
     └── members (one_for_one)
         └── one actor per member of the roster
 """
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from resident.actors.coordinator import Coordinator
+from resident.actors.knowledge import KnowledgeIndexer
 from resident.actors.member import MemberActor
 from resident.actors.replication import Replication, ReplicationSettings
 from resident.actors.skills import SkillLibrary
@@ -55,6 +57,7 @@ class Wiring:
     members: dict[str, Address]
     skills: Address
     addresses: dict[str, Address] = field(default_factory=dict)
+    knowledge: Address | None = None
 
     def member_spec(self, member: MemberConfig) -> ChildSpec:
         """The child spec of one member actor (also used to add a member to a running tree)."""
@@ -105,6 +108,7 @@ def build_wiring(
         spec=SupervisorSpec("root", []), store=store, writer=writer, substrate=substrate,
         replication=replication, coordinator=coordinator, members={}, skills=skills,
     )
+    knowledge = _knowledge_spec(store) if config.knowledge.enabled else None
     member_specs = [wiring.member_spec(member) for member in (*config.members, *config.extra_members)]
     members_spec = SupervisorSpec("members", member_specs, strategy="one_for_one", intensity=10, period=10.0)
     members_address = Address("members")
@@ -135,6 +139,7 @@ def build_wiring(
                 kwargs={"config": config, "store": store, "writer": writer},
             ),
             ChildSpec(skills, SkillLibrary, kwargs={"store": store}),
+            *([knowledge] if knowledge is not None else []),
             ChildSpec(
                 members_address,
                 Supervisor,
@@ -154,4 +159,20 @@ def build_wiring(
             "skills": skills, "members": members_address,
         }
     )
+    if knowledge is not None:
+        wiring.knowledge = knowledge.address
+        wiring.addresses["knowledge"] = knowledge.address
     return wiring
+
+
+def _knowledge_spec(store: Store) -> ChildSpec:
+    """The knowledge indexer: restarted with backoff; a rebuild of the index may precede its first answer."""
+    return ChildSpec(
+        Address("knowledge", default_timeout=DEFAULT_TIMEOUT),
+        KnowledgeIndexer,
+        kwargs={"store": store},
+        backoff=Backoff(min=0.05, max=5.0, jitter=0.2, reset_after=30.0),
+        start_timeout=600.0,
+        # Closing the index waits for its segment merges.
+        shutdown_timeout=60.0,
+    )

@@ -14,15 +14,41 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from resident.errors import InvalidInput, MemoryDisabled, RecordNotFound, UnknownBank, UnknownExecution
+from resident.errors import (
+    EntryNotFound,
+    InvalidInput,
+    MemoryDisabled,
+    PromotionRefused,
+    RecordNotFound,
+    StateChanged,
+    UnknownBank,
+    UnknownExecution,
+)
 from resident.messages.base import Event
 from resident.messages.coordination import (
     CorrectionRecorded,
     Execution,
+    ExecutionAccepted,
     ExecutionFinished,
     ExecutionStarted,
     GrantIssued,
     GrantTokenIssued,
+)
+from resident.messages.knowledge import (
+    DigestRef,
+    EntryImported,
+    EntryProposed,
+    EntryRevalidated,
+    EntryStaled,
+    EntrySuperseded,
+    EntryVerified,
+    KnowledgeBankCreated,
+    KnowledgeEntry,
+    Page,
+    PageAdmitted,
+    PageSuperseded,
+    RepositoryRegistered,
+    SourceIngested,
 )
 from resident.messages.members import MemberEntry
 from resident.messages.memory import (
@@ -57,8 +83,14 @@ from resident.store.tables import (
     GRANT_TOKENS,
     GRANTS,
     INDEXED_KEY,
+    KNOWLEDGE_BANKS,
+    KNOWLEDGE_ENTRIES,
+    KNOWLEDGE_REPOSITORIES,
     MEMBERS,
     MEMORY_CONFIG,
+    PAGE_DIGESTS,
+    PAGE_SOURCES,
+    PAGES,
     PENDING,
     REALM_CURSOR,
     RECORDS,
@@ -67,7 +99,7 @@ from resident.store.tables import (
 )
 from resident.store.view import View
 
-__all__ = ["MEMORY_OFF_MESSAGE", "project", "projection"]
+__all__ = ["MEMORY_OFF_MESSAGE", "page_key", "project", "projection"]
 
 E = TypeVar("E", bound=Event)
 Check = Callable[[View, Any], bool]
@@ -374,8 +406,24 @@ def _execution_finished(view: View, event: ExecutionFinished) -> None:
         result_digest=event.result_digest,
         error=event.error,
         steps=event.steps,
+        result=event.result,
+        verdict=event.verdict,
+        seal=event.seal,
     )
     view.put(EXECUTIONS, event.id, finished)
+
+
+def _acceptable(view: View, event: ExecutionAccepted) -> bool:
+    execution = _execution(view, event.id)
+    if execution.outcome != "succeeded":
+        raise InvalidInput(f"execution {event.id} is {execution.outcome}; only a step that succeeded can be accepted")
+    return execution.accepted_at is None
+
+
+@projection(ExecutionAccepted, check=_acceptable)
+def _accepted(view: View, event: ExecutionAccepted) -> None:
+    accepted = msgspec.structs.replace(_execution(view, event.id), accepted_at=event.at, accepted_by=event.by)
+    view.put(EXECUTIONS, event.id, accepted)
 
 
 @projection(CorrectionRecorded, check=lambda view, event: bool(_execution(view, event.correction.execution)))
@@ -384,6 +432,193 @@ def _corrected(view: View, event: CorrectionRecorded) -> None:
     execution = _execution(view, correction.execution)
     view.put(CORRECTIONS, correction.id, correction)
     view.put(EXECUTIONS, execution.id, msgspec.structs.replace(execution, corrections=execution.corrections + 1))
+
+
+# -- knowledge base ------------------------------------------------------------------------------
+#
+# Pages are written only by ingest: a file's pages, the pages it no longer holds and its new source
+# record go in one write. The source record is compared-and-set on the digest the ingest read, and
+# a page is refused if its bank already holds its content, so two ingests racing on one file or
+# one text cannot both land.
+
+
+def page_key(bank: str, part: str) -> str:
+    """The key of a bank's source path or content digest in `page_sources` / `page_digests`."""
+    return f"{bank}\0{part}"
+
+
+def _new_knowledge_bank(view: View, event: KnowledgeBankCreated) -> bool:
+    existing = view.get(KNOWLEDGE_BANKS, event.bank.name)
+    if existing is None:
+        return True
+    if (existing.owner_kind, existing.owner) != (event.bank.owner_kind, event.bank.owner):
+        raise InvalidInput(
+            f"knowledge bank {event.bank.name} exists and belongs to {existing.owner_kind}:{existing.owner}; "
+            "pick another name"
+        )
+    return False
+
+
+@projection(KnowledgeBankCreated, check=_new_knowledge_bank)
+def _knowledge_bank_created(view: View, event: KnowledgeBankCreated) -> None:
+    view.put(KNOWLEDGE_BANKS, event.bank.name, event.bank)
+
+
+def _page(view: View, page_id: str) -> Page:
+    page = view.get(PAGES, page_id)
+    if page is None:
+        raise InvalidInput(f"no page {page_id}")
+    return page
+
+
+def _admissible_page(view: View, event: PageAdmitted) -> bool:
+    page = event.page
+    if view.get(KNOWLEDGE_BANKS, page.bank) is None:
+        raise UnknownBank(
+            f"knowledge bank {page.bank} does not exist; create it with `resident knowledge banks create`"
+        )
+    holder = view.get(PAGE_DIGESTS, page_key(page.bank, page.digest))
+    if holder is not None and _page(view, holder.page).state == "active":
+        raise StateChanged(f"bank {page.bank} gained the same text meanwhile (page {holder.page}); ingest again")
+    return True
+
+
+@projection(PageAdmitted, check=_admissible_page)
+def _page_admitted(view: View, event: PageAdmitted) -> None:
+    if not view.insert(PAGES, event.page.id, event.page):
+        raise InvalidInput(f"a page with id {event.page.id} already exists")
+    view.put(PAGE_DIGESTS, page_key(event.page.bank, event.page.digest), DigestRef(page=event.page.id))
+
+
+@projection(PageSuperseded, check=lambda view, event: _page(view, event.id).state == "active")
+def _page_superseded(view: View, event: PageSuperseded) -> None:
+    page = _page(view, event.id)
+    view.put(PAGES, event.id, msgspec.structs.replace(page, state="superseded", superseded_by=event.by,
+                                                      superseded_at=event.at))
+
+
+def _source_unchanged_since_read(view: View, event: SourceIngested) -> bool:
+    source = event.source
+    current = view.get(PAGE_SOURCES, page_key(source.bank, source.path))
+    if (current.sha256 if current is not None else "") != event.previous:
+        raise StateChanged(f"{source.path} was ingested into {source.bank} again meanwhile; ingest it again")
+    return True
+
+
+@projection(SourceIngested, check=_source_unchanged_since_read)
+def _source_ingested(view: View, event: SourceIngested) -> None:
+    view.put(PAGE_SOURCES, page_key(event.source.bank, event.source.path), event.source)
+
+
+# -- verified knowledge --------------------------------------------------------------------------
+#
+# Every transition names the entry version it was decided on; a write whose version is no longer
+# current is refused (`StateChanged`), so a decision made on a state that changed meanwhile never
+# lands. Promotion also re-reads its evidence here: each execution it relied on must still carry
+# the seal the gate checked, and the implementation must still be accepted.
+
+
+@projection(RepositoryRegistered, check=lambda view, event: view.get(KNOWLEDGE_REPOSITORIES, event.repository.id)
+            != event.repository)
+def _repository_registered(view: View, event: RepositoryRegistered) -> None:
+    view.put(KNOWLEDGE_REPOSITORIES, event.repository.id, event.repository)
+
+
+def _entry(view: View, entry_id: str) -> KnowledgeEntry:
+    entry = view.get(KNOWLEDGE_ENTRIES, entry_id)
+    if entry is None:
+        raise EntryNotFound(f"no knowledge entry {entry_id}")
+    return entry
+
+
+def _at_version(view: View, entry_id: str, version: int, *states: str) -> KnowledgeEntry:
+    entry = _entry(view, entry_id)
+    if entry.version != version:
+        raise StateChanged(
+            f"entry {entry_id} changed meanwhile (version {entry.version}, not {version}); read it again"
+        )
+    if entry.state not in states:
+        raise StateChanged(f"entry {entry_id} is {entry.state} now, not {' or '.join(states)}")
+    return entry
+
+
+def _proposable(view: View, event: EntryProposed) -> bool:
+    repository = view.get(KNOWLEDGE_REPOSITORIES, event.entry.repository)
+    if repository is None or repository.project != event.entry.project:
+        raise InvalidInput(
+            f"repository {event.entry.repository} of project {event.entry.project} is not registered; "
+            "register it with `resident knowledge repos add`"
+        )
+    return True
+
+
+def _insert_entry(view: View, entry: KnowledgeEntry) -> None:
+    if not view.insert(KNOWLEDGE_ENTRIES, entry.id, entry):
+        raise InvalidInput(f"a knowledge entry with id {entry.id} already exists")
+
+
+@projection(EntryProposed, check=_proposable)
+def _entry_proposed(view: View, event: EntryProposed) -> None:
+    _insert_entry(view, event.entry)
+
+
+def _importable(view: View, event: EntryImported) -> bool:
+    # Imported knowledge carries no evidence of this home: it can only ever be legacy.
+    if event.entry.state != "legacy_unverified":
+        raise InvalidInput(f"an imported entry is legacy_unverified, not {event.entry.state}")
+    return view.get(KNOWLEDGE_ENTRIES, event.entry.id) is None
+
+
+@projection(EntryImported, check=_importable)
+def _entry_imported(view: View, event: EntryImported) -> None:
+    _insert_entry(view, event.entry)
+
+
+def _promotable(view: View, event: EntryVerified) -> bool:
+    entry = _at_version(view, event.id, event.version, "candidate")
+    if not event.evidence:
+        raise PromotionRefused(f"entry {event.id} cannot be verified without evidence")
+    for ref in event.evidence:
+        execution = view.get(EXECUTIONS, ref.execution)
+        if execution is None or execution.seal != ref.seal or execution.role != ref.role:
+            raise PromotionRefused(f"the evidence of execution {ref.execution} changed since the gate read it")
+    implementation = view.get(EXECUTIONS, entry.execution)
+    if implementation is None or implementation.accepted_at is None:
+        raise PromotionRefused(f"the implementation step {entry.execution} of entry {event.id} is not accepted")
+    return True
+
+
+@projection(EntryVerified, check=_promotable)
+def _entry_verified(view: View, event: EntryVerified) -> None:
+    entry = _entry(view, event.id)
+    view.put(KNOWLEDGE_ENTRIES, event.id, msgspec.structs.replace(
+        entry, state="verified", version=entry.version + 1, verified_at=event.at, changed_at=event.at,
+        evidence=event.evidence,
+    ))
+
+
+@projection(EntryRevalidated, check=lambda view, event: bool(_at_version(view, event.id, event.version, "verified")))
+def _entry_revalidated(view: View, event: EntryRevalidated) -> None:
+    # Not a transition: the version stays, so a revalidation never invalidates another reader's CAS.
+    view.put(KNOWLEDGE_ENTRIES, event.id, msgspec.structs.replace(_entry(view, event.id), checked_at=event.at))
+
+
+@projection(EntryStaled, check=lambda view, event: bool(_at_version(view, event.id, event.version, "verified",
+                                                                     "candidate")))
+def _entry_staled(view: View, event: EntryStaled) -> None:
+    entry = _entry(view, event.id)
+    view.put(KNOWLEDGE_ENTRIES, event.id, msgspec.structs.replace(
+        entry, state="stale", version=entry.version + 1, changed_at=event.at, reason=event.reason,
+    ))
+
+
+@projection(EntrySuperseded, check=lambda view, event: bool(_at_version(view, event.id, event.version, "verified")))
+def _entry_superseded(view: View, event: EntrySuperseded) -> None:
+    entry = _entry(view, event.id)
+    view.put(KNOWLEDGE_ENTRIES, event.id, msgspec.structs.replace(
+        entry, state="superseded", version=entry.version + 1, changed_at=event.at, superseded_by=event.by,
+        reason=f"replaced by {event.by}",
+    ))
 
 
 # Evolution's projections live in their own modules; importing them registers them with `project`.

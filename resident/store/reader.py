@@ -83,6 +83,17 @@ class Reader:
     def count(self, table: Table[Any]) -> int:
         return int(self._txn.stat(self._dbs[table.name])["entries"])
 
+    def last_event(self) -> tuple[int, AnyEvent] | None:
+        """The log's last event and its sequence number (None when the log is empty)."""
+        with self._txn.cursor(db=self._dbs[EVENTS.name]) as cursor:
+            if not cursor.last():
+                return None
+            seq = int.from_bytes(cursor.key(), "big")
+            try:
+                return seq, decode_event(bytes(cursor.value()))
+            except msgspec.DecodeError as error:
+                raise self._damaged(f"event {seq} does not decode: {error}") from None
+
     def events(self, since: int = 0) -> Iterator[tuple[int, AnyEvent]]:
         """Events with sequence number >= `since`, in order."""
         with self._txn.cursor(db=self._dbs[EVENTS.name]) as cursor:

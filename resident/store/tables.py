@@ -20,6 +20,7 @@ from resident.messages.coordination import Correction, Execution, Grant, GrantTo
 from resident.messages.engagement import EngagementQuestion, MemberEngagement
 from resident.messages.events import AnyEvent
 from resident.messages.evolution import EvolutionChange, MemberEvolution
+from resident.messages.knowledge import DigestRef, KnowledgeBank, KnowledgeEntry, Page, Repository, SourceRecord
 from resident.messages.members import MemberEntry
 from resident.messages.memory import Bank, MemoryConfig, MemoryRecord
 from resident.messages.principles import Principle
@@ -37,10 +38,16 @@ __all__ = [
     "GRANTS",
     "GRANT_TOKENS",
     "INDEXED_KEY",
+    "KNOWLEDGE_BANKS",
+    "KNOWLEDGE_ENTRIES",
+    "KNOWLEDGE_REPOSITORIES",
     "MEMBERS",
     "MEMBER_EVOLUTION",
     "MEMORY_CONFIG",
     "META",
+    "PAGES",
+    "PAGE_DIGESTS",
+    "PAGE_SOURCES",
     "PENDING",
     "PRINCIPLES",
     "REALM_CURSOR",
@@ -119,10 +126,20 @@ PRINCIPLES: Table[Principle] = Table("principles", Principle)
 ENGAGEMENT: Table[MemberEngagement] = Table("engagement", MemberEngagement)
 ENGAGEMENT_QUESTIONS: Table[EngagementQuestion] = Table("engagement_questions", EngagementQuestion)
 
+# Knowledge. Pages are keyed by id; a source by `bank NUL path` and a digest by `bank NUL digest`
+# (bank names cannot hold NUL, so a bank's keys sort together and never run into another's).
+KNOWLEDGE_BANKS: Table[KnowledgeBank] = Table("knowledge_banks", KnowledgeBank)
+PAGES: Table[Page] = Table("pages", Page)
+PAGE_SOURCES: Table[SourceRecord] = Table("page_sources", SourceRecord)
+PAGE_DIGESTS: Table[DigestRef] = Table("page_digests", DigestRef)
+KNOWLEDGE_REPOSITORIES: Table[Repository] = Table("knowledge_repositories", Repository)
+KNOWLEDGE_ENTRIES: Table[KnowledgeEntry] = Table("knowledge_entries", KnowledgeEntry)
+
 TABLES: tuple[Table[Any], ...] = (
     META, EVENTS, MEMORY_CONFIG, BANKS, RECORDS, VECTORS, TERMS, MEMBERS, REPLICATION, REALM_CURSOR,
     GRANTS, EXECUTIONS, CORRECTIONS, GRANT_TOKENS, PENDING, REFUSED,
     SKILLS, SKILL_HOLDINGS, SKILL_SESSIONS, MEMBER_EVOLUTION, EVOLUTION, PRINCIPLES, ENGAGEMENT, ENGAGEMENT_QUESTIONS,
+    KNOWLEDGE_BANKS, PAGES, PAGE_SOURCES, PAGE_DIGESTS, KNOWLEDGE_REPOSITORIES, KNOWLEDGE_ENTRIES,
 )
 # State the event log rebuilds: everything except the log itself, metadata and derived caches.
 STATE_TABLES: tuple[Table[Any], ...] = tuple(

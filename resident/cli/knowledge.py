@@ -1,0 +1,306 @@
+"""`resident knowledge …`: knowledge banks, ingest and search, repositories, verified entries, context.
+
+Everything here needs `[knowledge] enabled = true` in the home's resident.toml. Text that came
+from files (paths, titles, snippets) is printed with control characters escaped, so a hostile file
+name or page cannot rewrite the terminal; `--json` output carries it as JSON strings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, print_table, stdout
+from resident.knowledge.banks import DEFAULT_OWNER, format_owner
+from resident.messages.knowledge import ENTRY_STATES, IngestReport, KnowledgeEntry
+from resident.runtime.knowledge import MAX_SEARCH_K
+from resident.runtime.knowledge_context import DEFAULT_CONTEXT_K, MAX_CONTEXT_K
+
+__all__ = ["COMMANDS", "printable"]
+
+# Ingests of at least this many files show a progress bar (on stderr, when it is a terminal).
+PROGRESS_FILES = 20
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with control characters (escape sequences, bells, ...) shown as `\\xNN`, not sent raw."""
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+@click.group(short_help="Knowledge banks and pages, verified entries, context (needs [knowledge] enabled).")
+def knowledge() -> None:
+    """Knowledge banks of pages (ingest, search) and verified knowledge (entries, context).
+
+    Off unless the home's resident.toml says `[knowledge] enabled = true`.
+    """
+
+
+# -- banks ---------------------------------------------------------------------------------------
+
+
+@knowledge.group()
+def banks() -> None:
+    """Create and list knowledge banks."""
+
+
+@banks.command(name="create")
+@click.argument("name", type=UTF8)
+@click.option("--owner", type=UTF8, default=DEFAULT_OWNER, show_default=True, metavar="member:M|app:A|workspace:W",
+              help="Who owns the bank (and alone may read or ingest into it).")
+@json_option
+@pass_state
+def banks_create(state: CliState, name: str, owner: str, as_json: bool) -> None:
+    """Create knowledge bank NAME (creating it again for the same owner changes nothing)."""
+    with open_runtime(state) as runtime:
+        bank = runtime.knowledge.create_bank(name, owner)
+    if as_json:
+        emit_json(bank)
+    else:
+        stdout.print(f"knowledge bank {bank.name} ({format_owner(bank)})")
+
+
+@banks.command(name="list")
+@json_option
+@pass_state
+def banks_list(state: CliState, as_json: bool) -> None:
+    """List the knowledge banks and their owners."""
+    with open_runtime(state) as runtime:
+        found = runtime.knowledge.banks()
+    if as_json:
+        emit_json(found)
+    else:
+        print_table(["bank", "owner"], [[bank.name, format_owner(bank)] for bank in found], ids=("bank",))
+
+
+# -- pages ---------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
+    """A progress bar on stderr, only where someone watches it (a terminal, and not --json)."""
+    console = Console(stderr=True)
+    if not enabled or not console.is_terminal:
+        yield None
+        return
+    columns = (TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("files"), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        yield bar
+
+
+@knowledge.command()
+@click.argument("bank", type=UTF8)
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="PATH...")
+@json_option
+@pass_state
+def ingest(state: CliState, bank: str, paths: tuple[Path, ...], as_json: bool) -> None:
+    """Ingest each PATH... (Markdown and plain text files, or folders of them) into BANK.
+
+    Each file is split into pages (Markdown by headings) and each page passes the ingest gate
+    (size, title, kind, no control characters, one copy of a text per bank). Files unchanged since
+    their last ingest admit nothing; a changed file supersedes its old pages. Prints what was
+    admitted, skipped and rejected (with reasons); --json prints the same as one object.
+    """
+    with open_runtime(state) as runtime, _progress_bar(not as_json) as bar:
+        task = bar.add_task("ingest", total=None) if bar is not None else None
+
+        def progress(done: int, total: int) -> None:
+            if bar is not None and task is not None and total >= PROGRESS_FILES:
+                bar.update(task, completed=done, total=total)
+
+        report = runtime.knowledge.ingest(bank, list(paths), progress=progress)
+    if as_json:
+        emit_json(report)
+    else:
+        _print_report(report)
+
+
+def _print_report(report: IngestReport) -> None:
+    stdout.print(
+        f"{report.bank}: {report.admitted} pages admitted, {report.superseded} superseded, "
+        f"{len(report.skipped)} skipped, {len(report.rejected)} rejected ({report.files} files)"
+    )
+    for skip in report.skipped:
+        where = printable(skip.path) + (f" § {printable(skip.title)}" if skip.title else "")
+        stdout.print(f"skipped   {where}: {printable(skip.reason)}")
+    for rejection in report.rejected:
+        where = printable(rejection.path) + (f" § {printable(rejection.title)}" if rejection.title else "")
+        stdout.print(f"rejected  {where}: {printable(rejection.reason)}")
+
+
+@knowledge.command()
+@click.argument("bank", type=UTF8)
+@click.argument("query", type=UTF8)
+@click.option("-k", "k", type=click.IntRange(1, MAX_SEARCH_K), default=10, show_default=True,
+              help=f"How many pages (at most {MAX_SEARCH_K}).")
+@click.option("--state", "page_state", type=click.Choice(["active", "superseded", "all"]), default="active",
+              show_default=True, help="Search current pages, superseded ones, or both.")
+@json_option
+@pass_state
+def search(state: CliState, bank: str, query: str, k: int, page_state: str, as_json: bool) -> None:
+    """Search BANK for QUERY (BM25; Chinese, Spanish and English alike): title, source, score, snippet."""
+    with open_runtime(state) as runtime:
+        hits = runtime.knowledge.search(bank, query, k, state=page_state)
+    if as_json:
+        emit_json(hits)
+        return
+    if not hits:
+        stdout.print("no pages match")
+    for hit in hits:
+        stdout.print(f"{hit.score:6.2f}  {printable(hit.title)}  ({printable(hit.source)})", style="bold")
+        stdout.print(f"        {printable(hit.snippet)}")
+
+
+@knowledge.command()
+@json_option
+@pass_state
+def reindex(state: CliState, as_json: bool) -> None:
+    """Rebuild the keyword index of every page from the store (LMDB is the truth; the index is derived)."""
+    with open_runtime(state) as runtime:
+        status = runtime.knowledge.reindex()
+    if as_json:
+        emit_json(status)
+    else:
+        stdout.print(f"indexed {status.pages} pages in {status.rebuild_seconds:.2f} s")
+
+
+# -- repositories and entries --------------------------------------------------------------------
+
+
+@knowledge.group()
+def repos() -> None:
+    """Register the repositories verified knowledge is about, and who may read it."""
+
+
+@repos.command(name="add")
+@click.argument("repository", type=UTF8)
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--project", type=UTF8, help="The project it belongs to (default: the repository id).")
+@click.option("--member", "members", type=UTF8, multiple=True, metavar="MEMBER",
+              help="A member authorized for the project through it (repeat for several).")
+@json_option
+@pass_state
+def repos_add(
+    state: CliState, repository: str, path: Path, project: str | None, members: tuple[str, ...], as_json: bool
+) -> None:
+    """Register REPOSITORY, whose work tree is at PATH (registering again replaces it)."""
+    with open_runtime(state) as runtime:
+        registered = runtime.knowledge.register_repository(repository, path, project=project, members=members)
+    if as_json:
+        emit_json(registered)
+    else:
+        stdout.print(f"repository {registered.id} of project {registered.project} at {printable(registered.path)}")
+
+
+@repos.command(name="list")
+@json_option
+@pass_state
+def repos_list(state: CliState, as_json: bool) -> None:
+    """List the registered repositories."""
+    with open_runtime(state) as runtime:
+        found = runtime.knowledge.repositories()
+    if as_json:
+        emit_json(found)
+    else:
+        print_table(
+            ["repository", "project", "members", "work tree"],
+            [[r.id, r.project, ", ".join(r.members), printable(r.path)] for r in found], ids=("repository",),
+        )
+
+
+@knowledge.command()
+@click.option("--project", type=UTF8, help="Only entries of this project.")
+@click.option("--repository", type=UTF8, help="Only entries of this repository.")
+@click.option("--state", "entry_state", type=click.Choice(ENTRY_STATES), help="Only entries in this state.")
+@json_option
+@pass_state
+def entries(
+    state: CliState, project: str | None, repository: str | None, entry_state: str | None, as_json: bool
+) -> None:
+    """List verified-knowledge entries (every state, as the home's owner sees them)."""
+    with open_runtime(state) as runtime:
+        found = runtime.knowledge.entries(project=project, repository=repository, state=entry_state)
+    if as_json:
+        emit_json(found)
+    else:
+        _print_entries(found)
+
+
+def _print_entries(found: list[KnowledgeEntry]) -> None:
+    print_table(
+        ["entry", "state", "kind", "repository", "owner", "title"],
+        [[e.id, e.state, e.kind, e.repository, e.owner, printable(e.title)] for e in found], ids=("entry",),
+    )
+
+
+@knowledge.command()
+@click.argument("entry_id", metavar="ENTRY", type=UTF8)
+@json_option
+@pass_state
+def promote(state: CliState, entry_id: str, as_json: bool) -> None:
+    """Put candidate ENTRY to the acceptance gate; it is verified only if its evidence is complete.
+
+    The evidence is the runtime's own execution records (the accepted implementation step, a
+    review and an audit of the same work); refused with every reason otherwise.
+    """
+    with open_runtime(state) as runtime:
+        entry = runtime.knowledge.promote(entry_id)
+    if as_json:
+        emit_json(entry)
+    else:
+        stdout.print(f"{entry.id} {entry.state}")
+
+
+@knowledge.command()
+@click.option("--member", type=UTF8, required=True, help="The member the context is for.")
+@click.option("--project", type=UTF8, required=True, help="The project the work is in.")
+@click.option("--repository", type=UTF8, required=True, help="The repository the work is in.")
+@click.option("-k", "k", type=click.IntRange(1, MAX_CONTEXT_K), default=DEFAULT_CONTEXT_K, show_default=True,
+              help=f"At most this many entries (at most {MAX_CONTEXT_K}).")
+@click.argument("query", type=UTF8, required=False)
+@json_option
+@pass_state
+def context(
+    state: CliState, member: str, project: str, repository: str, k: int, query: str | None, as_json: bool
+) -> None:
+    """The verified entries MEMBER may use for PROJECT and REPOSITORY, each revalidated now.
+
+    QUERY, when given, ranks them and leaves out those it does not match.
+    """
+    with open_runtime(state) as runtime:
+        found = runtime.knowledge.context(member, project, repository, query, k=k)
+    if as_json:
+        emit_json(found)
+        return
+    if not found:
+        stdout.print("no verified knowledge to hand out")
+    for entry in found:
+        stdout.print(f"{entry.id}  {entry.kind}  {printable(entry.title)}", style="bold")
+        stdout.print(printable(entry.body))
+
+
+@knowledge.command(name="import-legacy")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@json_option
+@pass_state
+def import_legacy(state: CliState, file: Path, as_json: bool) -> None:
+    """Import older knowledge from FILE (JSON Lines or a JSON array) as legacy_unverified.
+
+    Legacy entries are kept and listed but never treated as fact: never handed out as context,
+    never promoted. The whole file is imported or none of it.
+    """
+    with open_runtime(state) as runtime:
+        result = runtime.knowledge.import_legacy(file)
+    if as_json:
+        emit_json({"imported": result.imported, "skipped": result.skipped})
+    else:
+        stdout.print(f"{result.imported} entries imported as legacy_unverified, {result.skipped} already there")
+
+
+COMMANDS = (knowledge,)

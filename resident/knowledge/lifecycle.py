@@ -1,0 +1,37 @@
+"""The lifecycle of a verified-knowledge entry, and which states context preparation may serve.
+
+    candidate ──(acceptance gate)──▶ verified ──(a dependency changed)──▶ stale
+        │                               └──(a decision replaced it)──▶ superseded
+        └──(a dependency changed)──▶ stale
+    legacy_unverified (imported older data): no way out; never served, never promoted
+
+Every transition is an event written in the same transaction as the change and bumps the entry's
+version, so a decision taken on a state that changed meanwhile is refused (compare-and-set).
+Superseded and stale entries keep their events and stay readable; only `verified` is ever served
+as context.
+"""
+
+from __future__ import annotations
+
+from resident.messages.knowledge import EntryState, KnowledgeEntry
+
+__all__ = ["SERVED", "TRANSITIONS", "can_move", "is_served"]
+
+TRANSITIONS: dict[EntryState, frozenset[EntryState]] = {
+    "candidate": frozenset({"verified", "stale"}),
+    "verified": frozenset({"stale", "superseded"}),
+    "stale": frozenset(),
+    "superseded": frozenset(),
+    "legacy_unverified": frozenset(),
+}
+SERVED: frozenset[EntryState] = frozenset({"verified"})
+
+
+def can_move(source: EntryState, target: EntryState) -> bool:
+    """Whether the lifecycle has an edge from `source` to `target`."""
+    return target in TRANSITIONS[source]
+
+
+def is_served(entry: KnowledgeEntry) -> bool:
+    """Whether context preparation may hand `entry` out at all (before revalidating it)."""
+    return entry.state in SERVED

@@ -1,0 +1,124 @@
+"""The read-only MCP server a member session gets: one tool, `knowledge_context`, and nothing else.
+
+The server is started for one grant token (`resident mcp serve --grant TOKEN`, or the token a
+member session finds in `$RESIDENT_GRANT_TOKEN`). The subject of every call is the member that
+token stands for, held to the repository of the work its execution was dispatched on; nothing in a
+tool call can name another subject (arguments other than the ones below are refused). The token is
+checked again on every call, so a session whose execution ended or whose grant expired gets
+nothing more.
+
+`knowledge_context` takes `project_id` and `repository_id` (required), an optional `query` and
+`k`, and returns exactly what context preparation returns: verified entries, each revalidated.
+It is advertised only when `[knowledge] enabled = true`, annotated read-only, and the server has
+no other tool: no write path, no way to hand in a receipt or a verdict.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+import msgspec
+from mcp.server import Server
+
+from resident.errors import ResidentError
+from resident.knowledge.visibility import Subject
+from resident.messages.knowledge import ContextEntry
+from resident.runtime.knowledge_context import DEFAULT_CONTEXT_K, MAX_CONTEXT_K
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+
+    from resident.runtime.runtime import Runtime
+
+__all__ = ["CONTEXT_TOOL", "ContextArguments", "knowledge_server"]
+
+CONTEXT_TOOL = "knowledge_context"
+
+_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "project_id": {"type": "string", "description": "The project the context is for."},
+        "repository_id": {"type": "string", "description": "The repository the context is for."},
+        "query": {"type": "string", "description": "What the work is about; ranks the entries (optional)."},
+        "k": {"type": "integer", "minimum": 1, "maximum": MAX_CONTEXT_K, "description": "At most this many entries."},
+    },
+    "required": ["project_id", "repository_id"],
+    "additionalProperties": False,
+}
+
+_TOOL = types.Tool(
+    name=CONTEXT_TOOL,
+    title="Verified knowledge for this work",
+    description=(
+        "Verified knowledge entries about one project and repository that this session may read, each "
+        "revalidated against the repository just before it is returned. Read-only."
+    ),
+    input_schema=_INPUT_SCHEMA,
+    annotations=types.ToolAnnotations(
+        title="Verified knowledge for this work", read_only_hint=True, destructive_hint=False,
+        idempotent_hint=True, open_world_hint=False,
+    ),
+)
+
+
+class ContextArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The arguments `knowledge_context` accepts (anything else, a subject above all, is refused)."""
+
+    project_id: str
+    repository_id: str
+    query: str | None = None
+    k: int = DEFAULT_CONTEXT_K
+
+
+def knowledge_server(runtime: Runtime, token: str) -> Server[Any]:
+    """The MCP server of the session `token` stands for (checked now, and again at every call)."""
+    runtime.coordinator.session(token)
+
+    async def list_tools(
+        _context: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[_TOOL] if runtime.knowledge.enabled else [])
+
+    async def call_tool(
+        _context: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        if params.name != CONTEXT_TOOL or not runtime.knowledge.enabled:
+            return _error(f"there is no tool {params.name!r} here")
+        try:
+            arguments = msgspec.convert(params.arguments or {}, ContextArguments, strict=True)
+        except msgspec.ValidationError as error:
+            return _error(f"InvalidInput: {error}; {CONTEXT_TOOL} takes project_id, repository_id, query and k")
+        try:
+            entries = await anyio.to_thread.run_sync(_context_for, runtime, token, arguments)
+        except ResidentError as error:
+            return _error(f"{type(error).__name__}: {error.message}")
+        return _result(entries)
+
+    return Server("resident", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _context_for(runtime: Runtime, token: str, arguments: ContextArguments) -> list[ContextEntry]:
+    """Context for the session's member, held to the repository of the session's work."""
+    session = runtime.coordinator.session(token)
+    work = session.execution.work
+    subject = Subject(
+        member=session.execution.member, repositories=frozenset({work.repository}) if work is not None else frozenset()
+    )
+    return runtime.knowledge.context(
+        subject, arguments.project_id, arguments.repository_id, arguments.query, k=arguments.k
+    )
+
+
+def _result(entries: list[ContextEntry]) -> types.CallToolResult:
+    payload = {"entries": msgspec.to_builtins(entries)}
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=msgspec.json.encode(payload).decode("utf-8"))],
+        structured_content=payload,
+        is_error=False,
+    )
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
