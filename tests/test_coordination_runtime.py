@@ -108,3 +108,19 @@ def test_executions_survive_a_restart(tmp_path):
     with Runtime.open(tmp_path / "home", realm="none") as rt:
         assert [e.id for e in rt.coordinator.executions()] == [execution_id]
         assert rt.coordinator.progress().running == 1
+
+
+def test_dispatch_by_role_grants_evolution_callbacks_only_as_far_as_the_parent_allows(rt):
+    memory_only = rt.coordinator.issue_grant(
+        actions={"remember", "recall", "forget", "supersede", "reconcile", "write_back", "push"}
+    )
+    narrow = rt.coordinator.dispatch("fix", "deven", role="implement", parent_grant=memory_only)
+    assert "fetch_skills" not in narrow.grant.actions
+    with pytest.raises(GrantExceeded, match="does not allow deven to fetch_skills"):
+        narrow.authorize("fetch_skills")
+    everything = rt.coordinator.issue_grant(
+        actions={"remember", "recall", "forget", "supersede", "reconcile", "write_back", "push", "fetch_skills"}
+    )
+    wide = rt.coordinator.dispatch("fix", "deven", role="implement", parent_grant=everything)
+    wide.authorize("fetch_skills")
+    assert "write_engagement" not in wide.grant.actions

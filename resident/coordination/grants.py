@@ -22,6 +22,7 @@ __all__ = [
     "check",
     "derive",
     "issue_root",
+    "role_actions",
 ]
 
 OWNER_ONLY_ACTIONS = frozenset({"merge", "approve", "push_protected"})
@@ -61,6 +62,16 @@ ROLE_ACTIONS: dict[str, frozenset[str]] = {
         "coordinate": frozenset({"remember", "recall", "read_engagement"}),
     }.items()
 }
+
+
+def role_actions(role: str, parent: Grant) -> frozenset[str]:
+    """What a step in `role` is granted when its dispatcher names no actions.
+
+    The role's own actions, and evolution's callbacks (skills, principles, engagement) as far as
+    `parent` allows them: a parent granted for memory work alone still dispatches by role, and its
+    members simply cannot call those back.
+    """
+    return (ROLE_ACTIONS[role] - EVOLUTION_ACTIONS) | (EVOLUTION_ACTIONS & frozenset(parent.actions))
 
 
 def _known(actions: Iterable[str]) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from resident.actors.coordinator import Dispatched
-from resident.coordination.grants import ROLE_ACTIONS, check, issue_root
+from resident.coordination.grants import ROLE_ACTIONS, check, issue_root, role_actions
 from resident.coordination.tokens import new_token, token_digest
 from resident.errors import CandidateInvalid, GrantInvalid, InvalidInput, UnknownExecution
 from resident.ids import check_record_id, new_id
@@ -262,7 +262,7 @@ class CoordinatorControl:
         if actions is None:
             if role not in ROLE_ACTIONS:
                 raise InvalidInput(f"unknown role {role!r}; roles: {', '.join(sorted(ROLE_ACTIONS))}")
-            actions = ROLE_ACTIONS[role]
+            actions = role_actions(role, parent_grant)
         now = runtime.clock.time()
         expires_at = parent_grant.expires_at if ttl is None else now + ttl
         token = new_token()
