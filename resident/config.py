@@ -202,6 +202,15 @@ def load_config(path: Path) -> Config:
     return _parse(parsed, path)
 
 
+# What a value of each TOML type looks like, for a key that holds a value of another type.
+_KINDS = {
+    "bool": "true or false",
+    "str": 'a string in quotes ("...")',
+    "array": 'a list like ["a", "b"]',
+    "object": "a table",
+}
+
+
 def _explain(message: str, raw: dict[str, object]) -> str:
     """msgspec's validation message, with its location written as the TOML table a person edits."""
     problem, _, where = message.partition(" - at `")
@@ -220,6 +229,9 @@ def _explain(message: str, raw: dict[str, object]) -> str:
     if problem.startswith("Object contains unknown field"):
         key = problem.removeprefix("Object contains unknown field ").strip()
         return f"unknown key {key} in {location}; allowed: {allowed}"
+    expected = problem.partition(",")[0].removeprefix("Expected ").strip("`")
+    if expected in _KINDS:
+        return f"{location} must be {_KINDS[expected]} ({problem})"
     return f"{location}: {problem}"
 
 

@@ -149,5 +149,5 @@ def test_the_knowledge_switch_in_resident_toml_is_checked(tmp_path: Path) -> Non
     (home / "resident.toml").write_text("[knowledge]\nenable = true\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="unknown key `enable`"):
         load_config(home / "resident.toml")
-    (home / "resident.toml").write_text("", encoding="utf-8")
+    (home / "resident.toml").write_text('[team]\ncoordinator = "samuel"\n', encoding="utf-8")
     assert not load_config(home / "resident.toml").knowledge.enabled

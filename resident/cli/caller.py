@@ -40,6 +40,8 @@ MEMBER_COMMANDS: frozenset[tuple[str, ...]] = frozenset({
     ("engage",),
     ("engagement", "show"),
     ("evolution", "log"),
+    # The MCP server takes its subject from the session's grant itself (never from tool arguments).
+    ("mcp", "serve"),
 })
 
 
