@@ -84,7 +84,7 @@ def test_sigterm_stops_a_run_gracefully_with_exit_143_and_one_line(tmp_path, as_
     run.send_signal(signal.SIGTERM)
     stdout, stderr = run.communicate(timeout=STOP_TIMEOUT)
     assert run.returncode == EXIT_TERMINATED, stderr
-    assert "Traceback" not in stderr
+    assert "Traceback" not in stderr, stderr
     if as_json:
         assert json.loads(stdout) == {"error": {"type": "Terminated", "message": "terminated by SIGTERM"}}
     else:
