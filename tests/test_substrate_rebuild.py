@@ -149,7 +149,7 @@ PINNED_SAMPLE = [
     "账本导出在预发布数据库只读时失败",
     "Ünïcödé \uff26\uff35\uff2c\uff2c \ufb01 ß 😀",  # full-width FULL, the fi ligature
 ]
-PINNED_TERMS = "b74fe4556d32b1a898c8f2e18254aee73311bd73e16352fcccf7616ca9781705"
+PINNED_TERMS = "ddcd6899ce3e80290f3b77911208ab28df177b6b1340b9bdec14d005f0e9c7b9"
 # Signs only: float32 `log` may differ in its last bit between CPUs, the features' cells and signs may not.
 PINNED_VECTOR_SIGNS = "cd779d0c5e7e916db8fde2a49f6abd2cc2b1e06cfefb4a8318587c040a8b40b3"
 
