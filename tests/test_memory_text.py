@@ -42,12 +42,10 @@ def _is_word_char(char: str) -> bool:
     return not _is_cjk(char) and (char.isalnum() or unicodedata.category(char).startswith("M"))
 
 
-SUFFIXES = sorted(
-    "ing ed ies es s ando iendo ado ada ados adas ido ida idos idas ar er ir amos emos imos aron ieron aba aban "
-    "mente".split(),
-    key=len,
-    reverse=True,
+_SUFFIX_TEXT = (
+    "ing ed ies es s ando iendo ado ada ados adas ido ida idos idas ar er ir amos emos imos aron ieron aba aban mente"
 )
+SUFFIXES = sorted(_SUFFIX_TEXT.split(), key=len, reverse=True)
 
 
 def reference_stem(word: str) -> str:

@@ -8,6 +8,18 @@ and a row's text never changes, so nothing is ever deleted.
 
 Building a segment never uses `argsort` (slow in numpy at millions of postings): each (term, row)
 pair is packed into one uint64 and the packed values are sorted, which numpy does with SIMD.
+
+Every row's own terms are kept too (a forward index), for query feedback: a search can take the
+best few rows of a first BM25 pass, add their most telling terms to the query (RM3-style relevance
+feedback) and rank again, which finds the turns that answer a question in other words than it
+asked. The first pass's best row keeps its place: feedback finds neighbours of the best match and
+must not push it down. Measured on the LoCoMo development conversations (383 questions), feedback
+from 3 rows and 20 terms at 0.3 of the query's weight lifted recall@5 from 0.58 to 0.60 and
+recall@10 from 0.65 to 0.69, with recall@1 unchanged; without keeping the best row, recall@1 fell
+from 0.37 to 0.33.
+
+BM25 runs with k1 = 1.2 and b = 0.4: memories are short and of similar length, and less length
+normalisation than the textbook 0.75 measured better there (recall@5 0.58 against 0.57).
 """
 
 from __future__ import annotations
@@ -28,7 +40,11 @@ __all__ = ["KeywordIndex"]
 _T = TypeVar("_T", bound=np.generic)
 
 K1 = 1.2
-B = 0.75
+B = 0.4
+# Relevance feedback: rows read, terms added, and the added terms' weight beside the query's.
+FEEDBACK_ROWS = 3
+FEEDBACK_TERMS = 20
+FEEDBACK_WEIGHT = 0.3
 _TAIL_PAIRS = 1 << 14
 _MIN_CAPACITY = 1024
 
@@ -105,7 +121,7 @@ class _Segment:
 
 
 class KeywordIndex:
-    """BM25 (k1=1.2, b=0.75) over rows appended in order; a row's text never changes."""
+    """BM25 (k1=1.2, b=0.4) over rows appended in order; a row's text never changes."""
 
     def __init__(self) -> None:
         self._segments: list[_Segment] = []
@@ -116,6 +132,11 @@ class KeywordIndex:
         self._lengths = np.zeros(_MIN_CAPACITY, dtype=np.float32)
         self._count = 0
         self._total_length = 0.0
+        # The forward index: row r's terms are `_row_terms[_row_starts[r]:_row_starts[r + 1]]`.
+        self._row_starts = np.zeros(_MIN_CAPACITY + 1, dtype=np.int64)
+        self._row_terms = np.zeros(_MIN_CAPACITY * 16, dtype=np.uint64)
+        # Each row's BM25 length normalisation, kept between adds (every search pass needs it).
+        self._norm: npt.NDArray[np.float32] | None = None
 
     @classmethod
     def build(cls, texts: Sequence[str]) -> KeywordIndex:
@@ -135,12 +156,15 @@ class KeywordIndex:
         if not texts:
             return
         docs, terms = term_ids_batch(texts) if analysed is None else (analysed[0].copy(), analysed[1])
-        lengths = np.bincount(docs, minlength=len(texts)).astype(np.float32)
+        counts = np.bincount(docs, minlength=len(texts))
+        lengths = counts.astype(np.float32)
         first = self._count
-        self._reserve(first + len(texts))
+        self._reserve(first + len(texts), len(terms))
         self._lengths[first : first + len(texts)] = lengths
+        self._store_rows(first, docs, terms, counts)
         self._count += len(texts)
         self._total_length += float(lengths.sum())
+        self._norm = None
         if first:
             docs += np.int32(first)
         self._tail_rows.append(docs)
@@ -152,12 +176,14 @@ class KeywordIndex:
             self._compact()
 
     def search(
-        self, query: str, mask: npt.NDArray[np.bool_] | None, limit: int
+        self, query: str, mask: npt.NDArray[np.bool_] | None, limit: int, *, feedback: bool = False
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """The `limit` best BM25 rows for `query` among those where `mask` is True, best first.
 
         Only rows sharing a term with the query (score > 0) are returned. Document frequencies
-        and the average length are over all rows, masked or not.
+        and the average length are over all rows, masked or not. With `feedback`, the terms of
+        the best rows of a first pass join the query (see the module's docstring); the feedback
+        rows come from the masked rows only, so a row the caller may not see never shapes a query.
         """
         empty = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         if mask is not None and len(mask) < self._count:
@@ -165,23 +191,91 @@ class KeywordIndex:
         query_terms, query_counts = np.unique(term_ids(query), return_counts=True)
         if limit <= 0 or self._count == 0 or not len(query_terms):
             return empty
-        slices = self._postings(query_terms)
-        if not slices:
+        scores = self._scores(query_terms, query_counts.astype(np.float64), mask)
+        if scores is None:
             return empty
-        df = np.zeros(len(query_terms))
-        for term, rows, _ in slices:
-            df[term] += len(rows)
-        weight = np.log1p((self._count - df + 0.5) / (df + 0.5)) * query_counts * (K1 + 1)
-        # Each row's length normalisation, once per search rather than once per posting.
-        norm = (K1 * (1 - B)) + (K1 * B / (self._total_length / self._count)) * self._lengths[: self._count]
+        if feedback:
+            scores = self._with_feedback(scores, query_terms, mask)
+        matched = np.flatnonzero(scores > 0)
+        return top_k(matched, scores[matched], limit)
+
+    def _scores(
+        self, terms: npt.NDArray[np.uint64], weights: npt.NDArray[np.float64], mask: npt.NDArray[np.bool_] | None
+    ) -> npt.NDArray[np.float64] | None:
+        """Every row's BM25 score for `terms` (each counted `weights` times), 0 where masked out;
+        None when no row has any of the terms."""
+        slices = self._postings(terms)
+        if not slices:
+            return None
+        weight = _idf(self._count, self.document_frequencies(terms)) * weights * (K1 + 1)
+        norm = self._length_norm()
         gains = [weight[term] * tf / (tf + norm[rows]) for term, rows, tf in slices]
-        scores = np.bincount(
+        # A weighted bincount gives float64 (numpy's stubs say intp whatever the weights).
+        scores: npt.NDArray[np.float64] = np.bincount(  # type: ignore[assignment]
             np.concatenate([rows for _, rows, _ in slices]), weights=np.concatenate(gains), minlength=self._count
         )
         if mask is not None:
             scores[~mask[: self._count]] = 0.0
-        matched = np.flatnonzero(scores > 0)
-        return top_k(matched, scores[matched], limit)
+        return scores
+
+    def _length_norm(self) -> npt.NDArray[np.float32]:
+        """`k1 * (1 - b + b * length / average length)` of every row."""
+        if self._norm is None:
+            average = self._total_length / self._count
+            self._norm = (K1 * (1 - B)) + (K1 * B / average) * self._lengths[: self._count]
+        return self._norm
+
+    def _with_feedback(
+        self,
+        scores: npt.NDArray[np.float64],
+        query_terms: npt.NDArray[np.uint64],
+        mask: npt.NDArray[np.bool_] | None,
+    ) -> npt.NDArray[np.float64]:
+        """`scores` plus those of the terms the best rows add to the query; the best row stays first."""
+        best_rows, best_scores = top_k(np.flatnonzero(scores > 0), scores[scores > 0], FEEDBACK_ROWS)
+        terms, weights = self._feedback_terms(best_rows, best_scores, query_terms)
+        if not len(terms):
+            return scores
+        added = self._scores(terms, weights, mask)
+        if added is None:
+            return scores
+        total = scores + added
+        total[best_rows[0]] = np.nextafter(total.max(), np.inf)
+        return total
+
+    def _feedback_terms(
+        self, rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float64], query_terms: npt.NDArray[np.uint64]
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64]]:
+        """The terms `rows` (scored `scores`) add to a query, and their weights (at most `FEEDBACK_WEIGHT`).
+
+        A term weighs as much as it makes up of each row's text, by how well that row matched,
+        times its rarity; the query's own terms are not added again.
+        """
+        starts, ends = self._row_starts[rows], self._row_starts[rows + 1]
+        lengths = ends - starts
+        if not lengths.sum():
+            return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float64)
+        picked = np.concatenate([self._row_terms[lo:hi] for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True)])
+        share = np.repeat(scores / scores[0] / np.maximum(lengths, 1), lengths)
+        terms, inverse = np.unique(picked, return_inverse=True)
+        weights: npt.NDArray[np.float64] = np.bincount(inverse, weights=share, minlength=len(terms))  # type: ignore[assignment]
+        weights *= _idf(self._count, self.document_frequencies(terms))
+        # Both are sorted and unique: a binary search finds the query's own terms.
+        at = np.searchsorted(terms, query_terms)
+        weights[at[terms.take(at, mode="clip") == query_terms]] = 0.0
+        order = np.argsort(-weights, kind="stable")[:FEEDBACK_TERMS]
+        order = order[weights[order] > 0]
+        if not len(order):
+            return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float64)
+        return terms[order], FEEDBACK_WEIGHT * weights[order] / weights[order[0]]
+
+    def document_frequencies(self, terms: npt.NDArray[np.uint64]) -> npt.NDArray[np.float64]:
+        """In how many rows each of `terms` occurs."""
+        df = np.zeros(len(terms))
+        for segment in self._all_segments():
+            found, lo, hi = segment.lookup(terms)
+            df += np.where(found, hi - lo, 0)
+        return df
 
     def _postings(
         self, query_terms: npt.NDArray[np.uint64]
@@ -215,15 +309,43 @@ class KeywordIndex:
             older = self._segments.pop()
             self._segments.append(_Segment.merge(older, newer))
 
-    def _reserve(self, rows: int) -> None:
+    def _store_rows(
+        self, first: int, docs: npt.NDArray[np.int32], terms: npt.NDArray[np.uint64], counts: npt.NDArray[np.intp]
+    ) -> None:
+        """Append the new rows' terms to the forward index, grouped by row."""
+        used = int(self._row_starts[first])
+        ends = used + np.cumsum(counts)
+        self._row_starts[first + 1 : first + 1 + len(counts)] = ends
+        # Stored terms arrive grouped by row already (a rebuild); a fresh analysis does not.
+        if len(docs) > 1 and not bool((docs[1:] >= docs[:-1]).all()):
+            terms = terms[np.argsort(docs, kind="stable")]
+        self._row_terms[used : used + len(terms)] = terms
+
+    def _reserve(self, rows: int, terms: int) -> None:
         capacity = len(self._lengths)
-        if rows <= capacity:
-            return
-        while capacity < rows:
-            capacity *= 2
-        lengths = np.zeros(capacity, dtype=np.float32)
-        lengths[: self._count] = self._lengths[: self._count]
-        self._lengths = lengths
+        if rows > capacity:
+            while capacity < rows:
+                capacity *= 2
+            lengths = np.zeros(capacity, dtype=np.float32)
+            lengths[: self._count] = self._lengths[: self._count]
+            self._lengths = lengths
+            starts = np.zeros(capacity + 1, dtype=np.int64)
+            starts[: self._count + 1] = self._row_starts[: self._count + 1]
+            self._row_starts = starts
+        used = int(self._row_starts[self._count])
+        room = len(self._row_terms)
+        if used + terms > room:
+            while room < used + terms:
+                room *= 2
+            kept = np.zeros(room, dtype=np.uint64)
+            kept[:used] = self._row_terms[:used]
+            self._row_terms = kept
+
+
+def _idf(rows: int, df: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """BM25's inverse document frequency, never negative: ln(1 + (N - df + 0.5) / (df + 0.5))."""
+    idf: npt.NDArray[np.float64] = np.log1p((rows - df + 0.5) / (df + 0.5))
+    return idf
 
 
 def _run_starts(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
