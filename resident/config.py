@@ -1,7 +1,8 @@
 """Static configuration of a home: `resident.toml` (the team roster, worlds, the Realm URL).
 
 Runtime state (whether memory is on, which embedder) lives in LMDB with its events; this file
-only holds what a person edits. A missing file means the defaults: the spec's team of five, all
+only holds what a person edits, and `[memory] embedder` only names the embedder `resident memory
+enable` admits when none is given. A missing file means the defaults: the spec's team of five, all
 in one world named `team`, and no Realm. A malformed file is a `ConfigError` naming the line.
 """
 
@@ -71,6 +72,8 @@ class Config:
     realm_url: str | None = None
     path: Path | None = None
     extra_members: tuple[MemberConfig, ...] = field(default=())
+    # `[memory] embedder`: what enabling memory admits when no embedder is named.
+    memory_embedder: str = "hash"
 
     def member(self, name: str) -> MemberConfig:
         for member in (*self.members, *self.extra_members):
@@ -84,13 +87,13 @@ class Config:
 
     def with_realm(self, url: str | None) -> Config:
         """The same configuration with another Realm URL (None: no replication)."""
-        return Config(self.members, self.coordinator, url, self.path, self.extra_members)
+        return Config(self.members, self.coordinator, url, self.path, self.extra_members, self.memory_embedder)
 
     def with_imported(self, imported: list[MemberConfig]) -> Config:
         """The roster plus members that joined this home by `member import`."""
         known = {m.name for m in self.members}
         extra = tuple(m for m in imported if m.name not in known)
-        return Config(self.members, self.coordinator, self.realm_url, self.path, extra)
+        return Config(self.members, self.coordinator, self.realm_url, self.path, extra, self.memory_embedder)
 
 
 def default_config(path: Path | None = None) -> Config:
@@ -149,7 +152,7 @@ def _unknown(section: str, data: dict[str, Any], allowed: set[str], path: Path) 
 
 
 def _parse(data: dict[str, Any], path: Path) -> Config:
-    _unknown("the top level", data, {"team", "members", "realm"}, path)
+    _unknown("the top level", data, {"team", "members", "realm", "memory"}, path)
     team = _table(data, "team", path)
     _unknown("[team]", team, {"coordinator"}, path)
     members_table = _table(data, "members", path)
@@ -181,7 +184,14 @@ def _parse(data: dict[str, Any], path: Path) -> Config:
             url = realm_base_url(url)
         except InvalidInput as error:
             raise ConfigError(f"{path}: [realm] {error}") from None
-    return Config(members=tuple(members), coordinator=coordinator, realm_url=url, path=path)
+    memory = _table(data, "memory", path)
+    _unknown("[memory]", memory, {"embedder"}, path)
+    embedder = memory.get("embedder", "hash")
+    if not isinstance(embedder, str) or not embedder.strip():
+        raise ConfigError(f'{path}: [memory] embedder must be "hash", "local" or a loopback URL')
+    return Config(
+        members=tuple(members), coordinator=coordinator, realm_url=url, path=path, memory_embedder=embedder.strip()
+    )
 
 
 def render_config(config: Config) -> str:

