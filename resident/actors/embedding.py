@@ -27,7 +27,14 @@ import numpy as np
 from resident.errors import EmbedderCrashed
 from resident.memory.embedders import runs_inline
 from resident.memory.embedding import Embedder
-from resident.messages.memory import EmbeddingFailed, EmbedTexts, MemorySwitchedOn, TextsEmbedded
+from resident.messages.memory import (
+    EmbedderWorkerStatus,
+    EmbeddingFailed,
+    EmbedTexts,
+    GetEmbedderWorkerStatus,
+    MemorySwitchedOn,
+    TextsEmbedded,
+)
 from resident.messages.store import Published
 from resident.store.store import Store
 from resident.store.tables import MEMORY_CONFIG
@@ -81,6 +88,9 @@ class EmbeddingWorker(SupervisedActor):
                 self._published(events)
             case _Warm(spec=spec):
                 self._warm(spec)
+            case GetEmbedderWorkerStatus():
+                pid = getattr(self._embedder, "pid", None)
+                return EmbedderWorkerStatus(spec=self._spec, pid=pid if isinstance(pid, int) else None)
             case _:
                 return super().handle(message)
         return None
@@ -143,10 +153,11 @@ class EmbeddingWorker(SupervisedActor):
         return self._embedder
 
     def _close(self) -> None:
-        embedder, self._embedder, self._spec = self._embedder, None, ""
+        embedder, spec = self._embedder, self._spec
+        self._embedder, self._spec = None, ""
         close = getattr(embedder, "close", None)
         if callable(close):
             try:
                 close()
             except Exception:
-                logger.exception("embedder %s did not close cleanly", self._spec)
+                logger.exception("embedder %s did not close cleanly", spec)

@@ -14,8 +14,10 @@ __all__ = [
     "Bank",
     "BankCreated",
     "EmbedTexts",
+    "EmbedderWorkerStatus",
     "EmbeddingFailed",
     "Forget",
+    "GetEmbedderWorkerStatus",
     "GetRecord",
     "GetSubstrateStatus",
     "Kind",
@@ -339,6 +341,8 @@ class MemoryStatus(Message, frozen=True, tag="memory.status"):
     worker_restarts: int = 0
     embedder_late: bool = False
     configured_embedder: str = ""
+    # The local model's process, while it runs.
+    model_pid: int | None = None
 
 
 # -- the embedding worker ---------------------------------------------------------------------------
@@ -369,3 +373,14 @@ class EmbeddingFailed(Message, frozen=True, tag="embed.failed"):
     token: int
     spec: str
     error: str
+
+
+class GetEmbedderWorkerStatus(Message, frozen=True, tag="embed.status.get"):
+    pass
+
+
+class EmbedderWorkerStatus(Message, frozen=True, tag="embed.status"):
+    """The embedding worker's embedder (its spec, "" before the first), and its model process if any."""
+
+    spec: str
+    pid: int | None = None

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 from resident.errors import ActorUnavailable, InvalidInput, MemoryDisabled, ResidentError
 from resident.memory.embedders import check_embedder_spec
 from resident.messages.memory import (
+    EmbedderWorkerStatus,
+    GetEmbedderWorkerStatus,
     GetSubstrateStatus,
     MemoryStatus,
     MemorySwitchedOff,
@@ -131,6 +133,11 @@ class MemoryControl:
             substrate = None
         embedder = config.embedder if config else "hash"
         configured = runtime.config.memory_embedder
+        try:
+            model: EmbedderWorkerStatus | None = runtime.wiring.embedder.ask(GetEmbedderWorkerStatus(), timeout=1.0)
+        except ActorUnavailable:
+            # Busy inside a request to a slow embedder: its model pid is not worth waiting for.
+            model = None
         return MemoryStatus(
             enabled=bool(config and config.enabled),
             provider=config.provider if config else "hindsight",
@@ -146,4 +153,5 @@ class MemoryControl:
             worker_restarts=worker.total_restarts,
             embedder_late=substrate.embedder_late if substrate else False,
             configured_embedder=configured if configured != embedder else "",
+            model_pid=model.pid if model is not None else None,
         )
