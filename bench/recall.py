@@ -61,7 +61,7 @@ import numpy as np
 import numpy.typing as npt
 
 from resident.ids import new_id
-from resident.memory.embedding import HashEmbedder
+from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.index import IndexEntry, RecallIndex
 from resident.memory.records import indexed_text, make_record
 from resident.memory.stored_terms import encode_terms, split_terms
@@ -177,7 +177,7 @@ def _records(texts: Sequence[str], start: int, now: float) -> list[MemoryRecord]
     return records
 
 
-def load(rt: Runtime, texts: Sequence[str], start: int, embedder: HashEmbedder) -> float:
+def load(rt: Runtime, texts: Sequence[str], start: int, embedder: Embedder) -> float:
     """Commit `texts` as records with their vectors, in batches; seconds until all are indexed."""
     started = time.perf_counter()
     now = time.time()

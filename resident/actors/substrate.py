@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from resident.errors import InvalidInput, MemoryDisabled
+from resident.errors import InvalidInput, MemoryDisabled, SubstrateUnavailable
 from resident.memory.embedders import embedder_name, runs_inline, semantic_weight
 from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.index import IndexEntry, RecallIndex
@@ -327,6 +327,13 @@ class Substrate(SupervisedActor):
         self._rebuild()
 
     def teardown(self) -> None:
+        # Recalls still waiting for a query vector are answered from what is indexed; nobody is
+        # left waiting on a substrate that stopped.
+        for token in list(self._waiting):
+            self._answer_recall(token, None)
+        waiters, self._vector_waiters = self._vector_waiters, []
+        stopped = SubstrateUnavailable("the substrate stopped before every memory had its vector")
+        settle_all([(reply, None, stopped) for reply in waiters])
         self._flush_usage()
 
     def on_crash(self, error: BaseException) -> None:  # noqa: ARG002 - the cause is already logged
@@ -713,6 +720,15 @@ class Substrate(SupervisedActor):
             self._answer_recall(answer.token, vectors[0] if count else None)
         elif answer.token == self._filler.token:
             ids = self._filler.ids
+            width = self._index.vector_dim
+            if width is not None and answer.dim != width:
+                # The same embedder now answers in another width (a server given another model).
+                self._fill_failed(
+                    answer.token,
+                    f"the embedder now answers {answer.dim}-dimensional vectors, its stored ones are {width}-"
+                    "dimensional (was its model changed?); serve the first model again, or enable another embedder",
+                )
+                return
             self._filler.clear_request()
             embedder.succeeded(count, answer.seconds, fill=bool(ids))
             if ids and count == len(ids):
@@ -778,7 +794,7 @@ class Substrate(SupervisedActor):
 
     def _answer_recall(self, token: int, vector: npt.NDArray[np.float32] | None) -> None:
         waiting = self._waiting.pop(token)
-        if waiting.spec != self._embedder.spec:
+        if waiting.spec != self._embedder.spec or (vector is not None and len(vector) != self._index.vector_dim):
             vector = None
         try:
             result: Any = self._search(waiting.search, vector)

@@ -200,6 +200,11 @@ class RecallIndex:
         """How many records have no vector yet."""
         return len(self) - self._vectors.count_present()
 
+    @property
+    def vector_dim(self) -> int | None:
+        """The width of the indexed vectors, or None while there are none."""
+        return self._vectors.dim
+
     def has_vectors(self) -> bool:
         """Whether any record has a vector (a query vector is of no use otherwise)."""
         return self._vectors.count_present() > 0
