@@ -263,7 +263,7 @@ class RecallIndex:
         cosines = self._vectors.similarities(query_vector) if query_vector is not None else None
         found = [keyword_rows]
         if cosines is not None:
-            found.append(top_k_allowed(cosines, allowed, candidates))
+            found.append(_top_allowed(cosines, allowed, candidates))
         window = parse_time_window(query, now, tz=self._tz)
         rows = np.unique(np.concatenate(found))
         temporal_rows, temporal_scores = self._temporal(rows, allowed, now, window, candidates)
@@ -368,7 +368,7 @@ class RecallIndex:
             setattr(self, name, new)
 
 
-def top_k_allowed(
+def _top_allowed(
     scores: npt.NDArray[np.floating], allowed: npt.NDArray[np.bool_], limit: int
 ) -> npt.NDArray[np.int64]:
     """The `limit` allowed rows of highest positive score, best first."""

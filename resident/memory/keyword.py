@@ -204,16 +204,14 @@ class KeywordIndex:
     ) -> npt.NDArray[np.float64] | None:
         """Every row's BM25 score for `terms` (each counted `weights` times), 0 where masked out;
         None when no row has any of the terms."""
-        slices = self._postings(terms)
-        if not slices:
+        rows, tf, owner = self._postings(terms)
+        if not len(rows):
             return None
-        weight = _idf(self._count, self.document_frequencies(terms)) * weights * (K1 + 1)
-        norm = self._length_norm()
-        gains = [weight[term] * tf / (tf + norm[rows]) for term, rows, tf in slices]
+        df = np.bincount(owner, minlength=len(terms)).astype(np.float64)
+        weight = _idf(self._count, df) * weights * (K1 + 1)
+        gains = weight[owner] * tf / (tf + self._length_norm()[rows])
         # A weighted bincount gives float64 (numpy's stubs say intp whatever the weights).
-        scores: npt.NDArray[np.float64] = np.bincount(  # type: ignore[assignment]
-            np.concatenate([rows for _, rows, _ in slices]), weights=np.concatenate(gains), minlength=self._count
-        )
+        scores: npt.NDArray[np.float64] = np.bincount(rows, weights=gains, minlength=self._count)  # type: ignore[assignment]
         if mask is not None:
             scores[~mask[: self._count]] = 0.0
         return scores
@@ -278,17 +276,30 @@ class KeywordIndex:
         return df
 
     def _postings(
-        self, query_terms: npt.NDArray[np.uint64]
-    ) -> list[tuple[int, npt.NDArray[np.int32], npt.NDArray[np.float32]]]:
-        """The posting lists of the query terms, per segment: (query term index, rows, frequencies)."""
-        slices: list[tuple[int, npt.NDArray[np.int32], npt.NDArray[np.float32]]] = []
+        self, terms: npt.NDArray[np.uint64]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], npt.NDArray[np.intp]]:
+        """Every posting of `terms` in every segment, as three aligned arrays: its row, its term
+        frequency, and which of `terms` it belongs to.
+
+        One gather per segment rather than a slice per term and segment: a search with feedback
+        asks for twenty-odd terms in a dozen segments, and the slices alone cost a millisecond.
+        """
+        rows: list[npt.NDArray[np.int32]] = []
+        tfs: list[npt.NDArray[np.float32]] = []
+        owners: list[npt.NDArray[np.intp]] = []
         for segment in self._all_segments():
-            found, lo, hi = segment.lookup(query_terms)
-            slices.extend(
-                (term, segment.rows[lo[term] : hi[term]], segment.tf[lo[term] : hi[term]])
-                for term in np.flatnonzero(found).tolist()
-            )
-        return slices
+            found, lo, hi = segment.lookup(terms)
+            present = np.flatnonzero(found)
+            if not len(present):
+                continue
+            starts, sizes = lo[present], hi[present] - lo[present]
+            at = _ranges(starts, sizes)
+            rows.append(segment.rows[at])
+            tfs.append(segment.tf[at])
+            owners.append(np.repeat(present, sizes))
+        if not rows:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.intp)
+        return np.concatenate(rows), np.concatenate(tfs), np.concatenate(owners)
 
     def _all_segments(self) -> list[_Segment]:
         if self._tail is None and self._tail_pairs:
@@ -359,6 +370,12 @@ def _run_starts(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
 def _joined(parts: list[npt.NDArray[_T]]) -> npt.NDArray[_T]:
     """The parts as one array, without copying a single part (bulk adds come as one)."""
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _ranges(starts: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The indexes `starts[i], starts[i] + 1, ..., starts[i] + sizes[i] - 1` for every i, in order."""
+    offsets = np.cumsum(sizes) - sizes
+    return np.repeat(starts - offsets, sizes) + np.arange(int(sizes.sum()))
 
 
 def _spread(block_starts: npt.NDArray[np.int64], source_starts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
