@@ -262,14 +262,13 @@ class _Filler:
 
     filling: set[str] = field(default_factory=set)
     queued: bool = False
-    # The worker request out now: its token, the ids it embeds and with which embedder spec.
+    # The worker request out now: its token, and the ids it embeds (none for a probe).
     token: int | None = None
     ids: tuple[str, ...] = ()
-    spec: str = ""
 
     def clear_request(self) -> None:
         self.filling.difference_update(self.ids)
-        self.token, self.ids, self.spec = None, (), ""
+        self.token, self.ids = None, ()
 
 
 class Substrate(SupervisedActor):
@@ -658,7 +657,7 @@ class Substrate(SupervisedActor):
     def _ask_worker(self, ids: tuple[str, ...], texts: tuple[str, ...]) -> None:
         filler, embedder = self._filler, self._embedder
         token = next(self._tokens)
-        filler.token, filler.ids, filler.spec = token, ids, embedder.spec
+        filler.token, filler.ids = token, ids
         filler.filling.update(ids)
         embedder.outstanding[token] = self.clock.monotonic()
         self.worker.tell(EmbedTexts(token=token, spec=embedder.spec, texts=texts))
