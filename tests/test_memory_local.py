@@ -185,3 +185,13 @@ def test_the_cli_enables_the_local_embedder_and_status_shows_its_vectors_and_wor
     assert lines[0] == "memory is on: provider hindsight, embedder local"
     assert any(line.startswith("vectors: ") and "of 1 memories embedded" in line for line in lines), lines
     assert any(line.startswith("embedding worker running") for line in lines), lines
+
+
+def test_resident_toml_can_name_the_local_embedder_for_enable(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "resident.toml").write_text('[memory]\nembedder = "local"\n', encoding="utf-8")
+    with open_runtime(home) as rt:
+        assert rt.memory.enable()
+        status = rt.memory.status()
+        assert (status.embedder, status.configured_embedder) == ("local", "")
