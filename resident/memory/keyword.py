@@ -297,8 +297,9 @@ class KeywordIndex:
             present = np.flatnonzero(found)
             if not len(present):
                 continue
-            starts, sizes = lo[present], hi[present] - lo[present]
-            at = _ranges(starts, sizes)
+            sizes = hi[present] - lo[present]
+            # Posting i of the gathered run of term t lies at lo[t] + i: `_spread` maps each run.
+            at = _spread(lo[present], np.concatenate(([0], np.cumsum(sizes))))
             rows.append(segment.rows[at])
             tfs.append(segment.tf[at])
             owners.append(np.repeat(present, sizes))
@@ -418,12 +419,6 @@ def _run_starts(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
 def _joined(parts: list[npt.NDArray[_T]]) -> npt.NDArray[_T]:
     """The parts as one array, without copying a single part (bulk adds come as one)."""
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-
-def _ranges(starts: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """The indexes `starts[i], starts[i] + 1, ..., starts[i] + sizes[i] - 1` for every i, in order."""
-    offsets = np.cumsum(sizes) - sizes
-    return np.repeat(starts - offsets, sizes) + np.arange(int(sizes.sum()))
 
 
 def _spread(block_starts: npt.NDArray[np.int64], source_starts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
