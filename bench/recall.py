@@ -60,12 +60,12 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from resident.actors.substrate import encode_vector, indexed_text
 from resident.ids import new_id
-from resident.memory.embedding import HashEmbedder
+from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.index import IndexEntry, RecallIndex
-from resident.memory.records import make_record
+from resident.memory.records import indexed_text, make_record
 from resident.memory.stored_terms import encode_terms, split_terms
+from resident.memory.stored_vectors import encode_vector, vector_key
 from resident.memory.text import analyse, term_ids_batch, terms_of
 from resident.messages.memory import (
     Activation,
@@ -177,7 +177,7 @@ def _records(texts: Sequence[str], start: int, now: float) -> list[MemoryRecord]
     return records
 
 
-def load(rt: Runtime, texts: Sequence[str], start: int, embedder: HashEmbedder) -> float:
+def load(rt: Runtime, texts: Sequence[str], start: int, embedder: Embedder) -> float:
     """Commit `texts` as records with their vectors, in batches; seconds until all are indexed."""
     started = time.perf_counter()
     now = time.time()
@@ -190,7 +190,10 @@ def load(rt: Runtime, texts: Sequence[str], start: int, embedder: HashEmbedder) 
         rt._internal.write(
             Commit(
                 events=tuple(RecordAdmitted(at=now, record=r) for r in records),
-                vectors=tuple((r.id, encode_vector(embedder.name, vectors[i])) for i, r in enumerate(records)),
+                vectors=tuple(
+                    (vector_key(embedder.name, r.id), encode_vector(embedder.name, vectors[i]))
+                    for i, r in enumerate(records)
+                ),
                 terms=tuple((r.id, encode_terms(terms[i])) for i, r in enumerate(records)),
             ),
             TIMEOUT,
@@ -439,7 +442,7 @@ def remember_alone(directory: Path, seconds: float, batch: int, mode: str) -> di
             writes = [
                 Commit(
                     events=(RecordAdmitted(at=record.recorded_at, record=record),),
-                    vectors=((record.id, encode_vector(embedder.name, vectors[i])),),
+                    vectors=((vector_key(embedder.name, record.id), encode_vector(embedder.name, vectors[i])),),
                     terms=((record.id, encode_terms(per_record[i])),),
                 )
                 for i, record in enumerate(records)

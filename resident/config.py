@@ -1,7 +1,8 @@
 """Static configuration of a home: `resident.toml` (the team roster, worlds, the Realm URL, entry rules).
 
 Runtime state (whether memory is on, which embedder) lives in LMDB with its events; this file
-only holds what a person edits. A missing file means the defaults: the spec's team of five, all
+only holds what a person edits, and `[memory] embedder` only names the embedder `resident memory
+enable` admits when none is given. A missing file means the defaults: the spec's team of five, all
 in one world named `team`, and no Realm. A malformed file is a `ConfigError` naming the line;
 an empty one, a directory in its place, or a key this version does not know is one too.
 
@@ -88,6 +89,8 @@ class Config:
     extra_members: tuple[MemberConfig, ...] = field(default=())
     engagement: EngagementConfig = field(default_factory=EngagementConfig)
     knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
+    # `[memory] embedder`: what enabling memory admits when no embedder is named.
+    memory_embedder: str = "hash"
 
     def member(self, name: str) -> MemberConfig:
         for member in (*self.members, *self.extra_members):
@@ -151,8 +154,12 @@ class _KnowledgeTable(msgspec.Struct, forbid_unknown_fields=True):
     enabled: bool = False
 
 
+class _MemoryTable(msgspec.Struct, forbid_unknown_fields=True):
+    embedder: str = "hash"
+
+
 class _ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
-    """`resident.toml` as it is written: [team], [members.NAME], [realm], [engagement] and [knowledge]."""
+    """`resident.toml` as it is written: [team], [members.NAME], [realm], [memory], [engagement], [knowledge]."""
 
     team: _TeamTable = msgspec.field(default_factory=_TeamTable)
     members: dict[str, _MemberTable] = msgspec.field(default_factory=dict)
@@ -161,6 +168,7 @@ class _ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
     # engagement module reads this table and names what is wrong in it.
     engagement: dict[str, Any] | None = None
     knowledge: _KnowledgeTable = msgspec.field(default_factory=_KnowledgeTable)
+    memory: _MemoryTable = msgspec.field(default_factory=_MemoryTable)
 
 
 _HEADER = (
@@ -168,10 +176,11 @@ _HEADER = (
     "# Runtime state (memory on/off, the embedder) is not here: use `resident memory ...`.\n\n"
 )
 _ALLOWED = {
-    "the top level": "team, members, realm, engagement, knowledge",
+    "the top level": "team, members, realm, memory, engagement, knowledge",
     "[team]": "coordinator",
     "[realm]": "url",
     "[knowledge]": "enabled",
+    "[memory]": "embedder",
 }
 
 
@@ -271,9 +280,12 @@ def _parse(data: _ConfigFile, path: Path) -> Config:
         except InvalidInput as error:
             raise ConfigError(f"{path}: [realm] {error}") from None
     engagement = parse_engagement(data.engagement, str(path))
+    embedder = data.memory.embedder.strip()
+    if not embedder:
+        raise ConfigError(f'{path}: [memory] embedder must be "hash", "local" or a loopback URL')
     return Config(
         members=tuple(members), coordinator=coordinator, realm_url=url, path=path, engagement=engagement,
-        knowledge=KnowledgeConfig(enabled=data.knowledge.enabled),
+        knowledge=KnowledgeConfig(enabled=data.knowledge.enabled), memory_embedder=embedder,
     )
 
 
@@ -288,6 +300,8 @@ def render_config(config: Config) -> str:
     engagement = engagement_table(config.engagement)
     if engagement is not None:
         document["engagement"] = engagement
+    if config.memory_embedder != "hash":
+        document["memory"] = {"embedder": config.memory_embedder}
     if config.knowledge.enabled:
         document["knowledge"] = {"enabled": True}
     return _HEADER + tomli_w.dumps(document)

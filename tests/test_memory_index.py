@@ -332,3 +332,35 @@ def test_a_bulk_add_indexes_exactly_what_the_same_records_added_in_small_batches
         expected = batched.search(query, vector, BANKS, None, None, NOW, k=20)
         assert [hit.id for hit in found] == [hit.id for hit in expected]
         assert [hit.score for hit in found] == pytest.approx([hit.score for hit in expected])
+
+
+def test_a_weak_embedders_cosine_never_outvotes_the_best_keyword_match_and_a_models_may() -> None:
+    # "exact" holds both query words; "near" only one, but the query's vector points right at it.
+    index = RecallIndex()
+    index.add(
+        [entry("exact", "ledger reconciliation failed"), entry("near", "ledger notes"), entry("far", "lunch menu")],
+        np.eye(3, dtype=np.float32),
+    )
+    pointing_at_near = np.array([0.0, 1.0, 0.0], dtype=np.float32)
+
+    def first(weight: float) -> str:
+        query, banks = "ledger reconciliation", ["agent_core/deven"]
+        hits = index.search(query, pointing_at_near, banks, None, None, NOW, k=3, semantic_weight=weight)
+        return hits[0].id
+
+    assert first(index_module.DEFAULT_SEMANTIC_WEIGHT) == "exact"
+    assert first(0.75) == "near"
+
+
+def test_recency_only_breaks_ties_between_equal_matches() -> None:
+    index = build(
+        [
+            entry("older-better", "harbour crane crane maintenance", days_ago=30),
+            entry("newer-worse", "harbour crane", days_ago=1),
+            entry("old-tie", "supplier invoice", days_ago=20),
+            entry("new-tie", "supplier invoice", days_ago=2),
+        ],
+        vectors=False,
+    )
+    assert search(index, "crane maintenance")[0] == "older-better"
+    assert search(index, "supplier invoice")[:2] == ["new-tie", "old-tie"]

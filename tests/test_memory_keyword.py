@@ -23,7 +23,7 @@ queries = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
 
 
 def reference_bm25(texts: list[str], query: str) -> dict[int, float]:
-    """BM25 (k1=1.2, b=0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5))) computed the slow way."""
+    """BM25 (k1=1.2, b=0.4, idf = ln(1 + (N - df + 0.5) / (df + 0.5))) computed the slow way."""
     counts = [Counter(term_ids(text).tolist()) for text in texts]
     average = sum(sum(c.values()) for c in counts) / len(texts)
     scores: dict[int, float] = {}
@@ -33,7 +33,7 @@ def reference_bm25(texts: list[str], query: str) -> dict[int, float]:
         for row, c in enumerate(counts):
             if term in c:
                 tf = c[term]
-                norm = tf + 1.2 * (1 - 0.75 + 0.75 * sum(c.values()) / average)
+                norm = tf + 1.2 * (1 - 0.4 + 0.4 * sum(c.values()) / average)
                 scores[row] = scores.get(row, 0.0) + times_asked * idf * tf * 2.2 / norm
     return scores
 
@@ -194,3 +194,67 @@ def test_the_substrate_splits_a_batchs_terms_per_text_and_joins_them_back() -> N
     assert joined is not None
     assert _pairs(joined) == _pairs((docs, terms))
     assert _joined_terms([*items, _Retained(record=None, vector=None, reply=None)]) is None  # type: ignore[arg-type]
+
+
+# -- relevance feedback ----------------------------------------------------------------------------
+
+# A small made-up conversation: the question asks about Ana's sunrise painting; the turn that holds
+# the answer's detail ("lake", "orange") shares none of the question's words but the best match's.
+CONVERSATION = [
+    "Ana: I painted a sunrise over the lake last summer",
+    "Ben: the lake was orange and pink at dawn, you caught the orange light",
+    "Ben: my band played a gig at the harbour on friday",
+    "Ana: the gig poster had an orange boat on it",
+    "Ben: we drove to the mountains for a hike",
+]
+
+
+def test_feedback_finds_a_turn_sharing_no_word_with_the_question_through_its_best_match() -> None:
+    index = KeywordIndex.build(CONVERSATION)
+    plain, _ = index.search("what sunrise did Ana paint", None, 10)
+    expanded, _ = index.search("what sunrise did Ana paint", None, 10, feedback=True)
+    assert 1 not in plain.tolist()
+    assert 1 in expanded.tolist()
+
+
+def test_feedback_keeps_the_first_passs_best_row_first() -> None:
+    index = KeywordIndex.build(CONVERSATION)
+    plain, _ = index.search("sunrise painted lake", None, 10)
+    expanded, _ = index.search("sunrise painted lake", None, 10, feedback=True)
+    assert expanded[0] == plain[0] == 0
+
+
+def test_feedback_terms_never_come_from_rows_the_mask_hides() -> None:
+    # Row 0 is not the asker's to see; were its words fed back, row 2 would be pulled in by "ledger".
+    index = KeywordIndex.build(["alpha ledger quarterly", "alpha notes", "ledger"])
+    mask = np.array([False, True, True])
+    rows, _ = index.search("alpha", mask, 10, feedback=True)
+    assert rows.tolist() == [1]
+
+
+@settings(deadline=None)
+@given(st.lists(docs, min_size=1, max_size=12), queries, st.data())
+def test_feedback_returns_only_allowed_rows_and_adds_to_plain_scores(texts: list[str], query: str, data) -> None:
+    index = KeywordIndex.build(texts)
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=len(texts), max_size=len(texts))))
+    plain_rows, plain_scores = index.search(query, mask, len(texts))
+    rows, scores = index.search(query, mask, len(texts), feedback=True)
+    assert all(mask[rows])
+    assert set(plain_rows.tolist()) <= set(rows.tolist())
+    if len(plain_rows):
+        assert rows[0] == plain_rows[0]
+    by_row = dict(zip(rows.tolist(), scores.tolist(), strict=True))
+    for row, score in zip(plain_rows.tolist(), plain_scores.tolist(), strict=True):
+        assert by_row[row] >= score
+
+
+@settings(deadline=None)
+@given(st.lists(st.lists(docs, min_size=1, max_size=5), min_size=1, max_size=5))
+def test_each_rows_own_terms_are_kept_whichever_way_rows_were_added(batches: list[list[str]]) -> None:
+    index = KeywordIndex()
+    for batch in batches:
+        index.add(batch, term_ids_batch(batch) if len(batch) % 2 else None)
+    texts = [text for batch in batches for text in batch]
+    for row, text in enumerate(texts):
+        own = index._row_terms[index._row_starts[row] : index._row_starts[row + 1]]
+        assert sorted(own.tolist()) == sorted(term_ids(text).tolist())

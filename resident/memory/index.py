@@ -1,10 +1,11 @@
 """The whole in-memory recall index the substrate keeps: metadata plus three retrieval channels.
 
 Every record is a row. Its metadata (bank, lifecycle, replication, activation, time) sit in numpy
-columns, so a search first computes the rows it may return at all, and only then ranks:
-semantic (cosine), keyword (BM25) and temporal channels each pick their best allowed rows, and
-reciprocal rank fusion merges them. Filtering before ranking means a withheld or invisible record
-can never push an allowed one out of a channel's candidates.
+columns, so a search first computes the rows it may return at all, and only then ranks: keyword
+(BM25 with relevance feedback) and semantic (cosine) channels each pick their best allowed rows,
+a time window in the query adds the rows inside it, and a weighted sum of the channels' scores
+ranks them (`resident.memory.fusion`). Filtering before ranking means a withheld or invisible
+record can never push an allowed one out of a channel's candidates.
 
 Fail-closed: rows whose replication is `conflict` or `invalidated` are never returned, whatever
 the caller asks. The substrate calls the index from one thread only.
@@ -21,13 +22,21 @@ import numpy as np
 import numpy.typing as npt
 
 from resident.errors import InvalidInput, RecordNotFound
-from resident.memory.fusion import parse_time_window, rrf, temporal_rank
+from resident.memory.fusion import (
+    by_max,
+    min_max,
+    parse_time_window,
+    recency_rank,
+    temporal_rank,
+    top_k,
+    weighted_sum,
+)
 from resident.memory.keyword import KeywordIndex
 from resident.memory.text import Terms
 from resident.memory.vectors import VectorIndex
 from resident.messages.memory import Activation, Lifecycle, ReplicationState
 
-__all__ = ["MAX_K", "Hit", "IndexEntry", "RecallIndex"]
+__all__ = ["DEFAULT_SEMANTIC_WEIGHT", "MAX_K", "Hit", "IndexEntry", "RecallIndex"]
 
 MAX_K = 100
 _LIFECYCLES: dict[str, int] = {"active": 0, "superseded": 1, "retracted": 2}
@@ -39,13 +48,15 @@ _NONE = -1
 _MIN_CAPACITY = 1024
 # Adds of at least this many rows store their vectors on a second thread (see `add`).
 _PARALLEL_ROWS = 20_000
-# RRF weights: time is a weaker signal than content unless the query names a time window. On the
-# labeled recall set, recency at half a content channel's weight knocked the right record out of
-# first place for one query in five; at a quarter it only breaks near-ties.
-_SEMANTIC_WEIGHT = 1.0
+# Fusion weights, the keyword channel's being 1. How much the semantic channel counts depends on the
+# embedder (the caller says); this is the hash embedder's. A row inside a time window the query
+# names gains as much as a best keyword match; recency alone only breaks near-ties.
+DEFAULT_SEMANTIC_WEIGHT = 0.05
 _KEYWORD_WEIGHT = 1.0
-_TEMPORAL_WEIGHT = 0.25
+_RECENCY_WEIGHT = 0.02
 _WINDOW_WEIGHT = 1.0
+# Each channel's best rows that become candidates (min-max of cosine is over these).
+_CANDIDATES = 100
 
 
 class IndexEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -175,9 +186,29 @@ class RecallIndex:
         """Store vectors for indexed records (those written while the embedder was down)."""
         self._vectors.set([self._row(record_id) for record_id in ids], vectors)
 
-    def missing_vector_ids(self) -> list[str]:
-        """Ids of records that have no vector yet, in the order they were added."""
-        return [self._ids[row] for row in self._vectors.missing()]
+    def missing_vector_ids(self, limit: int | None = None, exclude: Collection[str] = ()) -> list[str]:
+        """Ids of records that have no vector yet, in the order they were added: the first `limit`
+        of them not in `exclude`."""
+        rows = self._vectors.missing()
+        if limit is not None:
+            rows = rows[: limit + len(exclude)]
+        ids = [self._ids[row] for row in rows.tolist()]
+        if exclude:
+            ids = [record_id for record_id in ids if record_id not in exclude]
+        return ids[:limit] if limit is not None else ids
+
+    def missing_vector_count(self) -> int:
+        """How many records have no vector yet."""
+        return len(self) - self._vectors.count_present()
+
+    @property
+    def vector_dim(self) -> int | None:
+        """The width of the indexed vectors, or None while there are none."""
+        return self._vectors.dim
+
+    def has_vectors(self) -> bool:
+        """Whether any record has a vector (a query vector is of no use otherwise)."""
+        return self._vectors.count_present() > 0
 
     def set_lifecycle(self, record_id: str, lifecycle: Lifecycle) -> None:
         """Record that a record was superseded or retracted (or is active again)."""
@@ -211,7 +242,8 @@ class RecallIndex:
         now: float,
         k: int,
         include_inactive: bool = False,
-        candidates: int = 200,
+        semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
+        candidates: int = _CANDIDATES,
     ) -> list[Hit]:
         """The best `k` (at most `MAX_K`) records for `query` among those the filters allow.
 
@@ -219,7 +251,8 @@ class RecallIndex:
         replication is not `conflict`/`invalidated` (always), and its activation matches: a record
         with domain X is recalled only when `domain` is None or X, one with no domain for any
         `domain`; the same for `project`. Each channel contributes its best `candidates` rows; the
-        semantic channel runs only with a `query_vector`, whose dimension must match the index's.
+        semantic channel runs only with a `query_vector`, whose dimension must match the index's,
+        and counts `semantic_weight` beside keyword's 1.
         """
         k = max(0, min(k, MAX_K))
         if k == 0:
@@ -227,31 +260,42 @@ class RecallIndex:
         allowed = self._allowed(banks, domain, project, include_inactive)
         if not allowed.any():
             return []
-        channels: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
-        rankings: list[tuple[npt.NDArray[np.int64], float]] = []
-        if query_vector is not None:
-            channels["semantic"] = self._vectors.search(query_vector, allowed, candidates)
-            rankings.append((channels["semantic"][0], _SEMANTIC_WEIGHT))
-        channels["keyword"] = self._keyword.search(query, allowed, candidates)
-        rankings.append((channels["keyword"][0], _KEYWORD_WEIGHT))
-
+        keyword_rows, keyword_scores = self._keyword.search(query, allowed, candidates, feedback=True)
+        cosines = self._vectors.similarities(query_vector) if query_vector is not None else None
+        found = [keyword_rows]
+        if cosines is not None:
+            found.append(_top_allowed(cosines, allowed, candidates))
         window = parse_time_window(query, now, tz=self._tz)
-        found = np.unique(np.concatenate([rows for rows, _ in rankings]))
-        channels["temporal"] = self._temporal(found, allowed, now, window, candidates)
-        rankings.append((channels["temporal"][0], _TEMPORAL_WEIGHT if window is None else _WINDOW_WEIGHT))
-
-        rows, scores = rrf(rankings)
-        per_channel = {name: dict(zip(r.tolist(), s.tolist(), strict=True)) for name, (r, s) in channels.items()}
-        semantic = per_channel.get("semantic", {})
+        rows = np.unique(np.concatenate(found))
+        temporal_rows, temporal_scores = self._temporal(rows, allowed, now, window, candidates)
+        if window is not None:
+            rows = np.union1d(rows, temporal_rows)
+        if not len(rows):
+            return []
+        keyword = np.zeros(len(rows))
+        keyword[np.searchsorted(rows, keyword_rows)] = keyword_scores
+        semantic = cosines[rows].astype(np.float64) if cosines is not None else np.zeros(len(rows))
+        temporal = np.zeros(len(rows))
+        temporal[np.searchsorted(rows, temporal_rows)] = temporal_scores
+        # Within a window only the rows inside it count as recent; without one, every candidate does.
+        timed = temporal > 0 if window is not None else np.ones(len(rows), dtype=np.bool_)
+        recency = np.zeros(len(rows))
+        recency[timed] = recency_rank(self._occurred_at[rows[timed]])
+        channels: list[tuple[npt.ArrayLike, float]] = [(by_max(keyword), _KEYWORD_WEIGHT), (recency, _RECENCY_WEIGHT)]
+        if cosines is not None:
+            channels.append((min_max(semantic), semantic_weight))
+        if window is not None:
+            channels.append((timed, _WINDOW_WEIGHT))
+        ranked, fused = weighted_sum(np.arange(len(rows)), channels)
         return [
             Hit(
-                id=self._ids[row],
+                id=self._ids[int(rows[at])],
                 score=score,
-                semantic=semantic.get(row, 0.0),
-                keyword=per_channel["keyword"].get(row, 0.0),
-                temporal=per_channel["temporal"].get(row, 0.0),
+                semantic=float(semantic[at]),
+                keyword=float(keyword[at]),
+                temporal=float(temporal[at]),
             )
-            for row, score in zip(rows[:k].tolist(), scores[:k].tolist(), strict=True)
+            for at, score in zip(ranked[:k].tolist(), fused[:k].tolist(), strict=True)
         ]
 
     def _temporal(
@@ -262,20 +306,20 @@ class RecallIndex:
         window: tuple[float, float] | None,
         limit: int,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-        """The temporal channel: how well rows fit the time the query asks about.
+        """How close in time rows are to what the query asks about (see `temporal_rank`).
 
-        Without a time in the query, recency reorders what the content channels `found`. With a
-        window, rows the content channels found inside it come first, then the other allowed rows
-        inside it, so "last month's supplier meeting" prefers supplier records of last month to
-        any record of last month.
+        Without a time in the query, the rows the content channels `found`, by recency. With a
+        window, the rows found inside it, then up to `limit` other allowed rows inside it, so
+        "last month's supplier meeting" can reach a supplier record of last month that no content
+        channel ranked high.
         """
-        first = temporal_rank(found, self._occurred_at[found], now, window, limit)
+        first = temporal_rank(found, self._occurred_at[found], now, window, len(found))
         if window is None:
             return first
         outside_found = allowed.copy()
         outside_found[found] = False
         others = np.flatnonzero(outside_found)
-        rest = temporal_rank(others, self._occurred_at[others], now, window, limit - len(first[0]))
+        rest = temporal_rank(others, self._occurred_at[others], now, window, limit)
         return np.concatenate((first[0], rest[0])), np.concatenate((first[1], rest[1]))
 
     def _allowed(
@@ -323,6 +367,14 @@ class RecallIndex:
             new = np.zeros(capacity, dtype=old.dtype)
             new[:used] = old[:used]
             setattr(self, name, new)
+
+
+def _top_allowed(
+    scores: npt.NDArray[np.floating], allowed: npt.NDArray[np.bool_], limit: int
+) -> npt.NDArray[np.int64]:
+    """The `limit` allowed rows of highest positive score, best first."""
+    rows = np.flatnonzero(allowed[: len(scores)] & (scores > 0))
+    return top_k(rows, scores[rows], limit)[0]
 
 
 def _codes(codes: dict[str, int], field: str, values: list[str]) -> npt.NDArray[np.int8]:

@@ -8,6 +8,18 @@ and a row's text never changes, so nothing is ever deleted.
 
 Building a segment never uses `argsort` (slow in numpy at millions of postings): each (term, row)
 pair is packed into one uint64 and the packed values are sorted, which numpy does with SIMD.
+
+Every row's own terms are kept too (a forward index), for query feedback: a search can take the
+best few rows of a first BM25 pass, add their most telling terms to the query (RM3-style relevance
+feedback) and rank again, which finds the turns that answer a question in other words than it
+asked. The first pass's best row keeps its place: feedback finds neighbours of the best match and
+must not push it down. Measured on the LoCoMo development conversations (383 questions), feedback
+from 3 rows and 20 terms at 0.3 of the query's weight lifted recall@5 from 0.58 to 0.60 and
+recall@10 from 0.65 to 0.69, with recall@1 unchanged; without keeping the best row, recall@1 fell
+from 0.37 to 0.33.
+
+BM25 runs with k1 = 1.2 and b = 0.4: memories are short and of similar length, and less length
+normalisation than the textbook 0.75 measured better there (recall@5 0.58 against 0.57).
 """
 
 from __future__ import annotations
@@ -28,7 +40,16 @@ __all__ = ["KeywordIndex"]
 _T = TypeVar("_T", bound=np.generic)
 
 K1 = 1.2
-B = 0.75
+B = 0.4
+# Relevance feedback: rows read, terms added, and the added terms' weight beside the query's.
+FEEDBACK_ROWS = 3
+FEEDBACK_TERMS = 20
+FEEDBACK_WEIGHT = 0.3
+# At most this many postings are read for the added terms. In 100k synthetic memories of a Zipf
+# vocabulary, twenty added terms read 124k postings (median; up to 360k) and doubled the keyword
+# channel's time; a budget of 30k keeps feedback to about a third of it, and an index of a few
+# thousand memories never reaches it.
+FEEDBACK_POSTINGS = 30_000
 _TAIL_PAIRS = 1 << 14
 _MIN_CAPACITY = 1024
 
@@ -105,7 +126,7 @@ class _Segment:
 
 
 class KeywordIndex:
-    """BM25 (k1=1.2, b=0.75) over rows appended in order; a row's text never changes."""
+    """BM25 (k1=1.2, b=0.4) over rows appended in order; a row's text never changes."""
 
     def __init__(self) -> None:
         self._segments: list[_Segment] = []
@@ -116,6 +137,11 @@ class KeywordIndex:
         self._lengths = np.zeros(_MIN_CAPACITY, dtype=np.float32)
         self._count = 0
         self._total_length = 0.0
+        # The forward index: row r's terms are `_row_terms[_row_starts[r]:_row_starts[r + 1]]`.
+        self._row_starts = np.zeros(_MIN_CAPACITY + 1, dtype=np.int64)
+        self._row_terms = np.zeros(_MIN_CAPACITY * 16, dtype=np.uint64)
+        # Each row's BM25 length normalisation, kept between adds (every search pass needs it).
+        self._norm: npt.NDArray[np.float32] | None = None
 
     @classmethod
     def build(cls, texts: Sequence[str]) -> KeywordIndex:
@@ -135,12 +161,15 @@ class KeywordIndex:
         if not texts:
             return
         docs, terms = term_ids_batch(texts) if analysed is None else (analysed[0].copy(), analysed[1])
-        lengths = np.bincount(docs, minlength=len(texts)).astype(np.float32)
+        counts = np.bincount(docs, minlength=len(texts))
+        lengths = counts.astype(np.float32)
         first = self._count
         self._reserve(first + len(texts))
         self._lengths[first : first + len(texts)] = lengths
+        self._store_rows(first, docs, terms, counts)
         self._count += len(texts)
         self._total_length += float(lengths.sum())
+        self._norm = None
         if first:
             docs += np.int32(first)
         self._tail_rows.append(docs)
@@ -152,12 +181,14 @@ class KeywordIndex:
             self._compact()
 
     def search(
-        self, query: str, mask: npt.NDArray[np.bool_] | None, limit: int
+        self, query: str, mask: npt.NDArray[np.bool_] | None, limit: int, *, feedback: bool = False
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """The `limit` best BM25 rows for `query` among those where `mask` is True, best first.
 
         Only rows sharing a term with the query (score > 0) are returned. Document frequencies
-        and the average length are over all rows, masked or not.
+        and the average length are over all rows, masked or not. With `feedback`, the terms of
+        the best rows of a first pass join the query (see the module's docstring); the feedback
+        rows come from the masked rows only, so a row the caller may not see never shapes a query.
         """
         empty = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         if mask is not None and len(mask) < self._count:
@@ -165,36 +196,116 @@ class KeywordIndex:
         query_terms, query_counts = np.unique(term_ids(query), return_counts=True)
         if limit <= 0 or self._count == 0 or not len(query_terms):
             return empty
-        slices = self._postings(query_terms)
-        if not slices:
+        scores = self._scores(query_terms, query_counts.astype(np.float64), mask)
+        if scores is None:
             return empty
-        df = np.zeros(len(query_terms))
-        for term, rows, _ in slices:
-            df[term] += len(rows)
-        weight = np.log1p((self._count - df + 0.5) / (df + 0.5)) * query_counts * (K1 + 1)
-        # Each row's length normalisation, once per search rather than once per posting.
-        norm = (K1 * (1 - B)) + (K1 * B / (self._total_length / self._count)) * self._lengths[: self._count]
-        gains = [weight[term] * tf / (tf + norm[rows]) for term, rows, tf in slices]
-        scores = np.bincount(
-            np.concatenate([rows for _, rows, _ in slices]), weights=np.concatenate(gains), minlength=self._count
-        )
-        if mask is not None:
-            scores[~mask[: self._count]] = 0.0
+        if feedback:
+            scores = self._with_feedback(scores, query_terms, mask)
         matched = np.flatnonzero(scores > 0)
         return top_k(matched, scores[matched], limit)
 
-    def _postings(
-        self, query_terms: npt.NDArray[np.uint64]
-    ) -> list[tuple[int, npt.NDArray[np.int32], npt.NDArray[np.float32]]]:
-        """The posting lists of the query terms, per segment: (query term index, rows, frequencies)."""
-        slices: list[tuple[int, npt.NDArray[np.int32], npt.NDArray[np.float32]]] = []
+    def _scores(
+        self, terms: npt.NDArray[np.uint64], weights: npt.NDArray[np.float64], mask: npt.NDArray[np.bool_] | None
+    ) -> npt.NDArray[np.float64] | None:
+        """Every row's BM25 score for `terms` (each counted `weights` times), 0 where masked out;
+        None when no row has any of the terms."""
+        rows, tf, owner = self._postings(terms)
+        if not len(rows):
+            return None
+        df = np.bincount(owner, minlength=len(terms)).astype(np.float64)
+        weight = _idf(self._count, df) * weights * (K1 + 1)
+        gains = weight[owner] * tf / (tf + self._length_norm()[rows])
+        # A weighted bincount gives float64 (numpy's stubs say intp whatever the weights).
+        scores: npt.NDArray[np.float64] = np.bincount(rows, weights=gains, minlength=self._count)  # type: ignore[assignment]
+        if mask is not None:
+            scores[~mask[: self._count]] = 0.0
+        return scores
+
+    def _length_norm(self) -> npt.NDArray[np.float32]:
+        """`k1 * (1 - b + b * length / average length)` of every row."""
+        if self._norm is None:
+            average = self._total_length / self._count
+            self._norm = (K1 * (1 - B)) + (K1 * B / average) * self._lengths[: self._count]
+        return self._norm
+
+    def _with_feedback(
+        self,
+        scores: npt.NDArray[np.float64],
+        query_terms: npt.NDArray[np.uint64],
+        mask: npt.NDArray[np.bool_] | None,
+    ) -> npt.NDArray[np.float64]:
+        """`scores` plus those of the terms the best rows add to the query; the best row stays first."""
+        best_rows, best_scores = _best(scores, FEEDBACK_ROWS)
+        terms, weights = self._feedback_terms(best_rows, best_scores, query_terms)
+        if not len(terms):
+            return scores
+        added = self._scores(terms, weights, mask)
+        if added is None:
+            return scores
+        total = scores + added
+        total[best_rows[0]] = np.nextafter(total.max(), np.inf)
+        return total
+
+    def _feedback_terms(
+        self, rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float64], query_terms: npt.NDArray[np.uint64]
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64]]:
+        """The terms `rows` (scored `scores`) add to a query, and their weights (at most `FEEDBACK_WEIGHT`).
+
+        A term weighs as much as it makes up of each row's text, by how well that row matched,
+        times its rarity; the query's own terms are not added again.
+        """
+        starts, ends = self._row_starts[rows], self._row_starts[rows + 1]
+        lengths = ends - starts
+        if not lengths.sum():
+            return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float64)
+        picked = np.concatenate([self._row_terms[lo:hi] for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True)])
+        share = np.repeat(scores / scores[0] / np.maximum(lengths, 1), lengths)
+        terms, inverse = np.unique(picked, return_inverse=True)
+        weights: npt.NDArray[np.float64] = np.bincount(inverse, weights=share, minlength=len(terms))  # type: ignore[assignment]
+        df = self.document_frequencies(terms)
+        weights *= _idf(self._count, df)
+        # Both are sorted and unique: a binary search finds the query's own terms.
+        at = np.searchsorted(terms, query_terms)
+        weights[at[terms.take(at, mode="clip") == query_terms]] = 0.0
+        order = _within_budget(np.argsort(-weights, kind="stable"), weights, df)
+        if not len(order):
+            return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float64)
+        return terms[order], FEEDBACK_WEIGHT * weights[order] / weights[order[0]]
+
+    def document_frequencies(self, terms: npt.NDArray[np.uint64]) -> npt.NDArray[np.float64]:
+        """In how many rows each of `terms` occurs."""
+        df = np.zeros(len(terms))
         for segment in self._all_segments():
-            found, lo, hi = segment.lookup(query_terms)
-            slices.extend(
-                (term, segment.rows[lo[term] : hi[term]], segment.tf[lo[term] : hi[term]])
-                for term in np.flatnonzero(found).tolist()
-            )
-        return slices
+            found, lo, hi = segment.lookup(terms)
+            df += np.where(found, hi - lo, 0)
+        return df
+
+    def _postings(
+        self, terms: npt.NDArray[np.uint64]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], npt.NDArray[np.intp]]:
+        """Every posting of `terms` in every segment, as three aligned arrays: its row, its term
+        frequency, and which of `terms` it belongs to.
+
+        One gather per segment rather than a slice per term and segment: a search with feedback
+        asks for twenty-odd terms in a dozen segments, and the slices alone cost a millisecond.
+        """
+        rows: list[npt.NDArray[np.int32]] = []
+        tfs: list[npt.NDArray[np.float32]] = []
+        owners: list[npt.NDArray[np.intp]] = []
+        for segment in self._all_segments():
+            found, lo, hi = segment.lookup(terms)
+            present = np.flatnonzero(found)
+            if not len(present):
+                continue
+            sizes = hi[present] - lo[present]
+            # Posting i of the gathered run of term t lies at lo[t] + i: `_spread` maps each run.
+            at = _spread(lo[present], np.concatenate(([0], np.cumsum(sizes))))
+            rows.append(segment.rows[at])
+            tfs.append(segment.tf[at])
+            owners.append(np.repeat(present, sizes))
+        if not rows:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.intp)
+        return np.concatenate(rows), np.concatenate(tfs), np.concatenate(owners)
 
     def _all_segments(self) -> list[_Segment]:
         if self._tail is None and self._tail_pairs:
@@ -215,6 +326,29 @@ class KeywordIndex:
             older = self._segments.pop()
             self._segments.append(_Segment.merge(older, newer))
 
+    def _store_rows(
+        self, first: int, docs: npt.NDArray[np.int32], terms: npt.NDArray[np.uint64], counts: npt.NDArray[np.intp]
+    ) -> None:
+        """Append the new rows' terms to the forward index, grouped by row."""
+        used = int(self._row_starts[first])
+        self._row_starts[first + 1 : first + 1 + len(counts)] = used + np.cumsum(counts)
+        # Stored terms arrive grouped by row already (a rebuild); a fresh analysis does not.
+        if len(docs) > 1 and not bool((docs[1:] >= docs[:-1]).all()):
+            terms = terms[np.argsort(docs, kind="stable")]
+        if not used and len(terms) > len(self._row_terms):
+            # The first bulk add (a rebuild) keeps its array rather than copying it (tens of MB at
+            # 100k records); the index never writes into it, and a later add copies it to grow.
+            self._row_terms = terms
+            return
+        room = len(self._row_terms)
+        if used + len(terms) > room:
+            while room < used + len(terms):
+                room *= 2
+            grown = np.zeros(room, dtype=np.uint64)
+            grown[:used] = self._row_terms[:used]
+            self._row_terms = grown
+        self._row_terms[used : used + len(terms)] = terms
+
     def _reserve(self, rows: int) -> None:
         capacity = len(self._lengths)
         if rows <= capacity:
@@ -224,6 +358,54 @@ class KeywordIndex:
         lengths = np.zeros(capacity, dtype=np.float32)
         lengths[: self._count] = self._lengths[: self._count]
         self._lengths = lengths
+        starts = np.zeros(capacity + 1, dtype=np.int64)
+        starts[: self._count + 1] = self._row_starts[: self._count + 1]
+        self._row_starts = starts
+
+
+def _best(scores: npt.NDArray[np.float64], count: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The `count` rows of highest positive score, best first (ties: lower row first), like `top_k`.
+
+    By repeated `argmax` (which returns the lowest row of a tie): for a handful of rows out of
+    100k, a tenth of the time of sorting out the rows that scored at all.
+    """
+    rows: list[int] = []
+    values: list[float] = []
+    for _ in range(count):
+        row = int(np.argmax(scores))
+        if scores[row] <= 0:
+            break
+        rows.append(row)
+        values.append(float(scores[row]))
+        scores[row] = -np.inf
+    scores[rows] = values
+    return np.array(rows, dtype=np.int64), np.array(values, dtype=np.float64)
+
+
+def _within_budget(
+    ranked: npt.NDArray[np.intp], weights: npt.NDArray[np.float64], df: npt.NDArray[np.float64]
+) -> npt.NDArray[np.intp]:
+    """The first `FEEDBACK_TERMS` of the `ranked` terms of positive weight whose postings fit the budget.
+
+    The second pass reads every posting of the added terms, so a term too common to fit what is
+    left of `FEEDBACK_POSTINGS` is passed over for the next one: a common word adds little to a
+    query and costs a large index much.
+    """
+    chosen: list[int] = []
+    left = FEEDBACK_POSTINGS
+    for term in ranked.tolist():
+        if len(chosen) == FEEDBACK_TERMS or weights[term] <= 0:
+            break
+        if df[term] <= left:
+            chosen.append(term)
+            left -= int(df[term])
+    return np.array(chosen, dtype=np.intp)
+
+
+def _idf(rows: int, df: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """BM25's inverse document frequency, never negative: ln(1 + (N - df + 0.5) / (df + 0.5))."""
+    idf: npt.NDArray[np.float64] = np.log1p((rows - df + 0.5) / (df + 0.5))
+    return idf
 
 
 def _run_starts(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:

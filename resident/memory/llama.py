@@ -131,6 +131,10 @@ class LlamaEmbedder:
         chunks = [self._embed_chunk(batch[start : start + size]) for start in range(0, len(batch), size)]
         return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
+    def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Queries embed like any text (llama-server takes no query prefix)."""
+        return self.embed(texts)
+
     def close(self) -> None:
         """Close the connection pool; later `embed` calls raise `EmbedderUnavailable`."""
         self._closed = True

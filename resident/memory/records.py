@@ -26,6 +26,7 @@ __all__ = [
     "clean_query",
     "clean_text",
     "content_digest",
+    "indexed_text",
     "make_record",
     "summarize",
 ]
@@ -163,3 +164,15 @@ def make_record(
         delegated=bool(delegated),
         author=author,
     )
+
+
+def indexed_text(record: MemoryRecord) -> str:
+    """What gets embedded and keyword-indexed: the summary, a newline, the body.
+
+    A summary made from the body's first line is not repeated: it would count those words twice
+    in keyword ranking, and analysing it again is a third of a rebuild's work for short memories.
+    """
+    # A long first line is summarised as its beginning and an ellipsis; that is in the body too.
+    if record.body.startswith(record.summary.removesuffix("…")):
+        return record.body
+    return f"{record.summary}\n{record.body}"

@@ -23,7 +23,7 @@ __all__ = ["TERMS_TAG", "decode_terms", "encode_terms", "is_current", "split_ter
 
 # Change the tag whenever `resident.memory.text` tokenises or hashes differently: stored terms
 # are then analysed again instead of being matched against queries analysed the new way.
-TERMS_TAG = b"terms-v1"
+TERMS_TAG = b"terms-v2"
 _WORD = np.dtype("<u8")
 _TAG_WORD = np.frombuffer(TERMS_TAG, dtype=_WORD)[0]
 

@@ -6,6 +6,13 @@ Normalising is NFKC, case folding and, for Latin letters, dropping accents, so "
 and Hangul, which do not put spaces between words, every character plus every pair of adjacent
 characters.
 
+Keyword terms are words cut to their stems by a light suffix stripper for English and Spanish
+(see `_stem_ends`): "painted", "painting" and "paints" all count as "paint", "viajes" and "viajar"
+as "viaj". It strips, it never rewrites, and it keeps at least four letters, so short words are
+left alone. On the LoCoMo development conversations it lifted keyword recall@5 from 0.55 to 0.58,
+as much as the Snowball English stemmer did (0.59), and it is language-blind, so Spanish gains
+too (recall@5 0.58 to 0.61 on the labeled Spanish conversation in `tests/data/conversations`).
+
 A token's id is a 64-bit polynomial hash of its codepoints finished by the SplitMix64 mixer, so an
 id is the same in every process (Python's `hash()` is salted per process). Batches never loop over
 characters in Python: texts are joined into slices of about 130 thousand codepoints, decoded to
@@ -53,6 +60,26 @@ _STOPWORD_TEXT = (
     "mis tu te yo ella ellos ellas"
 )
 STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())
+
+# Inflection suffixes the stemmer strips (normalised, so without accents): English, then Spanish
+# verb endings and participles. Plurals ("s", "es") serve both languages.
+_SUFFIXES = (
+    "ing", "ed", "ies", "es", "s",
+    "ando", "iendo", "ado", "ada", "ados", "adas", "ido", "ida", "idos", "idas", "ar", "er", "ir",
+    "amos", "emos", "imos", "aron", "ieron", "aba", "aban", "mente",
+)  # fmt: skip
+_MIN_STEM = 4
+_STRIP_ROUNDS = 2
+# A lone "s" is kept after these; the vowel table says which codepoints a stem may lose at its end.
+_S = np.array(ord("s"), dtype=np.uint32)
+_U = np.array(ord("u"), dtype=np.uint32)
+_FINAL_VOWEL = np.zeros(128, dtype=np.bool_)
+_FINAL_VOWEL[[ord(vowel) for vowel in "aeoy"]] = True
+# The stem cache (`_known_stems`): 65,536 slots by the word id's low bits. An empty slot's key has
+# bit 4 of the slot flipped, so no word of that slot can match it.
+_STEM_SLOTS = np.array((1 << 16) - 1, dtype=np.uint64)
+_STEM_IDS = np.zeros(1 << 16, dtype=np.uint64)
+_STEM_KEYS = np.arange(1 << 16, dtype=np.uint64) ^ np.uint64(1 << 4)
 
 _MASK64 = (1 << 64) - 1
 # The polynomial base and the length salt only need to be odd (so the base is invertible mod 2^64)
@@ -119,7 +146,8 @@ class Analysis:
     document after it; no token is at a NUL). `prefix` is `prefix_hash(codepoints)`, kept so that
     the hash embedder's n-grams need not compute it again. Words are the ones kept (stopwords
     removed), each with its term id; every CJK character is listed, and every adjacent pair of them
-    by the position of its first.
+    by the position of its first. `stem_id` is the term id of each kept word's stem (the word's own
+    id when nothing was stripped): keyword terms are stems, the hash embedder's features are words.
     """
 
     first_doc: int
@@ -131,6 +159,7 @@ class Analysis:
     word_end: npt.NDArray[np.intp]
     word_doc: npt.NDArray[np.int32]
     word_id: npt.NDArray[np.uint64]
+    stem_id: npt.NDArray[np.uint64]
     cjk_pos: npt.NDArray[np.intp]
     cjk_doc: npt.NDArray[np.int32]
     cjk_id: npt.NDArray[np.uint64]
@@ -158,15 +187,15 @@ def term_id(token: str) -> int:
 
 
 def term_ids(text: str) -> npt.NDArray[np.uint64]:
-    """The term ids of every token of `text`: its words, then its CJK characters, then CJK pairs."""
+    """The term ids of every token of `text`: its word stems, then its CJK characters, then CJK pairs."""
     return term_ids_batch([text])[1]
 
 
 def term_ids_batch(texts: Sequence[str]) -> Terms:
     """`(doc_index, term)` for every token of every text, in no particular order.
 
-    (In fact slice by slice, a slice being a run of texts, and within a slice words first, then
-    CJK characters, then CJK pairs; callers should not rely on it.)
+    (In fact slice by slice, a slice being a run of texts, and within a slice word stems first,
+    then CJK characters, then CJK pairs; callers should not rely on it.)
     """
     if len(texts) >= _PARALLEL_TEXTS:
         return _term_ids_in_parallel(texts)
@@ -183,7 +212,7 @@ def terms_of(parts: Iterable[Analysis]) -> Terms:
     terms: list[npt.NDArray[np.uint64]] = []
     for part in parts:
         docs += (part.word_doc, part.cjk_doc, part.pair_doc)
-        terms += (part.word_id, part.cjk_id, part.pair_id)
+        terms += (part.stem_id, part.cjk_id, part.pair_id)
     if not docs:
         return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint64)
     return np.concatenate(docs), np.concatenate(terms)
@@ -237,6 +266,7 @@ def _analyse_slice(texts: Sequence[str], first_doc: int) -> Analysis:
     word_id = _span_ids(prefix, word_start, word_end)
     keep = _is_content_word(word_id)
     word_start, word_end, word_id = word_start[keep], word_end[keep], word_id[keep]
+    stem_id = _stem_ids(codepoints, prefix, word_start, word_end, word_id)
 
     cjk_pos = (signed_class >= _CJK_BIT).nonzero()[0]
     if len(cjk_pos):
@@ -264,6 +294,7 @@ def _analyse_slice(texts: Sequence[str], first_doc: int) -> Analysis:
         word_end=word_end,
         word_doc=codepoint_doc[word_start],
         word_id=word_id,
+        stem_id=stem_id,
         cjk_pos=cjk_pos,
         cjk_doc=cjk_doc,
         cjk_id=cjk_id,
@@ -347,6 +378,103 @@ def _span_ids(
     salt *= _LEN_SALT_U64
     hashes += salt
     return _mix(hashes)
+
+
+def _stem_ids(
+    codepoints: npt.NDArray[np.uint32],
+    prefix: npt.NDArray[np.uint64],
+    start: npt.NDArray[np.intp],
+    end: npt.NDArray[np.intp],
+    word_id: npt.NDArray[np.uint64],
+) -> npt.NDArray[np.uint64]:
+    """The term id of each word's stem (`_stem_ends`); the word's own id where nothing is stripped."""
+    stem_id, known = _known_stems(word_id)
+    unknown = (~known).nonzero()[0]
+    if len(unknown):
+        start, end = start[unknown], end[unknown]
+        stem_end = _stem_ends(codepoints, prefix, start, end)
+        fresh = word_id[unknown].copy()
+        changed = (stem_end != end).nonzero()[0]
+        if len(changed):
+            fresh[changed] = _span_ids(prefix, start[changed], stem_end[changed])
+        stem_id[unknown] = fresh
+        _learn_stems(word_id[unknown], fresh)
+    return stem_id
+
+
+def _known_stems(word_id: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    """The stem ids of the words a recent analysis stemmed already, and which words those are.
+
+    A word stems the same wherever it occurs, and words repeat (a batch of 40 memories holds about
+    600 words, most seen before), so a direct-mapped table by word id answers most of them in a
+    few array operations instead of the suffix tests and hashing, which cost about 40 µs per batch
+    whatever its size: most of a one-line query's analysis. The table is two arrays, the stem ids
+    and each stem id XOR its word id; a slot counts as the word's only if the two agree, so threads
+    that overwrite one another's slots at once can never give a word another word's stem (short of
+    a 64-bit coincidence, as likely as two words sharing a term id).
+    """
+    slots = word_id & _STEM_SLOTS
+    stems = _STEM_IDS.take(slots, mode="clip")
+    known: npt.NDArray[np.bool_] = (_STEM_KEYS.take(slots, mode="clip") ^ stems) == word_id
+    return stems, known
+
+
+def _learn_stems(word_id: npt.NDArray[np.uint64], stem_id: npt.NDArray[np.uint64]) -> None:
+    slots = word_id & _STEM_SLOTS
+    _STEM_IDS[slots] = stem_id
+    _STEM_KEYS[slots] = stem_id ^ word_id
+
+
+def _stem_ends(
+    codepoints: npt.NDArray[np.uint32],
+    prefix: npt.NDArray[np.uint64],
+    start: npt.NDArray[np.intp],
+    end: npt.NDArray[np.intp],
+) -> npt.NDArray[np.intp]:
+    """Where each word's stem ends: up to two inflection suffixes stripped, then a final vowel.
+
+    Each round strips the longest suffix of `_SUFFIXES` that leaves `_MIN_STEM` codepoints (a lone
+    "s" stays after "s" or "u": "class", "status"); two rounds take "paintings" to "paint" and
+    "guitars" to "guit", as "guitar" goes. A last `a`, `e`, `o` or `y` then goes too, so "dance",
+    "danced" and "dancing" meet at "danc", "study" and "studies" at "stud", "nuevo" and "nueva" at
+    "nuev". Suffixes are compared by their polynomial hash (one lookup per length), not per word.
+    """
+    _, inverse = _powers(len(prefix))
+    stem_end = end.copy()
+    for _ in range(_STRIP_ROUNDS):
+        cut = np.zeros(len(stem_end), dtype=np.intp)
+        length = stem_end - start
+        for size, suffixes in _suffix_table():
+            candidates = ((length >= _MIN_STEM + size) & (cut == 0)).nonzero()[0]
+            if not len(candidates):
+                continue
+            tail = stem_end[candidates] - size
+            hashes = prefix[stem_end[candidates]] - prefix[tail]
+            hashes *= inverse[tail]
+            # `suffixes` is sorted and short: a binary search beats `np.isin` for every batch size.
+            found = suffixes.take(np.searchsorted(suffixes, hashes), mode="clip") == hashes
+            cut[candidates[found]] = size
+        lone_s = (cut == 1).nonzero()[0]
+        if len(lone_s):
+            before = codepoints[stem_end[lone_s] - 2]
+            cut[lone_s[(before == _S) | (before == _U)]] = 0
+        if not cut.any():
+            break
+        stem_end -= cut
+    has_vowel = stem_end - start > _MIN_STEM
+    has_vowel[has_vowel] = _FINAL_VOWEL.take(codepoints[stem_end[has_vowel] - 1], mode="clip")
+    stem_end -= has_vowel
+    return stem_end
+
+
+@functools.cache
+def _suffix_table() -> tuple[tuple[int, npt.NDArray[np.uint64]], ...]:
+    """`(length, polynomial hashes of the suffixes of that length)`, longest first."""
+    by_length: dict[int, list[int]] = {}
+    for suffix in _SUFFIXES:
+        points = np.frombuffer(suffix.encode("utf-32-le"), dtype=np.uint32)
+        by_length.setdefault(len(suffix), []).append(int(prefix_hash(points)[-1]))
+    return tuple((size, np.array(sorted(hashes), dtype=np.uint64)) for size, hashes in sorted(by_length.items())[::-1])
 
 
 def _mix(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:

@@ -104,6 +104,10 @@ class VectorIndex:
             self._columns[:, row_arr] = _unit_rows(vectors, np.ones(len(row_arr), dtype=np.bool_)).T
         self._present[row_arr] = True
 
+    def count_present(self) -> int:
+        """How many rows have a vector."""
+        return int(np.count_nonzero(self._present[: self._count]))
+
     def missing(self) -> npt.NDArray[np.int64]:
         """Rows that have no vector yet, in row order."""
         return np.flatnonzero(~self._present[: self._count]).astype(np.int64)
@@ -117,21 +121,30 @@ class VectorIndex:
         evidence for it.
         """
         empty = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        if self._columns is None or self._count == 0 or limit <= 0:
+        scores = self.similarities(query)
+        if scores is None or limit <= 0:
             return empty
+        wanted = scores > 0
+        if mask is not None:
+            wanted &= mask[: self._count]
+        rows = np.flatnonzero(wanted)
+        return top_k(rows, scores[rows], limit)
+
+    def similarities(self, query: npt.ArrayLike) -> npt.NDArray[np.float32] | None:
+        """The cosine of every row with `query` (0 for rows without a vector); None when nothing
+        can be compared (no vectors yet, or a zero query)."""
+        if self._columns is None or self._count == 0:
+            return None
         query_vec = np.asarray(query, dtype=np.float32).reshape(-1)
         if query_vec.shape != (self._dim,):
             raise InvalidInput(f"query vector has {query_vec.shape[0]} dimensions, the index {self._dim}")
         norm = float(np.linalg.norm(query_vec))
         if norm == 0.0:
-            return empty
-        query_vec = query_vec / np.float32(norm)
-        scores = query_vec @ self._columns[:, : self._count]
-        wanted = (scores > 0) & self._present[: self._count]
-        if mask is not None:
-            wanted &= mask[: self._count]
-        rows = np.flatnonzero(wanted)
-        return top_k(rows, scores[rows], limit)
+            return None
+        # Rows without a vector are zero columns, so their cosine is 0 already.
+        unit = (query_vec / np.float32(norm)).astype(np.float32, copy=False)
+        scores: npt.NDArray[np.float32] = unit @ self._columns[:, : self._count]
+        return scores
 
     def _check(self, vectors: npt.NDArray[np.floating], n_rows: int) -> None:
         if vectors.ndim != 2 or vectors.shape[0] != n_rows:

@@ -14,7 +14,11 @@ __all__ = [
     "Bank",
     "BankCreated",
     "Delegation",
+    "EmbedTexts",
+    "EmbedderWorkerStatus",
+    "EmbeddingFailed",
     "Forget",
+    "GetEmbedderWorkerStatus",
     "GetRecord",
     "GetSubstrateStatus",
     "Kind",
@@ -40,7 +44,9 @@ __all__ = [
     "Retain",
     "Scope",
     "SubstrateStatus",
+    "TextsEmbedded",
     "VectorsFilled",
+    "WaitForVectors",
 ]
 
 Scope = Literal["AGENT_CORE", "AGENT_DYADIC", "WORLD_SHARED", "APP_PRIVATE", "WORKSPACE_PRIVATE"]
@@ -328,10 +334,17 @@ class SubstrateStatus(Message, frozen=True, tag="substrate.status"):
     in_flight: int = 0
     batches: int = 0
     largest_batch: int = 0
+    # The embedder spec, and whether its worker is late (recall then answers by keyword alone).
+    spec: str = "hash"
+    embedder_late: bool = False
 
 
 class GetSubstrateStatus(Message, frozen=True, tag="substrate.status.get"):
     pass
+
+
+class WaitForVectors(Message, frozen=True, tag="substrate.vectors.wait"):
+    """Answered (with None) once every indexed record has a vector of the current embedder."""
 
 
 class MemoryStatus(Message, frozen=True, tag="memory.status"):
@@ -347,3 +360,52 @@ class MemoryStatus(Message, frozen=True, tag="memory.status"):
     by_lifecycle: dict[str, int] = msgspec.field(default_factory=dict)
     by_replication: dict[str, int] = msgspec.field(default_factory=dict)
     replication_note: str = ""
+    # The embedding worker (for embedders other than `hash`): its state and restarts, and whether
+    # it is late; and resident.toml's `[memory] embedder` where it differs from the one enabled.
+    worker: str = ""
+    worker_restarts: int = 0
+    embedder_late: bool = False
+    configured_embedder: str = ""
+    # The local model's process, while it runs.
+    model_pid: int | None = None
+
+
+# -- the embedding worker ---------------------------------------------------------------------------
+
+
+class EmbedTexts(Message, frozen=True, tag="embed.texts"):
+    """Ask the embedding worker for vectors; it answers with `TextsEmbedded` or `EmbeddingFailed`."""
+
+    token: int
+    spec: str
+    texts: tuple[str, ...]
+    query: bool = False
+
+
+class TextsEmbedded(Message, frozen=True, tag="embed.done"):
+    """Vectors for an `EmbedTexts`: `len(texts)` rows of `dim` float32, row after row."""
+
+    token: int
+    spec: str
+    dim: int
+    vectors: bytes
+    seconds: float
+
+
+class EmbeddingFailed(Message, frozen=True, tag="embed.failed"):
+    """The worker could not embed an `EmbedTexts`; `error` says why in one line."""
+
+    token: int
+    spec: str
+    error: str
+
+
+class GetEmbedderWorkerStatus(Message, frozen=True, tag="embed.status.get"):
+    pass
+
+
+class EmbedderWorkerStatus(Message, frozen=True, tag="embed.status"):
+    """The embedding worker's embedder (its spec, "" before the first), and its model process if any."""
+
+    spec: str
+    pid: int | None = None

@@ -1,13 +1,29 @@
-"""`rt.memory`: turning memory on and off, and its status."""
+"""`rt.memory`: turning memory on and off, switching embedders, and its status.
+
+Switching the embedder of a home that holds memories is cheap to ask for and done in the
+background: the substrate indexes the new embedder's stored vectors at once (none, the first time)
+and fills in the rest through the embedding worker while recall goes on with what is indexed;
+`status()` shows how far it got, and `wait_vectors()` waits for the end. Vectors are kept per
+embedder, so switching back finds the old ones in place.
+"""
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
 
-from resident.errors import ActorUnavailable, InvalidInput, MemoryDisabled
+from resident.errors import ActorUnavailable, InvalidInput, MemoryDisabled, ResidentError
 from resident.memory.embedders import check_embedder_spec
-from resident.messages.memory import GetSubstrateStatus, MemoryStatus, MemorySwitchedOff, MemorySwitchedOn
+from resident.messages.memory import (
+    EmbedderWorkerStatus,
+    GetEmbedderWorkerStatus,
+    GetSubstrateStatus,
+    MemoryStatus,
+    MemorySwitchedOff,
+    MemorySwitchedOn,
+    SubstrateStatus,
+    WaitForVectors,
+)
 from resident.messages.store import Commit, Committed, GetWriterStatistics
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.tables import MEMORY_CONFIG
@@ -28,11 +44,15 @@ class MemoryControl:
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
 
-    def enable(self, provider: str = "hindsight", embedder: str = "hash") -> bool:
-        """Admit the provider (Hindsight, in supervised mode). False if it was already on like this."""
+    def enable(self, provider: str = "hindsight", embedder: str | None = None) -> bool:
+        """Admit the provider (Hindsight, in supervised mode). False if it was already on like this.
+
+        `embedder` is `hash`, `local` or a loopback llama URL; None takes resident.toml's
+        `[memory] embedder` (`hash` when it names none).
+        """
         if provider not in PROVIDERS:
             raise InvalidInput(f"unknown memory provider {provider!r}; the provider is: {', '.join(PROVIDERS)}")
-        spec = check_embedder_spec(embedder)
+        spec = self._checked_embedder(embedder)
         event = MemorySwitchedOn(at=self._runtime.clock.time(), provider=provider, embedder=spec)
         committed: Committed = self._runtime._internal.write(Commit(events=(event,)))
         if committed.applied:
@@ -40,6 +60,16 @@ class MemoryControl:
             # request should find it on, embedding with the embedder just admitted.
             self._settle()
         return committed.applied > 0
+
+    def _checked_embedder(self, embedder: str | None) -> str:
+        if embedder is not None:
+            return check_embedder_spec(embedder)
+        configured = self._runtime.config.memory_embedder
+        try:
+            return check_embedder_spec(configured)
+        except ResidentError as error:
+            where = self._runtime.config.path or "resident.toml"
+            raise type(error)(f"{where}: [memory] embedder: {error.message}") from None
 
     def disable(self) -> bool:
         """Stop new writes and recalls; nothing is deleted. False if memory was already off."""
@@ -76,26 +106,52 @@ class MemoryControl:
         runtime.wiring.writer.ask(GetWriterStatistics(), timeout)
         runtime.wiring.substrate.ask(GetSubstrateStatus(), timeout)
 
+    def wait_vectors(self, timeout: float = 60.0) -> bool:
+        """Wait until every memory has a vector of the current embedder; False if `timeout` passed first.
+
+        With the hash embedder that is at once; with any other, vectors follow `remember` (and a
+        switch of embedder) from the embedding worker.
+        """
+        self._runtime.check_open()
+        try:
+            self._runtime.wiring.substrate.ask(WaitForVectors(), timeout)
+        except ActorUnavailable:
+            return False
+        return True
+
     def status(self) -> MemoryStatus:
-        """On or off, provider and embedder, substrate health, and record counts by state."""
+        """On or off, provider and embedder, substrate and embedding worker health, record counts by state."""
         runtime = self._runtime
         runtime.check_open()
         with runtime._internal.store.reader() as reader:
             config = reader.get(MEMORY_CONFIG, "memory")
-        state = runtime.statistics().child("substrate").state
+        statistics = runtime.statistics()
+        worker = statistics.child("embedder")
         try:
-            substrate = runtime.wiring.substrate.ask(GetSubstrateStatus(), timeout=5.0)
+            substrate: SubstrateStatus | None = runtime.wiring.substrate.ask(GetSubstrateStatus(), timeout=5.0)
         except ActorUnavailable:
             substrate = None
+        embedder = config.embedder if config else "hash"
+        configured = runtime.config.memory_embedder
+        try:
+            model: EmbedderWorkerStatus | None = runtime.wiring.embedder.ask(GetEmbedderWorkerStatus(), timeout=1.0)
+        except ActorUnavailable:
+            # Busy inside a request to a slow embedder: its model pid is not worth waiting for.
+            model = None
         return MemoryStatus(
             enabled=bool(config and config.enabled),
             provider=config.provider if config else "hindsight",
-            embedder=config.embedder if config else "hash",
-            substrate=state,
+            embedder=embedder,
+            substrate=statistics.child("substrate").state,
             records=substrate.records if substrate else 0,
             missing_vectors=substrate.missing_vectors if substrate else 0,
             embedder_error=substrate.embedder_error if substrate else "",
             by_lifecycle=substrate.by_lifecycle if substrate else {},
             by_replication=substrate.by_replication if substrate else {},
             replication_note=runtime.replication_note(),
+            worker=worker.state,
+            worker_restarts=worker.total_restarts,
+            embedder_late=substrate.embedder_late if substrate else False,
+            configured_embedder=configured if configured != embedder else "",
+            model_pid=model.pid if model is not None else None,
         )

@@ -3,6 +3,7 @@
     root (one_for_one)
     ├── writer          the single LMDB write path (group commit)
     ├── substrate       Hindsight: embed, index, recall (restarts with backoff)
+    ├── embedder        the embedding worker: runs any embedder but the hash one (a model, a server)
     ├── replication     pushes pending records to Realm, polls invalidations
     ├── coordinator     Samuel: dispatch under grants, progress from execution records
     ├── skills          the team skill library: search, and ranking a member's skills for a task
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from resident.actors.coordinator import Coordinator
+from resident.actors.embedding import EmbeddingWorker
 from resident.actors.knowledge import KnowledgeIndexer
 from resident.actors.member import MemberActor
 from resident.actors.replication import Replication, ReplicationSettings
@@ -52,6 +54,7 @@ class Wiring:
     store: Store
     writer: Address
     substrate: Address
+    embedder: Address
     replication: Address
     coordinator: Address
     members: dict[str, Address]
@@ -92,6 +95,7 @@ def build_wiring(
 ) -> Wiring:
     writer = Address("writer", default_timeout=DEFAULT_TIMEOUT)
     substrate = Address("substrate", default_timeout=DEFAULT_TIMEOUT, timeout_error=SubstrateUnavailable)
+    embedder = Address("embedder", default_timeout=DEFAULT_TIMEOUT)
     replication = Address("replication", default_timeout=DEFAULT_TIMEOUT)
     coordinator = Address("coordinator", default_timeout=DEFAULT_TIMEOUT)
     skills = Address("skills", default_timeout=DEFAULT_TIMEOUT)
@@ -104,8 +108,9 @@ def build_wiring(
     }
     # Only a wake-up: replication reads what to push from the pending index, whatever tells are lost.
     subscribers[RecordAdmitted].append(replication)
+    subscribers[MemorySwitchedOn].append(embedder)
     wiring = Wiring(
-        spec=SupervisorSpec("root", []), store=store, writer=writer, substrate=substrate,
+        spec=SupervisorSpec("root", []), store=store, writer=writer, substrate=substrate, embedder=embedder,
         replication=replication, coordinator=coordinator, members={}, skills=skills,
     )
     knowledge = _knowledge_spec(store) if config.knowledge.enabled else None
@@ -119,10 +124,19 @@ def build_wiring(
             ChildSpec(
                 substrate,
                 Substrate,
-                kwargs={"store": store, "writer": writer, "embedder_factory": embedder_factory},
+                kwargs={"store": store, "writer": writer, "embedder_factory": embedder_factory, "worker": embedder},
                 backoff=Backoff(min=0.01, max=2.0, jitter=0.2, reset_after=30.0),
                 # Rebuilding the index from LMDB happens before the start ping is answered.
                 start_timeout=120.0,
+            ),
+            ChildSpec(
+                embedder,
+                EmbeddingWorker,
+                kwargs={"store": store, "substrate": substrate, "embedder_factory": embedder_factory},
+                # A model process that keeps dying is restarted ever more slowly, never in a tight loop.
+                backoff=Backoff(min=0.1, max=10.0, jitter=0.2, reset_after=30.0),
+                # Its handler may be inside a stalled request; stopping never waits for that long.
+                shutdown_timeout=2.0,
             ),
             ChildSpec(
                 replication,
@@ -155,8 +169,8 @@ def build_wiring(
     wiring.spec = root
     wiring.addresses.update(
         {
-            "writer": writer, "substrate": substrate, "replication": replication, "coordinator": coordinator,
-            "skills": skills, "members": members_address,
+            "writer": writer, "substrate": substrate, "embedder": embedder, "replication": replication,
+            "coordinator": coordinator, "skills": skills, "members": members_address,
         }
     )
     if knowledge is not None:
