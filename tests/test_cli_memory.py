@@ -89,14 +89,15 @@ def test_the_embedder_named_in_resident_toml_is_the_one_enable_admits(tmp_path: 
     [
         ('[memory]\ncolour = "blue"\n', "unknown key `colour` in [memory]"),
         ('[memory]\nembedder = 3\n', "[memory] embedder must be"),
-        ('memory = "local"\n', "`memory` must be a table"),
+        ('memory = "local"\n', "[memory] must be a table"),
     ],
 )
 def test_a_bad_memory_table_in_resident_toml_is_a_config_error(tmp_path: Path, text: str, naming: str) -> None:
     home = tmp_path / "configured"
     home.mkdir(mode=0o700)
     (home / CONFIG_FILE).write_text(text, encoding="utf-8")
-    expect_error(invoke(home, "memory", "status", "--json"), "ConfigError", naming=(naming,))
+    # Enabling reads the configuration (a read-only command on a home without a store stops earlier).
+    expect_error(invoke(home, "memory", "enable", "--json"), "ConfigError", naming=(naming,))
 
 
 def test_memory_status_says_why_records_stay_pending_without_a_realm(home: Path) -> None:
