@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import get_args
 
+import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
 from resident.memory.index import Hit
 from resident.memory.serving import Served, select_served
+from resident.messages.digest import content_digest
 from resident.messages.memory import Lifecycle, MemoryRecord, Principal, ReplicationState
 
 DEVEN = Principal(kind="member", name="deven", worlds=("dev",))
@@ -27,9 +29,14 @@ def record(
     replication: ReplicationState = "synced",
     lifecycle: Lifecycle = "active",
 ) -> MemoryRecord:
+    bank = f"agent_core/{owner}"
+    digest = content_digest(
+        record_id=record_id, summary=summary, body=body, kind="experience", bank=bank, canonical=False,
+        delegated=False, supersedes=None,
+    )
     return MemoryRecord(
-        id=record_id, summary=summary, body=body, kind="experience", bank=f"agent_core/{owner}", scope="AGENT_CORE",
-        owner=owner, occurred_at=1.0, recorded_at=1.0, digest="d", replication=replication, lifecycle=lifecycle,
+        id=record_id, summary=summary, body=body, kind="experience", bank=bank, scope="AGENT_CORE",
+        owner=owner, occurred_at=1.0, recorded_at=1.0, digest=digest, replication=replication, lifecycle=lifecycle,
     )
 
 
@@ -143,3 +150,12 @@ def test_nothing_withheld_invisible_or_unasked_inactive_is_ever_served_and_the_b
         assert kept.owner == "deven"
         assert kept.replication not in ("conflict", "invalidated")
         assert include_inactive or kept.lifecycle == "active"
+
+
+def test_a_record_that_no_longer_matches_its_digest_is_withheld_and_named_for_the_log():
+    edited = msgspec.structs.replace(record("edited"), body="text changed in the data file")
+    stored = {"edited": edited, "fine": record("fine")}
+    ids, served = serve(stored, hits("edited", "fine"))
+    assert ids == ["fine"]
+    assert [r.id for r in served.corrupted] == ["edited"]
+    assert served.used == ["fine"]
