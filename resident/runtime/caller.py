@@ -14,12 +14,12 @@ loopback API) asks here.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from resident.coordination.tokens import GRANT_TOKEN_ENV
-from resident.errors import GrantExceeded, InvalidInput, OwnerOnlyAction
+from resident.errors import GrantExceeded, InvalidInput, OwnerOnlyAction, ResidentError
 from resident.messages.memory import MemoryRecord, RecallHit, Receipt, Reconciled
 
 if TYPE_CHECKING:
@@ -52,6 +52,9 @@ class SessionMemory:
 
     def remember(self, text: str | bytes, **options: Any) -> Receipt:
         return asyncio.run(self._session.remember(text, **options))
+
+    def remember_many(self, items: Iterable[Mapping[str, Any]], **options: Any) -> list[Receipt | ResidentError]:
+        return asyncio.run(self._session.remember_many(items, **options))
 
     def recall(self, query: str | bytes, k: int = 10, **options: Any) -> list[RecallHit]:
         return asyncio.run(self._session.recall(query, k, **options))
