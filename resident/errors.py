@@ -27,6 +27,7 @@ __all__ = [
     "ExportInvalid",
     "GrantExceeded",
     "GrantInvalid",
+    "HarnessNotFound",
     "HomeInUse",
     "HomeNotFound",
     "HomeReadOnly",
@@ -37,6 +38,7 @@ __all__ = [
     "NotVisible",
     "OwnerOnlyAction",
     "PlanInvalid",
+    "ProjectionRefused",
     "RealmIdTaken",
     "RealmInUse",
     "RealmRejected",
@@ -69,6 +71,7 @@ __all__ = [
     "UnknownPrinciple",
     "UnknownQuestion",
     "UnknownScope",
+    "UnknownSession",
     "UnknownSkill",
     "WriteFailed",
     "shorten",
@@ -387,3 +390,18 @@ class StoreCorrupted(ResidentError, OSError):
 
 class StoreBusy(ResidentError, TimeoutError):
     """A store operation waited past its deadline for another one (a long copy, a map resize) to finish."""
+
+
+# -- sessions ------------------------------------------------------------------------------------
+
+
+class UnknownSession(ResidentError, LookupError):
+    """No session (or historical harness session) with that id is known, or it is not the caller's to see."""
+
+
+class HarnessNotFound(ResidentError, FileNotFoundError):
+    """The harness command to start is not installed (not on PATH) or not executable."""
+
+
+class ProjectionRefused(ResidentError, PermissionError):
+    """A member cannot be projected into that directory (a symbolic link on the way, another live session)."""

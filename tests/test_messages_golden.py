@@ -68,6 +68,7 @@ from resident.messages.replication import (
 )
 from resident.store.tables import EVENTS, TABLES
 from tests.golden_evolution import evolution_samples
+from tests.golden_sessions import session_samples
 
 GOLDEN = Path(__file__).with_name("golden") / "messages.json"
 AT = 1_700_000_000.25
@@ -146,6 +147,7 @@ def _execution() -> Execution:
         error="",
         steps=7,
         corrections=1,
+        session="ses_01hzx3k9q0",
     )
 
 
@@ -189,6 +191,8 @@ def samples() -> dict[str, Any]:
     ]
     evolution_events, evolution_records = evolution_samples(AT)
     events += evolution_events
+    session_events, session_records = session_samples(AT)
+    events += session_events
     manifest = BackupManifest(
         format=BACKUP_FORMAT,
         schema_version=1,
@@ -212,6 +216,7 @@ def samples() -> dict[str, Any]:
         _correction(),
         _grant_token(),
         *evolution_records,
+        *session_records,
         manifest,
     ]
     found: dict[str, Any] = {f"event/{type(event).__struct_config__.tag}": event for event in events}

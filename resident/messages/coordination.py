@@ -6,6 +6,7 @@ from typing import Literal
 
 from resident.messages.base import Event, Message, Record
 from resident.messages.memory import Scope
+from resident.messages.sessions import SessionProgress
 
 __all__ = [
     "CorrectExecution",
@@ -71,6 +72,8 @@ class Execution(Record, frozen=True):
     error: str = ""
     steps: int = 0
     corrections: int = 0
+    # The member session that works on this execution (`resident session`), once one started.
+    session: str = ""
 
 
 class Correction(Record, frozen=True):
@@ -164,3 +167,5 @@ class Progress(Record, frozen=True):
     executions: int
     running: int
     at: float
+    # Member sessions running now (a harness at work on an execution), oldest first.
+    sessions: tuple[SessionProgress, ...] = ()

@@ -35,6 +35,7 @@ from resident.messages.replication import (
     RecordsSynced,
     ReplicationAttempted,
 )
+from resident.messages.sessions import SessionImported, SessionRecovered, SessionStarted
 from resident.messages.skills import (
     ForgettingDryRun,
     NativeSkillsDeclared,
@@ -96,6 +97,9 @@ AnyEvent = Union[  # noqa: UP007
     EngagementQuestionAnswered,
     MemoryAdmissionRecorded,
     MemoryAdmissionRetracted,
+    SessionStarted,
+    SessionRecovered,
+    SessionImported,
 ]
 
 EVENT_DECODER: msgspec.msgpack.Decoder[AnyEvent] = msgspec.msgpack.Decoder(AnyEvent)

@@ -387,4 +387,4 @@ def _corrected(view: View, event: CorrectionRecorded) -> None:
 
 
 # Evolution's projections live in their own modules; importing them registers them with `project`.
-from resident.store import evolution_projections, skill_projections  # noqa: E402, F401
+from resident.store import evolution_projections, session_projections, skill_projections  # noqa: E402, F401
