@@ -4,15 +4,31 @@ from __future__ import annotations
 
 from resident.messages.base import Record
 from resident.messages.memory import Bank, MemoryRecord
+from resident.messages.sessions import SessionRecord
 
-__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "MemberExport"]
+__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ExportedSession", "MemberExport"]
 
 EXPORT_FORMAT = "resident-member-export"
 EXPORT_VERSION = 1
 
 
+class ExportedSession(Record, frozen=True):
+    """One of the member's recovered sessions (its experience), redacted: its record and raw parts (zlib).
+
+    The turns are not carried: the importing home derives them again from the raw bytes, which it
+    redacts again, so an edited export cannot bring in turns that say something else.
+    """
+
+    session: SessionRecord
+    raw: tuple[bytes, ...]
+
+
 class MemberExport(Record, frozen=True):
-    """A member's AGENT_CORE and AGENT_DYADIC banks and records, with a checksum over them."""
+    """A member's AGENT_CORE and AGENT_DYADIC banks and records, with a checksum over them.
+
+    Its recovered sessions travel with it too (experience lives in AGENT_CORE), with their own
+    checksum, so an export written before sessions existed still reads and verifies.
+    """
 
     format: str
     version: int
@@ -23,3 +39,5 @@ class MemberExport(Record, frozen=True):
     banks: tuple[Bank, ...]
     records: tuple[MemoryRecord, ...]
     checksum: str
+    sessions: tuple[ExportedSession, ...] = ()
+    sessions_checksum: str = ""

@@ -213,8 +213,13 @@ class CoordinatorControl:
         actions: Iterable[str] | None = None,
         scopes: Iterable[str] | None = None,
         ttl: float | None = None,
+        context: EngagementContext | None = None,
     ) -> Session:
-        """Record an execution of `task` by `member` and return the session it runs in."""
+        """Record an execution of `task` by `member` and return the session it runs in.
+
+        `context` is what is known of the session for deciding the member's engagement (a harness
+        session adds its working directory and harness to the task).
+        """
         runtime = self._runtime
         runtime.check_open()
         if actions is None:
@@ -231,7 +236,7 @@ class CoordinatorControl:
         )
         dispatched: Dispatched = runtime.wiring.coordinator.ask(message)
         # A session starts: decide the member's engagement for it (rules, then the judge, else ask).
-        runtime.engagement.resolve_quietly(dispatched.execution.member, EngagementContext(task=task))
+        runtime.engagement.resolve_quietly(dispatched.execution.member, context or EngagementContext(task=task))
         return Session(runtime, dispatched, token)
 
     def session(self, token: str) -> Session:

@@ -1,4 +1,4 @@
-"""Export a member's portable memory to a file, and import such a file into this home."""
+"""Export a member's portable memory (and its recovered sessions) to a file, and import such a file into this home."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from resident.memory.integrity import corruption_error, is_intact
 from resident.memory.portability import MAX_EXPORT_BYTES, build_export, imported_records, parse_export, portable
 from resident.messages.memory import BankCreated, MemberImported, RecordAdmitted
 from resident.messages.store import Commit
+from resident.runtime.session_portability import exported_sessions, imported_sessions, sessions_checksum
 from resident.store.home import write_private_file
 from resident.store.tables import BANKS, RECORDS, SCHEMA_VERSION
 
@@ -32,6 +33,7 @@ class ImportResult:
     imported: int
     skipped: int
     joined: bool
+    sessions: int = 0
 
 
 def export_member(runtime: Runtime, name: str, path: Path) -> int:
@@ -47,6 +49,11 @@ def export_member(runtime: Runtime, name: str, path: Path) -> int:
     document = build_export(
         member.name, member.role, banks, records, now=runtime.clock.time(), schema_version=SCHEMA_VERSION
     )
+    sessions = exported_sessions(runtime, member.name)
+    if sessions:
+        document = msgspec.structs.replace(
+            document, sessions=sessions, sessions_checksum=sessions_checksum(member.name, sessions)
+        )
     if path.is_dir():
         raise InvalidInput(f"{path} is a directory; give a file name for the export")
     if not path.parent.is_dir():
@@ -75,10 +82,13 @@ def import_member(runtime: Runtime, path: Path, world: str | None = None) -> Imp
             )
     now = runtime.clock.time()
     runtime.memory.require_enabled()
+    # Checked whole before anything is written, and written in the same transaction as the memories.
+    sessions = imported_sessions(runtime, document, str(path))
     with runtime._internal.store.reader() as reader:
         fresh = [r for r in imported_records(document) if reader.get(RECORDS, r.id) is None]
     events: list[object] = [BankCreated(at=now, bank=bank) for bank in document.banks]
     events += [RecordAdmitted(at=now, record=record) for record in fresh]
+    events += sessions
     joined = not known
     if joined:
         events.append(
@@ -94,7 +104,7 @@ def import_member(runtime: Runtime, path: Path, world: str | None = None) -> Imp
         logger.warning("imported %s, but the substrate did not confirm indexing in time: %s", document.member, error)
     if joined:
         runtime.add_member(document.member, document.role, (world or DEFAULT_WORLD,))
-    return ImportResult(document.member, len(fresh), len(document.records) - len(fresh), joined)
+    return ImportResult(document.member, len(fresh), len(document.records) - len(fresh), joined, len(sessions))
 
 
 def _read_bounded(path: Path) -> bytes:

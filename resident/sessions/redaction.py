@@ -60,6 +60,8 @@ def _token(type_: str, body: str) -> _Pattern:
 
 # Order matters where two formats overlap at one place: the first listed names the hit.
 PATTERNS: tuple[_Pattern, ...] = (
+    # The runtime's own grant tokens, whether or not this redactor was given the session's.
+    _token("resident-grant-token", r"rgt_[A-Za-z0-9_\-]{43}"),
     _Pattern(
         "private-key",
         re.compile(
