@@ -140,7 +140,7 @@ def main(argv: list[str]) -> int:
         Path(option("--make")).write_text("work the member did\n", encoding="utf-8")
     if "--call-back" in argv:
         member = os.environ["RESIDENT_MEMBER"]
-        found = subprocess.run([sys.executable, "-m", "resident", "recall", member, "task", "--json"],
+        found = subprocess.run([sys.executable, "-m", "resident.cli", "recall", member, "task", "--json"],
                                capture_output=True, text=True, check=False)
         Path("callback.json").write_text(found.stdout or found.stderr, encoding="utf-8")
     if "--wait" in argv:

@@ -40,6 +40,9 @@ MEMBER_COMMANDS: frozenset[tuple[str, ...]] = frozenset({
     ("engage",),
     ("engagement", "show"),
     ("evolution", "log"),
+    # A member reads its own experience; another member's sessions are unknown to it.
+    ("session", "list"),
+    ("session", "show"),
 })
 
 

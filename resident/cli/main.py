@@ -179,6 +179,7 @@ def _register() -> None:
         realm,
         replication,
         run,
+        session,
         skills,
         up,
     )
@@ -186,7 +187,7 @@ def _register() -> None:
 
     for module in (
         run, home, memory, members, realm, replication, bench, maintenance, up, skills, principles, engagement,
-        evolution,
+        evolution, session,
     ):
         for command in module.COMMANDS:
             cli.add_command(command)

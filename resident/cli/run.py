@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, stdout
+from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, print_table, stdout
 from resident.config import load_config
 from resident.coordination.default_plan import default_plan
 from resident.coordination.plan import render_plan
@@ -115,6 +115,15 @@ def progress(state: CliState, as_json: bool) -> None:
         table.add_row(row.member, str(row.running), str(row.succeeded), str(row.failed), str(row.steps),
                       str(row.corrections), row.last_task)
     stdout.print(table)
+    if report.sessions:
+        print_table(
+            ("session", "member", "harness", "execution", "since", "directory", "task"),
+            (
+                (s.id, s.member, s.harness, s.execution, f"{report.at - s.started_at:.0f} s", s.directory, s.task)
+                for s in report.sessions
+            ),
+            ids=("session", "execution"), title=f"{len(report.sessions)} sessions at work",
+        )
 
 
 @click.command()
