@@ -83,8 +83,8 @@ def _pi_lines(session: str, cwd: str, secrets: dict[str, str], seen: str) -> lis
         {"type": "message", "id": "e1", "parentId": None, "timestamp": now,
          "message": {"role": "user", "content": f"Work on the task in AGENTS.md. It starts: {seen}"}},
         {"type": "message", "id": "e2", "parentId": "e1", "timestamp": now, "message": {
-            "role": "toolResult", "toolCallId": "t1", "toolName": "bash", "content": [{"type": "text", "text": planted}],
-            "isError": False}},
+            "role": "toolResult", "toolCallId": "t1", "toolName": "bash",
+            "content": [{"type": "text", "text": planted}], "isError": False}},
         {"type": "message", "id": "e3", "parentId": "e2", "timestamp": now, "message": {
             "role": "assistant", "content": [{"type": "text", "text": "The task is done and its tests pass now."}]}},
     ]
@@ -103,7 +103,8 @@ def _where(harness: str, cwd: str, session: str) -> Path:
             )
         case "pi":
             folder = "--" + cwd.lstrip("/").replace("/", "-") + "--"
-            return Path(os.environ["PI_CODING_AGENT_SESSION_DIR"]) / folder / f"{today:%Y-%m-%dT%H-%M-%S}_{session}.jsonl"
+            name = f"{today:%Y-%m-%dT%H-%M-%S}_{session}.jsonl"
+            return Path(os.environ["PI_CODING_AGENT_SESSION_DIR"]) / folder / name
         case _:
             return Path(os.environ["RESIDENT_TRANSCRIPT"])
 
@@ -113,7 +114,7 @@ def main(argv: list[str]) -> int:
         return argv[argv.index(name) + 1] if name in argv else default
 
     harness = option("--as", "command")
-    cwd = os.getcwd()
+    cwd = str(Path.cwd())
     agents = Path("AGENTS.md").read_text(encoding="utf-8")
     seen = next(line for line in agents.splitlines() if line.startswith("# "))
     secrets: dict[str, str] = json.loads(Path(option("--secrets")).read_text()) if "--secrets" in argv else {}

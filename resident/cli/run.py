@@ -38,7 +38,9 @@ def _report_json(report: RunReport) -> dict[str, object]:
         "ack_ms": {"p50": round(quantile(0.5), 3), "p99": round(quantile(0.99), 3)},
         "recalls": metrics.recalls,
         "tasks": {t.task: {"member": t.member, "state": t.state, "steps": t.steps_done, "writes": t.writes,
-                           "error": t.error} for t in metrics.tasks.values()},
+                           "error": t.error, **({"session": t.session} if t.session else {})}
+                  for t in metrics.tasks.values()},
+        **({"work": str(metrics.work)} if metrics.work is not None else {}),
         "crashes": dict(metrics.crashes),
         "replication": report.replication.counts if report.replication else None,
         "restarts": {c.name: c.total_restarts for c in report.statistics.children if c.total_restarts},
@@ -91,6 +93,8 @@ def run_command(
             f"run {report.plan!r}: {report.metrics.writes} writes in {report.seconds:.1f} s "
             f"({report.metrics.writes / report.seconds:.0f}/s); {where}"
         )
+        if report.metrics.work is not None:
+            stdout.print(f"the members' work (repo/) and their harness output (logs/): {report.metrics.work}")
     if not report.ok:
         if not as_json:
             for failure in report.failures():

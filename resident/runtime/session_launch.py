@@ -45,9 +45,12 @@ def harness_environment(
     }
 
 
-@dataclass(frozen=True)
+@dataclass
 class SessionLaunch:
-    """A projected session, ready to run its harness; `run()` returns the harness's exit status."""
+    """A projected session, ready to run its harness; `run()` returns the harness's exit status.
+
+    `stop()`, from any thread, asks a running harness to stop (as Ctrl-C does) and waits for it.
+    """
 
     session: str
     member: str
@@ -57,10 +60,11 @@ class SessionLaunch:
     directory: Path
     env: dict[str, str] = field(repr=False)
     token: str = field(repr=False)
+    _child: ChildProcess | None = field(default=None, init=False, repr=False)
 
     def run(self, *, log: Path | None = None) -> int:
         """Run the harness until it exits; Ctrl-C or SIGTERM stop it first, then go on (see the module)."""
-        child = spawn_command(self.argv, cwd=self.directory, env=self.env, log=log)
+        child = self._child = spawn_command(self.argv, cwd=self.directory, env=self.env, log=log)
         try:
             with _forwarding_resizes(child):
                 while True:
@@ -69,6 +73,11 @@ class SessionLaunch:
         except BaseException:
             _stop(child)
             raise
+
+    def stop(self) -> None:
+        """Stop the harness if it runs (gracefully, then killed after the grace)."""
+        if self._child is not None:
+            _stop(self._child)
 
 
 @contextlib.contextmanager

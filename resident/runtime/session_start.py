@@ -87,7 +87,7 @@ def _command(harness: Harness, command: tuple[str, ...], path: str | None) -> tu
     if program is None:
         raise HarnessNotFound(f"{argv[0]!r} is not an executable on PATH; install it or give the command after `--`")
     # A relative program (`./run.sh`) is found from here; the harness runs in the working directory.
-    return (os.path.abspath(program), *argv[1:]) if os.sep in argv[0] else argv
+    return (str(Path(program).absolute()), *argv[1:]) if os.sep in argv[0] else argv
 
 
 def _directory(value: str) -> Path:
