@@ -28,11 +28,20 @@ from pathlib import Path
 from typing import Any
 
 
+def _printed(secrets: dict[str, str]) -> str:
+    """What `env` and `cat ~/.ssh/id_ed25519` would print: each secret in the shape it lives in."""
+    return "\n".join(
+        f"-----BEGIN OPENSSH PRIVATE KEY-----\n{value}\n-----END OPENSSH PRIVATE KEY-----" if name == "KEY_BODY"
+        else f"{name}={value}"
+        for name, value in secrets.items()
+    )
+
+
 def _claude_lines(session: str, cwd: str, secrets: dict[str, str], seen: str) -> list[dict[str, Any]]:
     now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     ask, answer, call, result = (str(uuid.uuid4()) for _ in range(4))
     envelope = {"sessionId": session, "cwd": cwd, "version": "2.1.34", "timestamp": now}
-    planted = "\n".join(f"{name}={value}" for name, value in secrets.items())
+    planted = _printed(secrets)
     return [
         {"type": "user", "uuid": ask, "parentUuid": None, **envelope,
          "message": {"role": "user", "content": f"Work on the task in AGENTS.md. It starts: {seen}"}},
@@ -54,14 +63,14 @@ def _plain_lines(secrets: dict[str, str], seen: str) -> list[dict[str, Any]]:
     return [
         {"role": "user", "text": f"Work on the task in AGENTS.md. It starts: {seen}"},
         {"role": "assistant", "tool": "shell", "text": "env | sort"},
-        {"role": "tool", "tool": "shell", "text": "\n".join(f"{k}={v}" for k, v in secrets.items())},
+        {"role": "tool", "tool": "shell", "text": _printed(secrets)},
         {"role": "assistant", "text": "The task is done and every planted value was printed above, on purpose."},
     ]
 
 
 def _codex_lines(session: str, cwd: str, secrets: dict[str, str], seen: str) -> list[dict[str, Any]]:
     now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
-    planted = "\n".join(f"{name}={value}" for name, value in secrets.items())
+    planted = _printed(secrets)
     return [
         {"timestamp": now, "type": "session_meta", "payload": {"id": session, "timestamp": now, "cwd": cwd}},
         {"timestamp": now, "type": "response_item", "payload": {"type": "message", "role": "user", "content": [
@@ -77,7 +86,7 @@ def _codex_lines(session: str, cwd: str, secrets: dict[str, str], seen: str) -> 
 
 def _pi_lines(session: str, cwd: str, secrets: dict[str, str], seen: str) -> list[dict[str, Any]]:
     now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
-    planted = "\n".join(f"{name}={value}" for name, value in secrets.items())
+    planted = _printed(secrets)
     return [
         {"type": "session", "version": 3, "id": session, "timestamp": now, "cwd": cwd},
         {"type": "message", "id": "e1", "parentId": None, "timestamp": now,
