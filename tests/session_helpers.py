@@ -28,7 +28,7 @@ def tree(root: Path) -> dict[str, tuple[str, int, bytes]]:
             info = path.lstat()
             relative = str(path.relative_to(root))
             if stat.S_ISLNK(info.st_mode):
-                found[relative] = ("link", 0, os.readlink(path).encode())
+                found[relative] = ("link", 0, str(path.readlink()).encode())
             elif stat.S_ISDIR(info.st_mode):
                 found[relative] = ("folder", stat.S_IMODE(info.st_mode), b"")
             else:

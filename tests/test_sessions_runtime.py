@@ -3,7 +3,6 @@ home, redaction before anything is stored, attribution, visibility and progress.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,7 +56,9 @@ def test_a_claude_code_session_projects_the_member_and_restores_the_repository_e
     assert launch.run() == 0
     session = rt.sessions.end(launch.session, 0, injected=(launch.token,))
     assert tree(repo) == before, "the repository is exactly as it was: files, modes, links, folders"
-    assert session is not None and session.outcome == "succeeded" and session.turns == 5
+    assert session is not None
+    assert session.outcome == "succeeded"
+    assert session.turns == 5
     assert not manifests(rt.home)
 
 
@@ -66,7 +67,8 @@ def test_the_work_package_holds_recalled_memories_approved_principles_and_at_mos
 ):
     repo = tmp_path / "empty"
     repo.mkdir()
-    names = add_skills(rt, tmp_path / "skills", [(f"payments-{i:02d}", f"Payments retry recipe {i}") for i in range(12)])
+    recipes = [(f"payments-{i:02d}", f"Payments retry recipe {i}") for i in range(12)]
+    names = add_skills(rt, tmp_path / "skills", recipes)
     for name in names:
         rt.skills.give(name, "deven")
     memory = rt.member("deven").remember("the payments retry test used wall time and flaked on CI")
@@ -79,13 +81,16 @@ def test_the_work_package_holds_recalled_memories_approved_principles_and_at_mos
         agents = (repo / "AGENTS.md").read_text()
         assert memory.id in agents
         assert "Never sleep in a test; inject the clock." in agents
-        assert "resident recall deven" in agents and launch.execution in agents
+        assert "resident recall deven" in agents
+        assert launch.execution in agents
         for folder in (".claude/skills", ".agents/skills"):
             projected = sorted(p.name for p in (repo / folder).iterdir())
-            assert len(projected) == 10 and set(projected) <= set(names)
+            assert len(projected) == 10
+            assert set(projected) <= set(names)
             skill = (repo / folder / projected[0] / "SKILL.md").read_text()
             front = yaml.safe_load(skill.split("---")[1])
-            assert front["name"] == projected[0] and front["description"].startswith("Payments retry recipe")
+            assert front["name"] == projected[0]
+            assert front["description"].startswith("Payments retry recipe")
             assert f"resident skills read {projected[0]}" in skill
         assert not (repo / "CLAUDE.md").exists(), "only Claude Code gets a CLAUDE.md"
     finally:
@@ -105,10 +110,12 @@ def test_each_harness_writes_into_the_members_own_home_and_its_transcript_is_rec
     launch = rt.sessions.start("alice", harness=harness, command=fake("--as", harness), directory=str(repo))
     own = harness_home(rt.home, "alice", harness)
     assert launch.env[variable] == str(own)
-    assert launch.env["RESIDENT_GRANT_TOKEN"] == launch.token and launch.env["RESIDENT_HOME"] == str(rt.home)
+    assert launch.env["RESIDENT_GRANT_TOKEN"] == launch.token
+    assert launch.env["RESIDENT_HOME"] == str(rt.home)
     assert launch.run() == 0
     session = rt.sessions.end(launch.session, 0)
-    assert session is not None and len(session.parts) == 1
+    assert session is not None
+    assert len(session.parts) == 1
     assert session.parts[0].source.startswith(str(own))
     turns = rt.sessions.turns(session.id)
     assert turns[0].text.startswith("Work on the task in AGENTS.md. It starts: # alice")
@@ -154,9 +161,11 @@ def test_a_projection_never_writes_through_a_symbolic_link(rt: Runtime, tmp_path
     assert tree(outside) == outside_before
     assert tree(repo) == before, "the link at AGENTS.md was put back"
     (execution,) = rt.coordinator.executions()
-    assert execution.outcome == "failed" and "did not start" in execution.error
+    assert execution.outcome == "failed"
+    assert "did not start" in execution.error
     (session,) = rt.sessions.list()
-    assert session.state == "recovered" and "symbolic link" in session.note
+    assert session.state == "recovered"
+    assert "symbolic link" in session.note
 
 
 def test_a_link_at_agents_md_is_replaced_and_put_back_and_its_target_is_never_quoted(rt: Runtime, tmp_path: Path):
@@ -170,7 +179,7 @@ def test_a_link_at_agents_md_is_replaced_and_put_back_and_its_target_is_never_qu
     assert "private notes" not in (repo / "AGENTS.md").read_text()
     launch.run()
     rt.sessions.end(launch.session, 0)
-    assert os.readlink(repo / "AGENTS.md") == str(outside)
+    assert (repo / "AGENTS.md").readlink() == outside
     assert outside.read_text() == "the owner's private notes\n"
 
 
@@ -183,7 +192,8 @@ def test_a_file_the_harness_changed_is_restored_and_its_version_kept(rt: Runtime
     after = tree(repo)
     assert after.pop("NOTES.md")[2] == b"work the member did\n", "the member's work stays"
     assert after == before
-    assert session is not None and "was changed during the session" in session.note
+    assert session is not None
+    assert "was changed during the session" in session.note
     (kept,) = (rt.home / "sessions" / session.id).glob("changed-*")
     assert kept.read_text().endswith("A note the harness added.\n")
 
@@ -208,7 +218,9 @@ def test_bad_requests_are_refused_before_anything_starts(rt: Runtime, tmp_path: 
         rt.sessions.start("deven", harness="command", directory=str(tmp_path))
     with pytest.raises(InvalidInput, match="not a folder"):
         rt.sessions.start("deven", harness="command", command=fake(), directory=str(tmp_path / "missing"))
-    assert rt.coordinator.executions() == [] and rt.sessions.list() == [] and not manifests(rt.home)
+    assert rt.coordinator.executions() == []
+    assert rt.sessions.list() == []
+    assert not manifests(rt.home)
 
 
 def test_a_session_takes_over_an_execution_dispatched_earlier_which_then_points_to_it(rt: Runtime, tmp_path: Path):
@@ -222,7 +234,8 @@ def test_a_session_takes_over_an_execution_dispatched_earlier_which_then_points_
     with rt._internal.store.reader() as reader:
         assert reader.get(EXECUTIONS, dispatched.execution.id).session == launch.session  # type: ignore[union-attr]
     resumed = rt.coordinator.session(launch.token)
-    assert resumed.execution.id == dispatched.execution.id and resumed.grant.id == dispatched.grant.id
+    assert resumed.execution.id == dispatched.execution.id
+    assert resumed.grant.id == dispatched.grant.id
     progress = rt.coordinator.progress()
     assert [(s.id, s.member, s.harness) for s in progress.sessions] == [(launch.session, "alice", "command")]
     with pytest.raises(InvalidInput, match="no session yet"):

@@ -47,6 +47,12 @@ def session() -> None:
     """
 
 
+def _note(as_json: bool, text: str) -> None:
+    """A line for the person at the terminal (the harness's own output follows it); none with --json."""
+    if not as_json:
+        click.echo(printable(f"resident: {text}"), err=True)
+
+
 def _end(state: CliState, launch: SessionLaunch, status: int | None, interrupted: bool) -> SessionRecord | None:
     try:
         with open_runtime(state) as runtime:
@@ -85,14 +91,11 @@ def start(
     """
     with open_runtime(state) as runtime:
         for recovered in runtime.sessions.recover():
-            click.echo(printable(f"resident: recovered {_summary(recovered)}"), err=True)
+            _note(as_json, f"recovered {_summary(recovered)}")
         launch = runtime.sessions.start(
             member, harness=harness, command=command, directory=directory, task=task, role=role, ttl=ttl
         )
-    click.echo(
-        printable(f"resident: session {launch.session} of {launch.member} on {launch.execution} in {launch.directory}"),
-        err=True,
-    )
+    _note(as_json, f"session {launch.session} of {launch.member} on {launch.execution} in {launch.directory}")
     status: int | None = None
     interrupted = True
     try:
