@@ -26,7 +26,7 @@ from resident.sessions.entries import clean_id
 from resident.sessions.redaction import Redactor
 from resident.sessions.transcript import parse_file, recover
 from resident.store.session_projections import source_key
-from resident.store.tables import SESSION_SOURCES
+from resident.store.tables import SESSION_SOURCES, SESSIONS
 
 if TYPE_CHECKING:
     from resident.runtime.runtime import Runtime
@@ -80,8 +80,13 @@ def _describe(runtime: Runtime, harness: Harness, path: Path, info: os.stat_resu
     parsed, _, _ = parse_file(harness, head.data if head else b"", Redactor(key))
     meta = parsed.meta
     external = meta.external_id or clean_id(PurePath(path).stem)
+    # Else the first thing the user asked (not the context a harness wraps in tags, like Codex's).
     title = meta.title or next(
-        (d.text for e in parsed.entries for d in e.drafts if d.role == "user" and d.kind == "text"), ""
+        (
+            d.text for e in parsed.entries for d in e.drafts
+            if d.role == "user" and d.kind == "text" and not d.text.lstrip().startswith("<")
+        ),
+        "",
     )
     with runtime._internal.store.reader() as reader:
         held = reader.get(SESSION_SOURCES, source_key(harness, external))
@@ -141,5 +146,7 @@ def import_sessions(
             ended_at=candidate.modified_at, note=f"imported by the owner from {part.source}",
         )
         runtime._internal.write(Commit(events=(SessionImported(at=now, session=record, transcript=transcript),)))
-        report.imported.append(record)
+        with runtime._internal.store.reader() as reader:
+            stored = reader.get(SESSIONS, record.id)
+        report.imported.append(stored if stored is not None else record)
     return report
