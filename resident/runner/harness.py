@@ -180,6 +180,7 @@ class RunHarness:
             if task.harness is not None:
                 # The session ends the execution itself, with the command's status.
                 outcome, error_text = await asyncio.to_thread(self._work, session, task, progress)
+                progress.error = error_text
         except StepFailed as error:
             outcome, error_text = "failed", str(error)
             progress.error = error_text
