@@ -37,6 +37,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from types import FrameType
 
@@ -61,6 +62,10 @@ class _Guard:
     def __init__(self, parent: int) -> None:
         self.parent = parent
         self._stopping = threading.Event()
+        # How to ask the child to stop: the module handles this process's SIGTERM; a command is sent
+        # its own, directly (a signal to this process could land on the watching thread, and the main
+        # thread, waiting for the command, would not run its handler in time).
+        self.ask_to_stop: Callable[[], None] = lambda: os.kill(os.getpid(), signal.SIGTERM)
         # Past the grace, end the module (it runs in this process) or, for a command, its whole group.
         self.deadline: Callable[[], None] = lambda: os._exit(EXIT_PARENT_GONE)
 
@@ -73,10 +78,12 @@ class _Guard:
         self._stopping.set()
         sys.stderr.write(f"resident child {os.getpid()}: {why}; stopping\n")
         sys.stderr.flush()
-        deadline = threading.Timer(STOP_GRACE, self.deadline)
-        deadline.daemon = True
-        deadline.start()
-        os.kill(os.getpid(), signal.SIGTERM)
+        _background(self._after_grace, "stop-deadline")
+        self.ask_to_stop()
+
+    def _after_grace(self) -> None:
+        time.sleep(STOP_GRACE)  # the grace itself, in a thread of its own: nothing else waits on it
+        self.deadline()
 
     def watch_pipe(self, fd: int) -> None:
         """Block until the parent's end of the pipe closes (it never writes), then stop."""
@@ -90,6 +97,21 @@ class _Guard:
     def on_parent_death_signal(self, _signum: int, _frame: FrameType | None) -> None:
         if self.parent_gone():
             self.stop(f"the parent process {self.parent} is gone (parent-death signal)")
+
+
+def _background(target: Callable[[], None], name: str) -> None:
+    """Run `target` in a daemon thread that takes none of the signals the main thread must handle.
+
+    A signal sent to this process lands on any thread that does not block it, and only the main
+    thread runs Python handlers: one landing on a helper thread while the main thread waits in a
+    system call (for the command) would wait with it.
+    """
+
+    def quiet() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {*FORWARDED_SIGNALS, PARENT_DEATH_SIGNAL})
+        target()
+
+    threading.Thread(target=quiet, name=name, daemon=True).start()
 
 
 def _ask_for_parent_death_signal(sig: int = PARENT_DEATH_SIGNAL) -> None:
@@ -139,8 +161,9 @@ def _run_command(guard: _Guard, argv: list[str], watch: int) -> int:
 
     for sig in FORWARDED_SIGNALS:
         signal.signal(sig, forward)
+    guard.ask_to_stop = lambda: forward(signal.SIGTERM, None)
     guard.deadline = _kill_group
-    threading.Thread(target=guard.watch_pipe, args=(watch,), name="parent-watch", daemon=True).start()
+    _background(lambda: guard.watch_pipe(watch), "parent-watch")
     code = command.wait()
     # Whatever the command left running in its group ends with it (the guard itself ignores this).
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -162,7 +185,7 @@ def main(argv: Sequence[str]) -> int:
     module_args = args.args[1:] if args.args[:1] == ["--"] else args.args
     if args.exec:
         return _run_command(guard, [args.module, *module_args], args.watch)
-    threading.Thread(target=guard.watch_pipe, args=(args.watch,), name="parent-watch", daemon=True).start()
+    _background(lambda: guard.watch_pipe(args.watch), "parent-watch")
     sys.argv = [args.module, *module_args]
     runpy.run_module(args.module, run_name="__main__", alter_sys=True)
     return 0

@@ -83,10 +83,10 @@ def start(
     """Start MEMBER's session in a harness: `resident session start deven --harness claude-code -- claude`.
 
     The member is projected into --dir (AGENTS.md, CLAUDE.md for Claude Code, at most ten skills,
-    the task, what it remembers, its principles, how to call back), the harness runs here with
-    the session's grant token and its own home under the resident home, and when it exits (or is
-    stopped with Ctrl-C) the directory is restored and the transcript recovered, redacted.
-    Without a command after `--` the harness's usual one runs (claude, codex, pi). Exits with the
+    the task, what it remembers, its principles, how to call back), the harness runs here as
+    COMMAND (given after `--`; else the harness's usual one: claude, codex, pi) with the session's
+    grant token and its own home under the resident home, and when it exits (or is stopped with
+    Ctrl-C) the directory is restored and the transcript recovered, redacted. Exits with the
     harness's status.
     """
     with open_runtime(state) as runtime:
@@ -176,7 +176,7 @@ def show(state: CliState, session_id: str, first: int, limit: int, raw_part: int
 @json_option
 @pass_state
 def recover(state: CliState, session_id: str | None, as_json: bool) -> None:
-    """End sessions whose process died (a crash, kill -9): restore their directories, recover them."""
+    """End the sessions (or session ID) whose process died (a crash, kill -9): restore, recover them."""
     with open_runtime(state) as runtime:
         found = runtime.sessions.recover(session_id)
     if as_json:
@@ -189,7 +189,7 @@ def recover(state: CliState, session_id: str | None, as_json: bool) -> None:
 
 
 @session.command()
-@click.option("--harness", type=click.Choice(HARNESSES), required=True)
+@click.option("--harness", type=click.Choice(HARNESSES), required=True, help="Whose history to list.")
 @click.option("--path", type=click.Path(path_type=str), help="The folder or file to look in (default: the harness's).")
 @json_option
 @pass_state
@@ -210,13 +210,17 @@ def candidates(state: CliState, harness: str, path: str | None, as_json: bool) -
 @session.command(name="import")
 @click.argument("ids", metavar="ID...", nargs=-1, required=True, type=UTF8)
 @click.option("--member", type=UTF8, required=True, help="The member whose experience they become.")
-@click.option("--harness", type=click.Choice(HARNESSES), required=True)
+@click.option("--harness", type=click.Choice(HARNESSES), required=True, help="The harness that wrote them.")
 @click.option("--path", type=click.Path(path_type=str), help="Where they are (as given to `candidates`).")
 @json_option
 @pass_state
 def import_command(state: CliState, ids: tuple[str, ...], member: str, harness: str, path: str | None,
                    as_json: bool) -> None:
-    """Attribute historical sessions to MEMBER's experience (the owner's call; redacted like any session)."""
+    """Attribute the historical sessions ID... (from `candidates`) to a member's experience, redacted.
+
+    The owner's call: nothing is attributed otherwise. Every ID is checked before anything is
+    imported; one already held by a session is skipped.
+    """
     with open_runtime(state) as runtime:
         report = runtime.sessions.import_sessions(ids, member=member, harness=harness, path=path)
     if as_json:
@@ -231,11 +235,12 @@ def import_command(state: CliState, ids: tuple[str, ...], member: str, harness: 
 @click.command()
 @click.argument("member", type=UTF8)
 @click.option("--session", "session_id", type=UTF8, help="Only this session's excerpts.")
-@click.option("--limit", type=click.IntRange(1, 200), default=20, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 200), default=20, show_default=True, help="Excerpts to list.")
 @click.option("--admit", "excerpt", type=UTF8, metavar="EXCERPT", help="Admit this excerpt (ses_…#N) as a memory.")
 @click.option("--text", type=UTF8, help="With --admit: the memory's text, if not the excerpt's own.")
 @click.option("--summary", type=UTF8, help="With --admit: the memory's summary.")
-@click.option("--importance", type=click.FloatRange(0, 1), default=0.5, show_default=True)
+@click.option("--importance", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="With --admit: the memory's importance.")
 @json_option
 @pass_state
 def curate(
