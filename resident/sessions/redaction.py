@@ -48,55 +48,74 @@ _AFTER = r"(?![A-Za-z0-9_\-])"
 
 @dataclass(frozen=True)
 class _Pattern:
-    """One credential format: its type, and a regex whose `secret` group (else the whole match) is replaced."""
+    """One credential format: its type, a regex whose `secret` group (else the whole match) is replaced,
+    and the literal text any match holds (`folded`: in lower case), checked first (see `_candidates`)."""
 
     type: str
     regex: re.Pattern[str]
+    hints: tuple[str, ...]
+    folded: bool = False
 
 
-def _token(type_: str, body: str) -> _Pattern:
-    return _Pattern(type_, re.compile(_BEFORE + body + _AFTER))
+def _token(type_: str, body: str, *hints: str) -> _Pattern:
+    return _Pattern(type_, re.compile(_BEFORE + body + _AFTER), hints)
 
+
+_AWS_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")
+_GITLAB_PREFIXES = ("glpat", "gloas", "gldt", "glrt", "glptt", "glft", "glsoat", "glcbt", "glimt", "glagent")
 
 # Order matters where two formats overlap at one place: the first listed names the hit.
 PATTERNS: tuple[_Pattern, ...] = (
     # The runtime's own grant tokens, whether or not this redactor was given the session's.
-    _token("resident-grant-token", r"rgt_[A-Za-z0-9_\-]{43}"),
+    _token("resident-grant-token", r"rgt_[A-Za-z0-9_\-]{43}", "rgt_"),
     _Pattern(
         "private-key",
         re.compile(
             r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
             r"(?:[\s\S]{0,65536}?-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,-]*)"
         ),
+        ("PRIVATE KEY",),
     ),
-    _token("aws-access-key", r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[0-9A-Z]{16}"),
+    _token("aws-access-key", rf"(?:{'|'.join(_AWS_PREFIXES)})[0-9A-Z]{{16}}", *_AWS_PREFIXES),
     _Pattern(
         "aws-secret-key",
         re.compile(r"(?i)aws_?secret_?access_?key[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"),
+        ("aws",), folded=True,
     ),
-    _token("google-api-key", r"AIza[0-9A-Za-z_\-]{35}"),
-    _Pattern("azure-storage-key", re.compile(r"AccountKey=(?P<secret>[A-Za-z0-9+/]{86}==)")),
-    _token("github-token", r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"),
-    _token("gitlab-token", r"(?:glpat|gloas|gldt|glrt|glptt|glft|glsoat|glcbt|glimt|glagent)-[A-Za-z0-9_\-]{20,255}"),
-    _token("anthropic-key", r"sk-ant-[a-z0-9]{2,12}-[A-Za-z0-9_\-]{32,255}"),
-    _token("openrouter-key", r"sk-or-v1-[a-f0-9]{64}"),
-    _token("openai-key", r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]{0,255}[0-9])[A-Za-z0-9_\-]{20,255}"),
-    _token("huggingface-token", r"hf_[A-Za-z0-9]{30,60}"),
-    _token("groq-key", r"gsk_[A-Za-z0-9]{48,64}"),
-    _token("xai-key", r"xai-[A-Za-z0-9]{60,100}"),
-    _token("replicate-token", r"r8_[A-Za-z0-9]{37}"),
-    _token("perplexity-key", r"pplx-[A-Za-z0-9]{40,64}"),
-    _token("slack-token", r"xox[abposr]-[A-Za-z0-9\-]{10,255}"),
-    _token("stripe-key", r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,255}"),
-    _token("npm-token", r"npm_[A-Za-z0-9]{36}"),
-    _token("pypi-token", r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}"),
-    _token("jwt", r"eyJ[A-Za-z0-9_\-]{6,}\.eyJ[A-Za-z0-9_\-]{6,}\.[A-Za-z0-9_\-]{6,}"),
-    _Pattern("url-credentials", re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{1,20}://(?P<secret>[^\s:/@'\"<>]+:[^\s/@'\"<>]+)@")),
+    _token("google-api-key", r"AIza[0-9A-Za-z_\-]{35}", "AIza"),
+    _Pattern("azure-storage-key", re.compile(r"AccountKey=(?P<secret>[A-Za-z0-9+/]{86}==)"), ("AccountKey=",)),
+    _token(
+        "github-token", r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
+        "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+    ),
+    _token(
+        "gitlab-token", rf"(?:{'|'.join(_GITLAB_PREFIXES)})-[A-Za-z0-9_\-]{{20,255}}",
+        *(f"{prefix}-" for prefix in _GITLAB_PREFIXES),
+    ),
+    _token("anthropic-key", r"sk-ant-[a-z0-9]{2,12}-[A-Za-z0-9_\-]{32,255}", "sk-ant-"),
+    _token("openrouter-key", r"sk-or-v1-[a-f0-9]{64}", "sk-or-v1-"),
+    _token("openai-key", r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]{0,255}[0-9])[A-Za-z0-9_\-]{20,255}", "sk-"),
+    _token("huggingface-token", r"hf_[A-Za-z0-9]{30,60}", "hf_"),
+    _token("groq-key", r"gsk_[A-Za-z0-9]{48,64}", "gsk_"),
+    _token("xai-key", r"xai-[A-Za-z0-9]{60,100}", "xai-"),
+    _token("replicate-token", r"r8_[A-Za-z0-9]{37}", "r8_"),
+    _token("perplexity-key", r"pplx-[A-Za-z0-9]{40,64}", "pplx-"),
+    _token("slack-token", r"xox[abposr]-[A-Za-z0-9\-]{10,255}", "xox"),
+    _token("stripe-key", r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,255}", "_live_", "_test_"),
+    _token("npm-token", r"npm_[A-Za-z0-9]{36}", "npm_"),
+    _token("pypi-token", r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}", "pypi-AgEI"),
+    _token("jwt", r"eyJ[A-Za-z0-9_\-]{6,}\.eyJ[A-Za-z0-9_\-]{6,}\.[A-Za-z0-9_\-]{6,}", "eyJ"),
     _Pattern(
-        "bearer", re.compile(r"(?i)(?<![A-Za-z0-9])bearer\s+(?P<secret>(?=\S{0,400}\d)[A-Za-z0-9\-._~+/]{16,400}=*)")
+        "url-credentials", re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{1,20}://(?P<secret>[^\s:/@'\"<>]+:[^\s/@'\"<>]+)@"),
+        ("://",),
     ),
     _Pattern(
-        "basic-auth", re.compile(r"(?i)authorization[\"']?\s*[:=]\s*[\"']?basic\s+(?P<secret>[A-Za-z0-9+/]{8,}=*)")
+        "bearer", re.compile(r"(?i)(?<![A-Za-z0-9])bearer\s+(?P<secret>(?=\S{0,400}\d)[A-Za-z0-9\-._~+/]{16,400}=*)"),
+        ("bearer",), folded=True,
+    ),
+    _Pattern(
+        "basic-auth", re.compile(r"(?i)authorization[\"']?\s*[:=]\s*[\"']?basic\s+(?P<secret>[A-Za-z0-9+/]{8,}=*)"),
+        ("authorization",), folded=True,
     ),
 )
 
@@ -106,6 +125,10 @@ _ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,80})[\"']?[ \t]*(?::=|=>|=|:)[ \t]*[\"']?"
     r"(?P<value>[^\s\"'`,;(){}\[\]<>\\]{1,4096})"
 )
+# A text can hold a rule-3 hit only if it names a secret somewhere (one of these, in lower case, is
+# part of every secret name) or holds a run as long as a random-looking value's.
+_SECRET_HINTS = re.compile("secret|passw|pwd|passphrase|token|key|credential|cookie|auth")
+_RANDOM_RUN = re.compile(r"[A-Za-z0-9+/]{20}")
 _SECRET_WORDS = frozenset({
     "secret", "secrets", "password", "passwd", "pwd", "passphrase", "token", "apikey", "credential", "credentials",
     "cookie", "auth", "privatekey", "accesskey", "secretkey", "sessionkey", "signingkey",
@@ -128,6 +151,8 @@ MIN_RANDOM_RUN = 20
 _RUNS = re.compile(r"[A-Za-z0-9+/]+")
 # A secret-named value this short and made of letters only is a word (`bearer`, `basic`), not a secret.
 _MIN_PLAIN_WORD_SECRET = 8
+# No rule finds anything in a shorter text: the shortest hit is a secret-named assignment, `pwd=a1`.
+_SHORTEST = 6
 
 
 def names_a_secret(name: str) -> bool:
@@ -184,6 +209,27 @@ def _secret_value(value: str) -> bool:
     return len(value) >= _MIN_PLAIN_WORD_SECRET or not value.isalpha()
 
 
+def _literals(hints: Iterable[str]) -> re.Pattern[str]:
+    # Longest first, so a hint that begins another (`sk-` of `sk-ant-`) does not hide it.
+    return re.compile("|".join(re.escape(hint) for hint in sorted(set(hints), key=len, reverse=True)))
+
+
+_HINTS = _literals(hint for pattern in PATTERNS if not pattern.folded for hint in pattern.hints)
+_FOLDED_HINTS = _literals(hint for pattern in PATTERNS if pattern.folded for hint in pattern.hints)
+
+
+def _candidates(text: str, lower: str) -> list[tuple[int, _Pattern]]:
+    """The formats whose literal part occurs in `text` (with their priority): only they can match.
+
+    One scan for every literal spares running each format's regex on every string, which was most
+    of the work on ordinary text (`bench/sessions.py`, figures in `bench/RESULTS.md`).
+    """
+    present = set(_HINTS.findall(text)) | set(_FOLDED_HINTS.findall(lower))
+    if not present:
+        return []
+    return [(priority, pattern) for priority, pattern in enumerate(PATTERNS) if present.intersection(pattern.hints)]
+
+
 class Redactor:
     """Redacts text and JSON values for one transcript, counting hits by type (never keeping values)."""
 
@@ -201,6 +247,8 @@ class Redactor:
 
     def redact(self, text: str) -> str:
         """`text` with every secret replaced by its mark."""
+        if len(text) < _SHORTEST:
+            return text  # keys, roles, kinds: too short to hold any secret the rules find
         for value in self._injected:
             if value in text:
                 text = text.replace(value, self.mark("injected", value))
@@ -218,13 +266,16 @@ class Redactor:
     def _spans(self, text: str) -> list[tuple[int, int, str]]:
         """Where secrets are: non-overlapping spans, earliest first (the first format listed wins a tie)."""
         found: list[tuple[int, int, int, str]] = []
-        for priority, pattern in enumerate(PATTERNS):
+        lower = text.lower()
+        for priority, pattern in _candidates(text, lower):
             group = "secret" if "secret" in pattern.regex.groupindex else 0
             for match in pattern.regex.finditer(text):
                 start, end = match.span(group)
                 if end > start:
                     found.append((start, -end, priority, pattern.type))
-        for match in _ASSIGNMENT.finditer(text):
+        hinted = _SECRET_HINTS.search(lower) or _RANDOM_RUN.search(text)
+        assignments = _ASSIGNMENT.finditer(text) if hinted else ()
+        for match in assignments:
             value = match.group("value")
             if names_a_secret(match.group("name")):
                 if _secret_value(value):
