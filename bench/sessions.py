@@ -58,7 +58,7 @@ def transcript(megabytes: float) -> bytes:
         turn += 1
         secret = f" GITHUB_TOKEN=ghp_{secrets.token_hex(18)}" if turn % 50 == 0 else ""
         call = f"toolu_{turn:08d}"
-        steps = [
+        steps: list[tuple[str, dict[str, Any]]] = [
             ("user", {"role": "user", "content": f"Step {turn}: make the retry test use the fake clock.{secret}"}),
             ("assistant", {"role": "assistant", "content": [
                 {"type": "text", "text": f"Reading module {turn} before I change it."},
