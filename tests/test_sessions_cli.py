@@ -159,8 +159,9 @@ def test_a_session_whose_process_was_killed_is_recovered_by_the_next_start(home:
 
 def test_a_member_session_sees_only_its_own_sessions_and_cannot_start_import_or_curate(home: Path, repo: Path):
     with Runtime.open(home, realm="none") as runtime:
-        mine = runtime.sessions.run("deven", harness="command", command=fake(), directory=str(repo))
-        theirs = runtime.sessions.run("alice", harness="command", command=fake(), directory=str(repo))
+        sessions = runtime.sessions
+        mine = sessions.run(sessions.start("deven", harness="command", command=fake(), directory=str(repo)))
+        theirs = sessions.run(sessions.start("alice", harness="command", command=fake(), directory=str(repo)))
         grant = runtime.coordinator.issue_grant(actions={"recall"})
         token = runtime.coordinator.dispatch("look back", "deven", role="review", parent_grant=grant,
                                              actions={"recall"}).token

@@ -251,7 +251,7 @@ def test_a_session_takes_over_an_execution_dispatched_earlier_which_then_points_
 def test_a_member_sees_only_its_own_sessions(rt: Runtime, tmp_path: Path):
     repo = tmp_path / "repo"
     repo.mkdir()
-    session = rt.sessions.run("deven", harness="command", command=fake(), directory=str(repo))
+    session = rt.sessions.run(rt.sessions.start("deven", harness="command", command=fake(), directory=str(repo)))
     assert session is not None
     assert [s.id for s in rt.sessions.list(viewer="deven")] == [session.id]
     assert rt.sessions.list(viewer="alice") == []
@@ -265,8 +265,8 @@ def test_a_member_sees_only_its_own_sessions(rt: Runtime, tmp_path: Path):
 def test_session_state_rebuilds_from_the_event_log(rt: Runtime, tmp_path: Path):
     repo = tmp_path / "repo"
     repo.mkdir()
-    rt.sessions.run("deven", harness="command", command=fake(), directory=str(repo))
-    rt.sessions.run("alice", harness="codex", command=fake("--as", "codex"), directory=str(repo))
+    rt.sessions.run(rt.sessions.start("deven", harness="command", command=fake(), directory=str(repo)))
+    rt.sessions.run(rt.sessions.start("alice", harness="codex", command=fake("--as", "codex"), directory=str(repo)))
     store = rt._internal.store
     live, replayed = store.state_tables(), store.replay()
     for table in (SESSIONS, SESSION_TURNS, SESSION_RAW, EXECUTIONS):

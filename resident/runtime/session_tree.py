@@ -32,7 +32,7 @@ from typing import Literal
 import msgspec
 
 from resident.errors import InvalidInput, ProjectionRefused
-from resident.files import read_private_file, write_private_file
+from resident.files import read_private_file, write_private_file, write_whole
 from resident.messages.sessions import Harness
 
 __all__ = [
@@ -315,11 +315,7 @@ def _replace(fd: int, name: str, data: bytes, mode: int) -> None:
     out = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd)
     try:
         try:
-            os.fchmod(out, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(out, view) :]
-            os.fsync(out)
+            write_whole(out, data, mode)
         finally:
             os.close(out)
         os.replace(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)

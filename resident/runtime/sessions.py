@@ -5,7 +5,7 @@
     status = launch.run()                              # the harness, in this terminal
     session = rt.sessions.end(launch.session, status, injected=(launch.token,))
 
-    rt.sessions.run("alice", harness="command", command=("make", "test"))   # all three, in-process
+    rt.sessions.run(rt.sessions.start("alice", harness="command", command=("make", "test")))  # in-process
     rt.sessions.list(member="deven"); rt.sessions.turns(session.id)
     rt.sessions.candidates("codex"); rt.sessions.import_sessions(["019a2d7a"], member="deven", harness="codex")
     rt.sessions.excerpts("deven"); rt.sessions.admit("deven", "ses_…#17")
@@ -78,24 +78,8 @@ class SessionsControl:
         """End a session: restore its directory, recover its transcript, end its execution."""
         return end_session(self._runtime, session_id, exit_code, interrupted=interrupted, injected=injected)
 
-    def run(
-        self,
-        member: str,
-        *,
-        harness: str,
-        command: Sequence[str] = (),
-        directory: str = ".",
-        task: str | None = None,
-        role: str = "implement",
-        ttl: float = DEFAULT_TTL,
-        dispatched: Session | None = None,
-        log: Path | None = None,
-    ) -> SessionRecord | None:
-        """Start a session, run its harness to the end (output to `log`, if given), and end it (see `start`)."""
-        launch = self.start(
-            member, harness=harness, command=command, directory=directory, task=task, role=role, ttl=ttl,
-            dispatched=dispatched,
-        )
+    def run(self, launch: SessionLaunch, *, log: Path | None = None) -> SessionRecord | None:
+        """Run a started session's harness to the end (output to `log`, if given), then end the session."""
         interrupted = False
         status: int | None = None
         try:
