@@ -2,7 +2,7 @@
 
     python tests/fake_harness.py [--as claude-code|codex|pi|command] [--format claude|plain]
                                  [--secrets FILE] [--exit N] [--wait] [--edit-agents] [--make FILE]
-                                 [--call-back]
+                                 [--call-back] [--say TEXT]
 
 It does what a harness does where the runtime can see it: reads the projected AGENTS.md (and
 CLAUDE.md and a SKILL.md when there), writes its transcript where its harness would — Claude
@@ -11,7 +11,8 @@ Code's `projects/<dir>/<uuid>.jsonl` under `$CLAUDE_CONFIG_DIR`, a Codex rollout
 `$RESIDENT_TRANSCRIPT` for the command harness — and plants in it every secret of `--secrets`
 (a JSON object) plus the grant token it was given. `--wait` reports `ready` in the working
 directory and waits for a signal; `--edit-agents` rewrites the projected AGENTS.md; `--make FILE`
-leaves a work product in the repository; `--call-back` runs `resident recall` as the member.
+leaves a work product in the repository; `--call-back` runs `resident recall` as the member;
+`--say TEXT` prints TEXT on its standard output.
 """
 
 from __future__ import annotations
@@ -146,6 +147,8 @@ def main(argv: list[str]) -> int:
             file.write(json.dumps(line) + "\n")
     if "--edit-agents" in argv:
         Path("AGENTS.md").write_text(agents + "\nA note the harness added.\n", encoding="utf-8")
+    if "--say" in argv:
+        print(option("--say"), flush=True)  # what a harness shows in its terminal
     if "--make" in argv:
         Path(option("--make")).write_text("work the member did\n", encoding="utf-8")
     if "--call-back" in argv:

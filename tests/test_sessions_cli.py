@@ -100,6 +100,15 @@ def test_the_cli_runs_a_harness_that_plants_secrets_none_reach_the_store_and_cal
 
 
 @pytest.mark.slow
+def test_with_json_the_harness_speaks_on_stderr_and_stdout_is_one_json_document(home: Path, repo: Path):
+    outcome = run_process(home, "session", "start", "deven", "--harness", "command", "--dir", str(repo), "--json",
+                          "--", *fake("--say", "hello from the harness"))
+    assert outcome.code == 0, outcome.describe()
+    assert json.loads(outcome.stdout)["outcome"] == "succeeded"
+    assert outcome.stderr == "hello from the harness\n"
+
+
+@pytest.mark.slow
 def test_progress_shows_a_running_session_live_and_sigterm_ends_it_in_recovery(home: Path, repo: Path):
     with session_process(home, repo) as process:
         progress = expect_json(run_process(home, "progress", "--json"))

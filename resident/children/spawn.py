@@ -109,7 +109,7 @@ def spawn_child(
     Orphans of earlier runs are stopped first. The child's standard output and error are
     appended to `log`; its standard input is empty.
     """
-    return _spawn([module, *args], name=module, log=log, env=env, cwd=None, command=False)
+    return _spawn([module, *args], name=module, log=log, env=env, cwd=None, command=False, to_stderr=False)
 
 
 def spawn_command(
@@ -118,19 +118,25 @@ def spawn_command(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     log: Path | None = None,
+    output_to_stderr: bool = False,
 ) -> ChildProcess:
     """Run the command `argv` as a guarded child: the guard stays its parent and forwards signals.
 
     Without `log` the command shares this process's standard input, output and error (an
-    interactive harness in the user's terminal); with it, output goes to `log` and input is empty.
+    interactive harness in the user's terminal; `output_to_stderr` sends its output to this
+    process's standard error, keeping standard output for a machine-readable answer); with it,
+    output goes to `log` and input is empty.
     """
     if not argv or not argv[0]:
         raise InvalidInput("a command needs at least the program to run")
-    return _spawn(list(argv), name=argv[0], log=log, env=env, cwd=cwd, command=True)
+    return _spawn(
+        list(argv), name=argv[0], log=log, env=env, cwd=cwd, command=True, to_stderr=output_to_stderr and log is None
+    )
 
 
 def _spawn(
-    target: list[str], *, name: str, log: Path | None, env: Mapping[str, str] | None, cwd: Path | None, command: bool
+    target: list[str], *, name: str, log: Path | None, env: Mapping[str, str] | None, cwd: Path | None, command: bool,
+    to_stderr: bool,
 ) -> ChildProcess:
     stop_orphans()
     read_end, write_end = os.pipe()  # neither end is inheritable; only `read_end` is passed on
@@ -144,7 +150,8 @@ def _spawn(
         try:
             # This interpreter running our own guard; what follows `--` is the caller's program, never a shell.
             popen = subprocess.Popen(  # noqa: S603
-                guard, stdin=subprocess.DEVNULL if output is not None else None, stdout=output, stderr=output,
+                guard, stdin=subprocess.DEVNULL if output is not None else None,
+                stdout=sys.stderr.fileno() if to_stderr else output, stderr=output,
                 pass_fds=(read_end,), start_new_session=True, env=dict(env if env is not None else os.environ),
                 cwd=cwd,
             )

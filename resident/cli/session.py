@@ -99,7 +99,8 @@ def start(
     status: int | None = None
     interrupted = True
     try:
-        status = launch.run()
+        # With --json the harness writes to stderr: stdout holds the one JSON answer.
+        status = launch.run(output_to_stderr=as_json)
         interrupted = False
     finally:
         record = _end(state, launch, status, interrupted)

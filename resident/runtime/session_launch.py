@@ -62,9 +62,15 @@ class SessionLaunch:
     token: str = field(repr=False)
     _child: ChildProcess | None = field(default=None, init=False, repr=False)
 
-    def run(self, *, log: Path | None = None) -> int:
-        """Run the harness until it exits; Ctrl-C or SIGTERM stop it first, then go on (see the module)."""
-        child = self._child = spawn_command(self.argv, cwd=self.directory, env=self.env, log=log)
+    def run(self, *, log: Path | None = None, output_to_stderr: bool = False) -> int:
+        """Run the harness until it exits; Ctrl-C or SIGTERM stop it first, then go on (see the module).
+
+        Its output goes to `log` if given, else to this terminal (its standard error with
+        `output_to_stderr`, so that standard output stays one JSON answer).
+        """
+        child = self._child = spawn_command(
+            self.argv, cwd=self.directory, env=self.env, log=log, output_to_stderr=output_to_stderr
+        )
         try:
             with _forwarding_resizes(child):
                 while True:
