@@ -212,3 +212,18 @@ def test_bad_input_on_session_commands_is_one_typed_line_and_writes_nothing(
     with Runtime.open(home, realm="none") as runtime:
         assert runtime.sessions.list() == []
         assert runtime.coordinator.executions() == []
+
+
+def test_session_show_prints_stored_text_escaped_never_obeyed(home: Path, tmp_path: Path):
+    history = tmp_path / "history"
+    history.mkdir()
+    hostile = "done \x1b]0;pwned\x07\x1b[2J and \u202egnp.exe"
+    (history / "hostile.jsonl").write_text(json.dumps({"role": "assistant", "text": hostile}) + "\n")
+    imported = expect_json(invoke(home, "session", "import", "hostile", "--member", "deven", "--harness", "command",
+                                  "--path", str(history), "--json"))
+    (session,) = imported["imported"]
+    shown = invoke(home, "session", "show", session["id"])
+    assert shown.code == 0, shown.describe()
+    assert "\x1b" not in shown.stdout
+    assert "\u202e" not in shown.stdout
+    assert "\\x1b]0;pwned\\x07\\x1b[2J" in shown.stdout

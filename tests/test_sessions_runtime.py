@@ -52,6 +52,7 @@ def test_a_claude_code_session_projects_the_member_and_restores_the_repository_e
     assert MARKER in agents
     assert "fix the flaky payments retry test" in agents
     assert (repo / "CLAUDE.md").read_text().endswith("@AGENTS.md\n")
+    assert "make test" not in (repo / "CLAUDE.md").read_text(), "a CLAUDE.md linked to AGENTS.md is not said twice"
     assert not (repo / "CLAUDE.md").is_symlink()
     assert launch.run() == 0
     session = rt.sessions.end(launch.session, 0, injected=(launch.token,))

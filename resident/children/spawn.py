@@ -151,7 +151,7 @@ def _spawn(
             # This interpreter running our own guard; what follows `--` is the caller's program, never a shell.
             popen = subprocess.Popen(  # noqa: S603
                 guard, stdin=subprocess.DEVNULL if output is not None else None,
-                stdout=sys.stderr.fileno() if to_stderr else output, stderr=output,
+                stdout=2 if to_stderr else output, stderr=output,  # 2: this process's standard error
                 pass_fds=(read_end,), start_new_session=True, env=dict(env if env is not None else os.environ),
                 cwd=cwd,
             )

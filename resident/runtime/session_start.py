@@ -188,11 +188,15 @@ def _work_package(runtime: Runtime, session: Session, task: str, harness: Harnes
     skills = runtime.skills.choose(member, task[:1000])
     principles = runtime.principles.list(member=member, state="approved")
     files = (AGENTS_FILE, CLAUDE_FILE) if harness == "claude-code" else (AGENTS_FILE,)
+    originals = {name: tree.existing_text(name) for name in files}
+    if originals.get(CLAUDE_FILE) == originals[AGENTS_FILE]:
+        # A CLAUDE.md that is AGENTS.md (a link, or a copy) already reaches Claude Code through the import.
+        originals[CLAUDE_FILE] = ""
     return WorkPackage(
         member=member, role=runtime.config.member(member).role, harness=harness, session=tree.manifest.session,
         execution=session.execution.id, task=task, memories=memories, memory_note=note,
         principles=tuple(p.text for p in principles), skills=tuple((s.name, s.description) for s in skills),
-        actions=session.grant.actions, originals={name: tree.existing_text(name) for name in files},
+        actions=session.grant.actions, originals=originals,
     )
 
 
@@ -212,7 +216,8 @@ def start_session(runtime: Runtime, request: SessionRequest, *, dispatched: Sess
         from resident.runtime.session_end import end_session  # noqa: PLC0415 - ending imports starting's helpers
 
         try:
-            end_session(runtime, manifest.session, None, failure=f"the session did not start: {error}")
+            why = str(error) or type(error).__name__  # an interruption has no message of its own
+            end_session(runtime, manifest.session, None, failure=f"the session did not start: {why}")
         except Exception:  # the first failure is the one to report; this one is logged
             logger.exception("session %s could not be ended after failing to start", manifest.session)
         raise
