@@ -23,7 +23,8 @@ governance side). `{i}` and `{member}` in texts are filled in.
 
 A task may instead be real work: it names a `harness` (`claude-code`, `codex`, `pi`, `command`), the
 `command` to run (a list; the harness's usual program when left out, but required for `command`),
-the directory to run it in (`dir`) and what to do (`text`, the execution's task). The coordinator
+the directory to run it in (`dir`; by default where `resident run` runs) and what to do (`text`,
+the execution's task). The coordinator
 dispatches it as a member session under the task's grant: the member is projected into `dir`, the
 command runs, its transcript is recovered, and the execution ends with the command's status. Its
 `steps`, if any, are played first (a `wait-for` another task, say). In `command` and `dir`,
