@@ -14,7 +14,7 @@ from resident import Runtime
 from resident.errors import HarnessNotFound, InvalidInput, ProjectionRefused, UnknownSession
 from resident.messages.sessions import Harness
 from resident.runtime.session_transcripts import harness_home
-from resident.runtime.session_tree import manifests
+from resident.runtime.session_tree import Manifest, ManifestEntry, ProjectionTree, manifests
 from resident.sessions.projection import MARKER
 from resident.store.tables import EXECUTIONS, SESSION_RAW, SESSION_TURNS, SESSIONS
 from tests.evolution_helpers import add_skills
@@ -273,3 +273,38 @@ def test_session_state_rebuilds_from_the_event_log(rt: Runtime, tmp_path: Path):
     for table in (SESSIONS, SESSION_TURNS, SESSION_RAW, EXECUTIONS):
         assert live[table.name] == replayed[table.name], table.name
         assert live[table.name]
+
+
+def test_a_transcript_that_is_a_link_to_another_file_is_never_read(rt: Runtime, tmp_path: Path):
+    secret = tmp_path / "id_ed25519"
+    secret.write_text('{"role":"user","text":"PRIVATE-MARKER-a1b2c3"}\n')
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    linking = f'ln -s "{secret}" "$RESIDENT_TRANSCRIPT"'
+    command = rt.sessions.run(rt.sessions.start("deven", harness="command", command=("sh", "-c", linking),
+                                                directory=str(repo)))
+    projects = f'mkdir -p "$CLAUDE_CONFIG_DIR/projects/x" && ln -s "{secret}" "$CLAUDE_CONFIG_DIR/projects/x/a.jsonl"'
+    claude = rt.sessions.run(rt.sessions.start("deven", harness="claude-code", command=("sh", "-c", projects),
+                                               directory=str(repo)))
+    assert command is not None
+    assert claude is not None
+    assert (command.turns, claude.turns) == (0, 0)
+    assert "wrote no transcript" in command.note
+    assert files_holding(rt.home / "store.1", ["PRIVATE-MARKER-a1b2c3"]) == []
+
+
+def test_a_forged_manifest_cannot_make_a_restore_touch_anything_outside_the_directory(rt: Runtime, tmp_path: Path):
+    outside = tmp_path / "precious.txt"
+    outside.write_text("keep me\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    manifest = Manifest(
+        session="ses_forged", member="deven", harness="command", directory=str(repo), process=0, process_start="0",
+        started_at=0.0, entries=[ManifestEntry(path="../precious.txt", before="absent", written="x"),
+                                 ManifestEntry(path=str(outside), before="absent", written="x")],
+        folders=["..", "/tmp"],
+    )
+    notes = ProjectionTree(rt.home, manifest).restore()
+    assert outside.read_text() == "keep me\n"
+    assert len(notes) == 4
+    assert all("was not touched" in note for note in notes)

@@ -250,7 +250,10 @@ class ProjectionTree:
         return notes
 
     def _restore_entry(self, entry: ManifestEntry) -> list[str]:
-        folders, name = self._split(entry.path)
+        try:
+            folders, name = self._split(entry.path)
+        except InvalidInput:
+            return [f"{entry.path!r} was not touched: it is not a path inside the working directory"]
         try:
             with self._folder(folders, create=False) as fd:
                 notes = self._keep_changes(fd, name, entry)
@@ -295,6 +298,8 @@ class ProjectionTree:
 
     def _remove_folder(self, where: str) -> list[str]:
         parts = tuple(PurePosixPath(where).parts)
+        if not parts or PurePosixPath(where).is_absolute() or ".." in parts:
+            return [f"{where!r} was not touched: it is not a folder inside the working directory"]
         try:
             with self._folder(parts[:-1], create=False) as fd:
                 os.rmdir(parts[-1], dir_fd=fd)
