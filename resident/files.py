@@ -16,7 +16,7 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["fsync_dir", "private_file", "read_private_file", "write_private_file"]
+__all__ = ["fsync_dir", "private_file", "read_private_file", "write_private_file", "write_whole"]
 
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -39,11 +39,7 @@ def write_private_file(path: Path, data: bytes) -> None:
         try:
             # The mode of a new file is filtered by the umask; a file that holds memories'
             # configuration is 0600 whatever the umask or the directory's own mode.
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            write_whole(fd, data, 0o600)
         finally:
             os.close(fd)
         temporary.replace(path)
@@ -51,6 +47,15 @@ def write_private_file(path: Path, data: bytes) -> None:
         temporary.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def write_whole(fd: int, data: bytes, mode: int) -> None:
+    """Give the open, new file `fd` its `mode` and all of `data`, durably (fsync)."""
+    os.fchmod(fd, mode)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
 
 
 def read_private_file(path: Path, limit: int) -> bytes:

@@ -21,6 +21,7 @@ import pytest
 
 from resident import Runtime
 from resident.cli.main import cli, main
+from resident.store.environment import MAX_DBS
 from resident.store.home import CONFIG_FILE, current_store_dir
 from resident.store.tables import SCHEMA_VERSION
 from tests.cli_helpers import expect_error, expect_json, expect_ok, invoke, run_process, withhold
@@ -166,7 +167,7 @@ def test_a_malformed_resident_toml_is_refused_naming_its_line(home: Path) -> Non
 
 def test_a_home_of_another_schema_is_refused_naming_both_versions(home: Path) -> None:
     expect_ok(invoke(home, "init"))
-    env = lmdb.open(str(current_store_dir(home)), max_dbs=32, subdir=True)
+    env = lmdb.open(str(current_store_dir(home)), max_dbs=MAX_DBS, subdir=True)
     try:
         with env.begin(write=True) as txn:
             txn.put(b"schema_version", b"99", db=env.open_db(b"meta", txn=txn))

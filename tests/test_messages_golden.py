@@ -93,6 +93,7 @@ from resident.messages.replication import (
 )
 from resident.store.tables import EVENTS, TABLES
 from tests.golden_evolution import evolution_samples
+from tests.golden_sessions import session_samples
 
 GOLDEN = Path(__file__).with_name("golden") / "messages.json"
 AT = 1_700_000_000.25
@@ -179,6 +180,7 @@ def _execution() -> Execution:
         seal="2e" * 32,
         accepted_at=AT + 700.0,
         accepted_by="owner",
+        session="ses_01hzx3k9q0",
     )
 
 
@@ -285,6 +287,8 @@ def samples() -> dict[str, Any]:
     ]
     evolution_events, evolution_records = evolution_samples(AT)
     events += evolution_events
+    session_events, session_records = session_samples(AT)
+    events += session_events
     manifest = BackupManifest(
         format=BACKUP_FORMAT,
         schema_version=1,
@@ -308,6 +312,7 @@ def samples() -> dict[str, Any]:
         _correction(),
         _grant_token(),
         *evolution_records,
+        *session_records,
         manifest,
         _knowledge_bank(),
         _page(),

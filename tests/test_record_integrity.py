@@ -19,6 +19,7 @@ import pytest
 from resident.errors import RecordCorrupted, RecordWithheld
 from resident.messages.memory import MemoryRecord
 from resident.runtime import Runtime
+from resident.store.environment import MAX_DBS
 from resident.store.home import current_store_dir
 from resident.store.tables import RECORDS
 from tests.cli_helpers import expect_error, expect_json, invoke
@@ -29,7 +30,7 @@ FORGED = "the staging deploy may skip the migration entirely"
 
 def edit_stored_body(home: Path, record_id: str, body: str) -> None:
     """Rewrite a record's body directly in the home's LMDB file, as an attacker with the file would."""
-    env = lmdb.open(str(current_store_dir(home)), max_dbs=32)
+    env = lmdb.open(str(current_store_dir(home)), max_dbs=MAX_DBS)
     try:
         with env.begin(write=True) as txn:
             db = env.open_db(RECORDS.name.encode(), txn=txn)

@@ -26,6 +26,7 @@ from resident.messages.replication import ReplicationCounts
 from resident.realm.process import RealmProcess, start_realm
 from resident.runtime import Runtime
 from resident.store import store as store_module
+from resident.store.environment import MAX_DBS
 from resident.store.home import current_store_dir
 from resident.store.store import Store
 from resident.store.tables import INDEXED_KEY, PENDING, REALM_CURSOR, REFUSED
@@ -128,7 +129,7 @@ def test_records_admitted_before_the_index_existed_are_indexed_once_and_pushed(
     with open_runtime(home, "none") as runtime:
         ids = [runtime.member("deven").remember(f"an old note {n}").id for n in range(3)]
     # Make it a home of before the index: no entries, no marker.
-    env = lmdb.open(str(current_store_dir(home)), max_dbs=32)
+    env = lmdb.open(str(current_store_dir(home)), max_dbs=MAX_DBS)
     try:
         with env.begin(write=True) as txn:
             txn.drop(env.open_db(PENDING.name.encode(), txn=txn), delete=False)

@@ -29,6 +29,7 @@ from resident.messages.memory import (
     RecordSuperseded,
 )
 from resident.messages.store import Commit, Committed
+from resident.store.environment import MAX_DBS
 from resident.store.projections import project
 from resident.store.store import Reader, Store, check_schema
 from resident.store.tables import BANKS, EVENTS, MEMORY_CONFIG, RECORDS, STATE_TABLES, TABLES
@@ -321,7 +322,7 @@ def test_state_rebuilt_from_events_equals_live_state(batches: list[list[Commit]]
 def _unsynced_store(path: Path) -> Iterator[Store]:
     """A store that never fsyncs, for comparisons that need many commits and no durability."""
     path.mkdir()
-    env = lmdb.open(str(path), map_size=1 << 28, max_dbs=32, sync=False, metasync=False)
+    env = lmdb.open(str(path), map_size=1 << 28, max_dbs=MAX_DBS, sync=False, metasync=False)
     check_schema(env, initialize=True, where=path)
     store = Store(path, env, {table.name: env.open_db(table.name.encode("ascii")) for table in TABLES}, 1 << 28)
     try:

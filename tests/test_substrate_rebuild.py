@@ -117,6 +117,8 @@ def test_records_stored_without_terms_get_them_and_missing_or_stale_terms_are_an
             assert sorted(np.frombuffer(raw[len(TERMS_TAG) :], dtype="<u8").tolist()) == sorted(term_ids(text).tolist())
         # Terms of an older analysis: the tag differs, so they must not be trusted.
         rt._internal.write(Commit(events=(), terms=((second.id, b"terms-v0" + np.arange(5, dtype="<u8").tobytes()),)))
+        # The committed records' vectors are filled in behind; compare rankings once they are stored.
+        assert rt.memory.wait_vectors(timeout=10.0)
         live = _scores(rt)
     assert sum(len(hits) for hits in live.values()) >= len(MEMORIES)
     _forget_terms(home, imported)

@@ -3,7 +3,8 @@
 Every dispatch is recorded as an `Execution` (task, member, grant, role, start, finish, outcome,
 result digest) written with its events, and the member's grant is derived from a parent grant
 the owner issued — never wider. Progress is read from those execution records at the moment of
-asking, never from memory. Owner corrections of an execution are recorded as events too.
+asking, never from memory, with the member sessions (harnesses) at work on running executions.
+Owner corrections of an execution are recorded as events too.
 """
 
 from __future__ import annotations
@@ -39,11 +40,12 @@ from resident.messages.coordination import (
 )
 from resident.messages.knowledge import EntryProposed
 from resident.messages.principles import PrincipleProposed
+from resident.messages.sessions import SessionProgress, SessionRecord
 from resident.messages.skills import SkillSessionOpened
 from resident.messages.store import Commit
 from resident.principles.rules import candidate
 from resident.store.store import Store
-from resident.store.tables import EXECUTIONS, GRANTS
+from resident.store.tables import EXECUTIONS, GRANTS, SESSIONS
 from resident.supervisor import Address, ChildContext, Completed, ForwardReply, Reply, SupervisedActor, settle_all
 
 __all__ = ["Coordinator", "Dispatched", "correction_principle"]
@@ -182,10 +184,13 @@ class Coordinator(SupervisedActor):
     def _progress(self) -> Progress:
         per_member: dict[str, dict[str, Any]] = {name: {} for name in self.config.member_names()}
         executions = running = 0
+        sessions: list[SessionProgress] = []
         with self.store.reader() as reader:
             for _, execution in reader.items(EXECUTIONS):
                 executions += 1
                 running += execution.outcome == "running"
+                if execution.outcome == "running" and execution.session:
+                    sessions += _running_session(reader.get(SESSIONS, execution.session))
                 row = per_member.setdefault(execution.member, {})
                 row[execution.outcome] = row.get(execution.outcome, 0) + 1
                 row["steps"] = row.get("steps", 0) + execution.steps
@@ -206,4 +211,19 @@ class Coordinator(SupervisedActor):
             )
             for name, row in per_member.items()
         )
-        return Progress(members=members, executions=executions, running=running, at=self.clock.time())
+        return Progress(
+            members=members, executions=executions, running=running, at=self.clock.time(),
+            sessions=tuple(sorted(sessions, key=lambda s: s.started_at)),
+        )
+
+
+def _running_session(session: SessionRecord | None) -> list[SessionProgress]:
+    """A running execution's session as progress shows it (none once it was recovered)."""
+    if session is None or session.state != "running":
+        return []
+    return [
+        SessionProgress(
+            id=session.id, member=session.member, harness=session.harness, execution=session.execution,
+            task=session.task, directory=session.directory, started_at=session.started_at,
+        )
+    ]

@@ -1,7 +1,8 @@
 """Child processes of the runtime: started one way, tied to their parent, never left running.
 
-Every process the runtime starts (today the Realm server of `resident run --realm auto`) goes
-through `spawn_child`, which gives it three ties to its parent so it cannot outlive it:
+Every process the runtime starts (the Realm server of `resident run --realm auto`, a member's
+harness session) goes through `spawn_child` (a Python module) or `spawn_command` (any program),
+which give it three ties to its parent so it cannot outlive it:
 
 1. **Its own process group and session**, so the parent stops the child and anything the child
    started with one signal, and a Ctrl-C in the terminal reaches only the parent, which then
@@ -22,6 +23,6 @@ child through it.
 from __future__ import annotations
 
 from resident.children.orphans import ChildRecord, children_dir, stop_orphans
-from resident.children.spawn import STOP_GRACE, ChildProcess, spawn_child
+from resident.children.spawn import STOP_GRACE, ChildProcess, spawn_child, spawn_command
 
-__all__ = ["STOP_GRACE", "ChildProcess", "ChildRecord", "children_dir", "spawn_child", "stop_orphans"]
+__all__ = ["STOP_GRACE", "ChildProcess", "ChildRecord", "children_dir", "spawn_child", "spawn_command", "stop_orphans"]

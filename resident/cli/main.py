@@ -181,6 +181,7 @@ def _register() -> None:
         realm,
         replication,
         run,
+        session,
         skills,
         up,
     )
@@ -188,7 +189,7 @@ def _register() -> None:
 
     for module in (
         run, home, memory, members, realm, replication, bench, maintenance, up, skills, principles, engagement,
-        evolution, knowledge, mcp,
+        evolution, knowledge, mcp, session,
     ):
         for command in module.COMMANDS:
             cli.add_command(command)

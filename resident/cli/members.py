@@ -55,13 +55,19 @@ def import_command(state: CliState, file: Path, world: str | None, as_json: bool
     """
     with open_runtime(state) as runtime:
         result = import_member(runtime, file, world)
+    # Sessions are mentioned only when the export carried some: older exports read as they always did.
+    sessions = {"sessions": result.sessions} if result.sessions else {}
     if as_json:
         emit_json(
-            {"member": result.member, "imported": result.imported, "skipped": result.skipped, "joined": result.joined}
+            {"member": result.member, "imported": result.imported, "skipped": result.skipped, "joined": result.joined,
+             **sessions}
         )
     else:
         joined = " (joined this home)" if result.joined else ""
-        stdout.print(f"imported {result.imported} records of {result.member}{joined}; {result.skipped} already here")
+        carried = f" and {result.sessions} sessions" if result.sessions else ""
+        stdout.print(
+            f"imported {result.imported} records{carried} of {result.member}{joined}; {result.skipped} already here"
+        )
 
 
 COMMANDS = (member,)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, stdout
+from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, print_table, stdout
 from resident.config import load_config
 from resident.coordination.default_plan import default_plan
 from resident.coordination.plan import render_plan
@@ -38,7 +38,9 @@ def _report_json(report: RunReport) -> dict[str, object]:
         "ack_ms": {"p50": round(quantile(0.5), 3), "p99": round(quantile(0.99), 3)},
         "recalls": metrics.recalls,
         "tasks": {t.task: {"member": t.member, "state": t.state, "steps": t.steps_done, "writes": t.writes,
-                           "error": t.error} for t in metrics.tasks.values()},
+                           "error": t.error, **({"session": t.session} if t.session else {})}
+                  for t in metrics.tasks.values()},
+        **({"work": str(metrics.work)} if metrics.work is not None else {}),
         "crashes": dict(metrics.crashes),
         "replication": report.replication.counts if report.replication else None,
         "restarts": {c.name: c.total_restarts for c in report.statistics.children if c.total_restarts},
@@ -91,6 +93,8 @@ def run_command(
             f"run {report.plan!r}: {report.metrics.writes} writes in {report.seconds:.1f} s "
             f"({report.metrics.writes / report.seconds:.0f}/s); {where}"
         )
+        if report.metrics.work is not None:
+            stdout.print(f"the members' work (repo/) and their harness output (logs/): {report.metrics.work}")
     if not report.ok:
         if not as_json:
             for failure in report.failures():
@@ -115,6 +119,15 @@ def progress(state: CliState, as_json: bool) -> None:
         table.add_row(row.member, str(row.running), str(row.succeeded), str(row.failed), str(row.steps),
                       str(row.corrections), row.last_task)
     stdout.print(table)
+    if report.sessions:
+        print_table(
+            ("session", "member", "harness", "execution", "since", "directory", "task"),
+            (
+                (s.id, s.member, s.harness, s.execution, f"{report.at - s.started_at:.0f} s", s.directory, s.task)
+                for s in report.sessions
+            ),
+            ids=("session", "execution"), title=f"{len(report.sessions)} sessions at work",
+        )
 
 
 @click.command()

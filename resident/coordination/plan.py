@@ -20,6 +20,24 @@ canonical, repeat, as), `recall` (query, k, expect, expect_absent), `supersede` 
 `wait-for` (task, or ref with an optional state), `sync`. The coordinator's task may also drive the
 run itself: `crash` (actor), `realm-outage` (seconds) and `invalidate` (ref, reason — the
 governance side). `{i}` and `{member}` in texts are filled in.
+
+A task may instead be real work: it names a `harness` (`claude-code`, `codex`, `pi`, `command`), the
+`command` to run (a list; the harness's usual program when left out, but required for `command`),
+the directory to run it in (`dir`; by default where `resident run` runs) and what to do (`text`,
+the execution's task). The coordinator
+dispatches it as a member session under the task's grant: the member is projected into `dir`, the
+command runs, its transcript is recovered, and the execution ends with the command's status. Its
+`steps`, if any, are played first (a `wait-for` another task, say). In `command` and `dir`,
+`{python}` is this interpreter, `{plan_dir}` the plan's folder, `{scratch}` a scratch repository
+made for the run, `{member}` and `{run}` as in texts.
+
+    [[tasks]]
+    id = "deven-greet"
+    member = "deven"
+    harness = "command"
+    dir = "{scratch}"
+    text = "write greet.py"
+    command = ["{python}", "{plan_dir}/plan_member.py", "implement"]
 """
 
 from __future__ import annotations
@@ -32,6 +50,7 @@ from typing import Any
 
 from resident.coordination.grants import ROLE_ACTIONS
 from resident.errors import PlanInvalid
+from resident.messages.sessions import HARNESSES
 
 __all__ = ["HARNESS_STEPS", "MEMBER_STEPS", "Plan", "Step", "TaskPlan", "load_plan", "parse_plan", "render_plan"]
 
@@ -100,6 +119,16 @@ class TaskPlan:
     member: str
     role: str
     steps: tuple[Step, ...]
+    # Real work (see the module docstring): the harness, its command and directory, the task's text.
+    harness: str | None = None
+    command: tuple[str, ...] = ()
+    dir: str = "."
+    text: str = ""
+
+    @property
+    def task(self) -> str:
+        """The execution's task: the text of a harness task, else the task's id."""
+        return self.text or self.id
 
 
 @dataclass(frozen=True)
@@ -182,6 +211,30 @@ def _check_step(step: Step, where: str) -> None:
         raise PlanInvalid(f"{where}: state must be one of {', '.join(STATES)}")
 
 
+_TASK_KEYS = frozenset({"id", "member", "role", "steps", "harness", "command", "dir", "text"})
+
+
+def _harness_work(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A task's real work (harness, command, dir, text), checked; empty for a task of steps alone."""
+    if "harness" not in raw:
+        stray = sorted({"command", "dir", "text"} & set(raw))
+        if stray:
+            raise PlanInvalid(f"{where}: `{stray[0]}` belongs to a task that names a `harness`")
+        return {}
+    harness = _typed(raw["harness"], str, "harness", where)
+    if harness not in HARNESSES:
+        raise PlanInvalid(f"{where}: unknown harness {harness!r}; harnesses: {', '.join(HARNESSES)}")
+    command = raw.get("command", [])
+    if not isinstance(command, list) or not all(isinstance(part, str) and part for part in command):
+        raise PlanInvalid(f"{where}: `command` is a list of non-empty strings, like [\"make\", \"test\"]")
+    if harness == "command" and not command:
+        raise PlanInvalid(f"{where}: the command harness needs the `command` to run")
+    return {
+        "harness": harness, "command": tuple(command), "dir": _typed(raw.get("dir", "."), str, "dir", where),
+        "text": _typed(raw.get("text", ""), str, "text", where).strip(),
+    }
+
+
 def parse_plan(text: str, source: str, *, members: Sequence[str], coordinator: str) -> Plan:
     """A checked plan; every error names the file, task and step, before anything runs."""
     try:
@@ -199,19 +252,20 @@ def parse_plan(text: str, source: str, *, members: Sequence[str], coordinator: s
         where = _where(source, index + 1)
         if not isinstance(raw, Mapping):
             raise PlanInvalid(f"{where}: a task is a table with id, member, role and steps")
-        extra = sorted(set(raw) - {"id", "member", "role", "steps"})
+        extra = sorted(set(raw) - _TASK_KEYS)
         if extra:
-            raise PlanInvalid(f"{where}: unknown key `{extra[0]}`; a task has id, member, role and steps")
+            raise PlanInvalid(f"{where}: unknown key `{extra[0]}`; a task has {', '.join(sorted(_TASK_KEYS))}")
         task_id = _typed(raw.get("id", f"task-{index + 1}"), str, "id", where)
         member = _typed(raw.get("member"), str, "member", where)
         role = _typed(raw.get("role", "implement"), str, "role", where)
-        steps = raw.get("steps")
-        if not isinstance(steps, list) or not steps:
-            raise PlanInvalid(f"{where}: task {task_id} needs a non-empty `steps` list")
+        work = _harness_work(raw, where)
+        steps = raw.get("steps", [] if work else None)
+        if not isinstance(steps, list) or (not steps and not work):
+            raise PlanInvalid(f"{where}: task {task_id} needs a non-empty `steps` list (or a `harness` to run)")
         tasks.append(
             TaskPlan(
                 id=task_id, member=member, role=role,
-                steps=tuple(_step(s, _where(source, task_id, i)) for i, s in enumerate(steps)),
+                steps=tuple(_step(s, _where(source, task_id, i)) for i, s in enumerate(steps)), **work,
             )
         )
     plan = Plan(name=str(data.get("name", Path(source).stem)), tasks=tuple(tasks), source=source)
@@ -278,7 +332,12 @@ def render_plan(plan: Plan) -> str:
     lines = [f"name = {_toml_value(plan.name)}", ""]
     for task in plan.tasks:
         lines += ["[[tasks]]", f"id = {_toml_value(task.id)}", f"member = {_toml_value(task.member)}",
-                  f"role = {_toml_value(task.role)}", "steps = ["]
+                  f"role = {_toml_value(task.role)}"]
+        if task.harness is not None:
+            lines += [f"harness = {_toml_value(task.harness)}", f"dir = {_toml_value(task.dir)}",
+                      f"text = {_toml_value(task.text)}",
+                      "command = [" + ", ".join(_toml_value(part) for part in task.command) + "]"]
+        lines.append("steps = [")
         for step in task.steps:
             parts = [f"do = {_toml_value(step.do)}"]
             for item in fields(Step):

@@ -7,6 +7,7 @@ from typing import Literal
 from resident.messages.base import Event, Message, Record
 from resident.messages.knowledge import KnowledgeEntry
 from resident.messages.memory import Scope
+from resident.messages.sessions import SessionProgress
 
 __all__ = [
     "AcceptExecution",
@@ -108,6 +109,8 @@ class Execution(Record, frozen=True):
     seal: str = ""
     accepted_at: float | None = None
     accepted_by: str = ""
+    # The member session that works on this execution (`resident session`), once one started.
+    session: str = ""
 
 
 class Correction(Record, frozen=True):
@@ -223,3 +226,5 @@ class Progress(Record, frozen=True):
     executions: int
     running: int
     at: float
+    # Member sessions running now (a harness at work on an execution), oldest first.
+    sessions: tuple[SessionProgress, ...] = ()

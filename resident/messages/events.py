@@ -49,6 +49,7 @@ from resident.messages.replication import (
     RecordsSynced,
     ReplicationAttempted,
 )
+from resident.messages.sessions import SessionImported, SessionRecovered, SessionStarted
 from resident.messages.skills import (
     ForgettingDryRun,
     NativeSkillsDeclared,
@@ -122,6 +123,9 @@ AnyEvent = Union[  # noqa: UP007
     EntryRevalidated,
     EntryStaled,
     EntrySuperseded,
+    SessionStarted,
+    SessionRecovered,
+    SessionImported,
 ]
 
 EVENT_DECODER: msgspec.msgpack.Decoder[AnyEvent] = msgspec.msgpack.Decoder(AnyEvent)

@@ -16,12 +16,17 @@ from resident.terminal import printable
 
 __all__ = ["live_view", "summary_view"]
 
-_STATE_STYLE = {"succeeded": "green", "failed": "red", "running": "cyan", "waiting": "yellow", "realm down": "magenta"}
+_STATE_STYLE = {
+    "succeeded": "green", "failed": "red", "running": "cyan", "waiting": "yellow", "realm down": "magenta",
+    "session": "blue",
+}
 
 
 def _tasks_table(metrics: RunMetrics) -> Table:
     table = Table(title="tasks", title_justify="left", expand=False)
-    for column in ("member", "task", "steps", "writes", "state"):
+    # A plan with harness tasks shows the member session each one runs as.
+    sessions = any(task.session for task in metrics.tasks.values())
+    for column in ("member", "task", "steps", "writes", "state", *(("session",) if sessions else ())):
         table.add_column(column, no_wrap=True)
     for task in metrics.tasks.values():
         table.add_row(
@@ -30,6 +35,7 @@ def _tasks_table(metrics: RunMetrics) -> Table:
             f"{task.steps_done}/{task.steps_total}",
             str(task.writes),
             Text(task.state, style=_STATE_STYLE.get(task.state, "")),
+            *((task.session or "-",) if sessions else ()),
         )
     return table
 

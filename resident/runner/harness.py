@@ -8,6 +8,11 @@ need: every acknowledged record id, every recall result served, every crash it c
 Texts and queries are templates: `{i}` is the index within a repeated step, `{member}` the
 member playing it and `{run}` a tag drawn once per run, so a plan can write a note no earlier
 run in the same home wrote and then recall exactly that note.
+
+A task that names a harness is real work: after its steps (if any), the coordinator's dispatch
+becomes a member session (`rt.sessions`) whose command runs in a worker thread, its output in the
+run's work folder (`logs/<task>.log`, beside the scratch repository `repo/` that `{scratch}`
+names); the execution ends with the command's status and the task with the session's outcome.
 """
 
 from __future__ import annotations
@@ -15,10 +20,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from resident.coordination.grants import EVOLUTION_ACTIONS
 from resident.coordination.plan import Plan, Step, TaskPlan
@@ -30,7 +40,8 @@ from resident.realm.client import RealmClient
 from resident.realm.process import RealmProcess
 from resident.runtime import Runtime
 from resident.runtime.coordination import Session
-from resident.store.tables import RECORDS
+from resident.runtime.session_launch import SessionLaunch
+from resident.store.tables import EXECUTIONS, RECORDS
 
 __all__ = ["RunHarness", "RunMetrics", "StepFailed", "TaskProgress"]
 
@@ -56,6 +67,7 @@ class TaskProgress:
     state: str = "waiting"
     error: str = ""
     execution: str = ""
+    session: str = ""
 
 
 @dataclass
@@ -71,6 +83,8 @@ class RunMetrics:
     errors: Counter[str] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
+    # The work folder of a plan with harness tasks: `repo/` ({scratch}) and each task's `logs/`.
+    work: Path | None = None
 
     @property
     def writes(self) -> int:
@@ -120,6 +134,7 @@ class RunHarness:
         self._noted: set[str] = set()
         # Which task writes each named record: waiting for a record gives up when its task ended without it.
         self._writer_of = {step.as_: task.id for task in plan.tasks for step in task.steps if step.as_}
+        self._launches: dict[str, SessionLaunch] = {}
 
     # -- the run ----------------------------------------------------------------------------------
 
@@ -133,13 +148,19 @@ class RunHarness:
             actions={"remember", "recall", "forget", "supersede", "reconcile", "write_back", "push", "deploy", "review",
                      *EVOLUTION_ACTIONS},
         )
-        await asyncio.gather(*(self._play(task, grant) for task in self.plan.tasks))
+        try:
+            await asyncio.gather(*(self._play(task, grant) for task in self.plan.tasks))
+        except BaseException:
+            # Interrupted: the harnesses stop, so their worker threads end their sessions and return.
+            for launch in list(self._launches.values()):
+                launch.stop()
+            raise
 
     async def _play(self, task: TaskPlan, grant: Grant) -> None:
         progress = self.metrics.tasks[task.id]
         try:
             session = await asyncio.to_thread(
-                self.runtime.coordinator.dispatch, task.id, task.member, role=task.role, parent_grant=grant
+                self.runtime.coordinator.dispatch, task.task, task.member, role=task.role, parent_grant=grant
             )
         except ResidentError as error:
             progress.state, progress.error = "failed", f"dispatch: {error}"
@@ -156,12 +177,66 @@ class RunHarness:
                 except (StepFailed, ResidentError) as error:
                     raise StepFailed(f"{task.id} step {index + 1} ({step.do}): {error}") from None
                 progress.steps_done += 1
+            if task.harness is not None:
+                # The session ends the execution itself, with the command's status.
+                outcome, error_text = await asyncio.to_thread(self._work, session, task, progress)
+                progress.error = error_text
         except StepFailed as error:
             outcome, error_text = "failed", str(error)
             progress.error = error_text
         progress.state = outcome
         self._done[task.id].set()
-        await asyncio.to_thread(session.finish, outcome, error_text)
+        await asyncio.to_thread(self._finish, session, outcome, error_text)
+
+    def _finish(self, session: Session, outcome: Outcome, error: str) -> None:
+        """End the task's execution, unless its member session ended it already."""
+        with self.runtime._internal.store.reader() as reader:
+            execution = reader.get(EXECUTIONS, session.execution.id)
+        if execution is not None and execution.outcome == "running":
+            session.finish(outcome, error)
+
+    # -- harness tasks ------------------------------------------------------------------------------
+
+    def _work_folder(self) -> Path:
+        if self.metrics.work is None:
+            work = Path(tempfile.mkdtemp(prefix="resident-plan-"))
+            (work / "repo").mkdir()
+            (work / "logs").mkdir()
+            if shutil.which("git"):
+                # A scratch repository is a repository: harnesses that insist on one find one.
+                subprocess.run(["git", "init", "-q", str(work / "repo")], check=False, capture_output=True)  # noqa: S603, S607
+            self.metrics.work = work
+        return self.metrics.work
+
+    def _fill_work(self, template: str, member: str) -> str:
+        text = self._fill(template, member)
+        if "{scratch}" in text:
+            text = text.replace("{scratch}", str(self._work_folder() / "repo"))
+        plan_dir = str(Path(self.plan.source).absolute().parent)
+        return text.replace("{python}", sys.executable).replace("{plan_dir}", plan_dir)
+
+    def _work(self, session: Session, task: TaskPlan, progress: TaskProgress) -> tuple[Outcome, str]:
+        """Run `task`'s command as the member session of its execution (in a worker thread)."""
+        sessions = self.runtime.sessions
+        try:
+            launch = sessions.start(
+                task.member, harness=task.harness or "", dispatched=session,
+                command=[self._fill_work(part, task.member) for part in task.command],
+                directory=self._fill_work(task.dir, task.member),
+            )
+        except ResidentError as error:
+            raise StepFailed(f"{task.id}: its session did not start: {error}") from None
+        progress.session, progress.state = launch.session, "session"
+        self._launches[task.id] = launch
+        status: int | None = None
+        try:
+            status = launch.run(log=self._work_folder() / "logs" / f"{task.id}.log")
+        finally:
+            del self._launches[task.id]
+            record = sessions.end(launch.session, status, interrupted=status is None, injected=(launch.token,))
+        if record is not None and record.outcome == "succeeded":
+            return "succeeded", ""
+        return "failed", f"{task.id}: {record.note if record is not None else 'its session was lost'}"
 
     # -- steps ------------------------------------------------------------------------------------
 

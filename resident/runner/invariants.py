@@ -21,7 +21,8 @@ from resident.messages.memory import MemoryRecord
 from resident.messages.replication import ReplicationCounts
 from resident.runner.harness import RunMetrics
 from resident.runtime import Runtime
-from resident.store.tables import RECORDS
+from resident.runtime.session_tree import manifests
+from resident.store.tables import RECORDS, SESSIONS
 
 __all__ = ["Invariant", "check_cli_read_surfaces", "check_invariants", "withheld_records"]
 
@@ -152,6 +153,20 @@ def _replication_settled(counts: ReplicationCounts | None) -> Invariant | None:
     return Invariant("replication settled", counts.pending == 0, detail)
 
 
+def _sessions_recovered(runtime: Runtime, metrics: RunMetrics) -> Invariant | None:
+    """Every member session of the run was recovered and left nothing behind to restore."""
+    started = [task.session for task in metrics.tasks.values() if task.session]
+    if not started:
+        return None
+    with runtime._internal.store.reader() as reader:
+        stored = {s: reader.get(SESSIONS, s) for s in started}
+    unrecovered = [s for s, record in stored.items() if record is None or record.state != "recovered"]
+    left = {m.session for m in manifests(runtime.home)} & set(started)
+    problems = [f"{s} not recovered" for s in unrecovered] + [f"{s} left a projection behind" for s in sorted(left)]
+    detail = f"{len(started)} member sessions recovered, their directories restored"
+    return Invariant("every session recovered", not problems, "; ".join(problems) or detail)
+
+
 def check_invariants(
     runtime: Runtime, metrics: RunMetrics, replication: ReplicationCounts | None
 ) -> list[Invariant]:
@@ -162,5 +177,6 @@ def check_invariants(
         _restarts_recovered(runtime, metrics),
         _tasks_succeeded(metrics),
         _replication_settled(replication),
+        _sessions_recovered(runtime, metrics),
     ]
     return [check for check in checks if check is not None]

@@ -18,6 +18,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.live import Live
@@ -199,7 +200,19 @@ def run(options: RunOptions, console: Console) -> RunReport:
     return report
 
 
+def _quiet_interrupts(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Ctrl-C or SIGTERM raised inside one of the plan's tasks stops the run; it is not also a logged error.
+
+    The interruption lands in whatever task runs at that moment; asyncio stores it there, stops the
+    loop, and would later log that task's exception as never retrieved (with a traceback).
+    """
+    if isinstance(context.get("exception"), KeyboardInterrupt):
+        return
+    loop.default_exception_handler(context)
+
+
 async def _play(runtime: Runtime, harness: RunHarness, console: Console | None) -> None:
+    asyncio.get_running_loop().set_exception_handler(_quiet_interrupts)
     playing = asyncio.create_task(harness.run())
     if console is None:
         await playing

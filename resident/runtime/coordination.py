@@ -284,12 +284,14 @@ class CoordinatorControl:
         ttl: float | None = None,
         work: WorkItem | None = None,
         reviews: str | None = None,
+        context: EngagementContext | None = None,
     ) -> Session:
         """Record an execution of `task` by `member` and return the session it runs in.
 
         `work` is what the step works on (its fingerprint is computed here, by the host); a
         `review` or `audit` step names the step it examines in `reviews` and, without `work` of
-        its own, takes that step's.
+        its own, takes that step's. `context` is what is known of the session for deciding the
+        member's engagement (a harness session adds its working directory and harness to the task).
         """
         runtime = self._runtime
         runtime.check_open()
@@ -309,7 +311,7 @@ class CoordinatorControl:
         )
         dispatched: Dispatched = runtime.wiring.coordinator.ask(message)
         # A session starts: decide the member's engagement for it (rules, then the judge, else ask).
-        runtime.engagement.resolve_quietly(dispatched.execution.member, EngagementContext(task=task))
+        runtime.engagement.resolve_quietly(dispatched.execution.member, context or EngagementContext(task=task))
         return Session(runtime, dispatched, token)
 
     def _work_of(self, role: str, work: WorkItem | None, reviews: str | None) -> WorkItem | None:

@@ -1,4 +1,4 @@
-"""Export a member's portable memory to a file, and import such a file into this home."""
+"""Export a member's portable memory (and its recovered sessions) to a file, and import such a file into this home."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from resident.messages.memory import BankCreated, MemberImported, RecordAdmitted
 from resident.messages.portability import MemberExport, MemberKnowledge
 from resident.messages.store import Commit
 from resident.runtime.knowledge_ingest import held_in_bank
+from resident.runtime.session_portability import exported_sessions, imported_sessions, sessions_checksum
 from resident.store.home import write_private_file
 from resident.store.store import Reader
 from resident.store.tables import (
@@ -44,6 +45,7 @@ class ImportResult:
     imported: int
     skipped: int
     joined: bool
+    sessions: int = 0
 
 
 def export_member(runtime: Runtime, name: str, path: Path) -> int:
@@ -62,6 +64,11 @@ def export_member(runtime: Runtime, name: str, path: Path) -> int:
     )
     if knowledge is not None:
         document = msgspec.structs.replace(document, knowledge=knowledge)
+    sessions = exported_sessions(runtime, member.name)
+    if sessions:
+        document = msgspec.structs.replace(
+            document, sessions=sessions, sessions_checksum=sessions_checksum(member.name, sessions)
+        )
     if path.is_dir():
         raise InvalidInput(f"{path} is a directory; give a file name for the export")
     if not path.parent.is_dir():
@@ -90,10 +97,13 @@ def import_member(runtime: Runtime, path: Path, world: str | None = None) -> Imp
             )
     now = runtime.clock.time()
     runtime.memory.require_enabled()
+    # Checked whole before anything is written, and written in the same transaction as the memories.
+    sessions = imported_sessions(runtime, document, str(path))
     with runtime._internal.store.reader() as reader:
         fresh = [r for r in imported_records(document) if reader.get(RECORDS, r.id) is None]
     events: list[object] = [BankCreated(at=now, bank=bank) for bank in document.banks]
     events += [RecordAdmitted(at=now, record=record) for record in fresh]
+    events += sessions
     joined = not known
     if joined:
         events.append(
@@ -112,7 +122,7 @@ def import_member(runtime: Runtime, path: Path, world: str | None = None) -> Imp
         logger.warning("imported %s, but the substrate did not confirm indexing in time: %s", document.member, error)
     if joined:
         runtime.add_member(document.member, document.role, (world or DEFAULT_WORLD,))
-    return ImportResult(document.member, len(fresh), len(document.records) - len(fresh), joined)
+    return ImportResult(document.member, len(fresh), len(document.records) - len(fresh), joined, len(sessions))
 
 
 def _read_bounded(path: Path) -> bytes:

@@ -55,6 +55,7 @@ from resident.runtime.portability import ImportResult, export_member, import_mem
 from resident.runtime.principles import PrinciplesControl
 from resident.runtime.replication import ReplicationControl, home_realm_token
 from resident.runtime.salvage import salvage as salvage_home
+from resident.runtime.sessions import SessionsControl
 from resident.runtime.skills import SkillsControl
 from resident.runtime.wiring import DEFAULT_TIMEOUT, Wiring, build_wiring
 from resident.store.backup import backup as backup_home
@@ -161,6 +162,7 @@ class Runtime:
         self.principles = PrinciplesControl(self)
         self.engagement = EngagementControl(self)
         self.evolution = EvolutionControl(self)
+        self.sessions = SessionsControl(self)
 
     # -- opening and closing ----------------------------------------------------------------------
 

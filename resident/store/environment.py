@@ -6,19 +6,22 @@ from pathlib import Path
 
 import lmdb
 
-__all__ = ["open_environment"]
+__all__ = ["MAX_DBS", "open_environment"]
+
+# Tables are added as the runtime grows (schema rule: adding one keeps the version), so there is room.
+MAX_DBS = 64
 
 
 def open_environment(path: Path, *, map_size: int, readonly: bool = False, lock: bool = True) -> lmdb.Environment:
     """Open an LMDB environment the way every home is opened (durable commits, private files).
 
-    `lock=False` only for a private copy no other process can reach (a salvage's working copy).
+    `lock=False` only where no process can be writing: a private copy (a salvage's working copy), or
+    a home on a read-only file system or lock file.
     """
     return lmdb.open(
         str(path),
         map_size=map_size,
-        # Tables are added as the runtime grows (schema rule: adding one keeps the version).
-        max_dbs=64,
+        max_dbs=MAX_DBS,
         subdir=True,
         readonly=readonly,
         sync=True,

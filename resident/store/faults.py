@@ -136,7 +136,13 @@ def check_data_file(directory: Path, map_size: int) -> None:
     """
 
     def check(_emit: Emit, note: Callable[[str], None]) -> None:
-        env = open_environment(directory, map_size=map_size, readonly=True, lock=False)
+        try:
+            # Registered as a reader, so a process writing beside it never reuses a page it reads
+            # (an unregistered walk of a live store can see pages mid-reuse and cry damage).
+            env = open_environment(directory, map_size=map_size, readonly=True)
+        except lmdb.Error:
+            # A lock file this process may not write (a read-only home): nothing can be writing.
+            env = open_environment(directory, map_size=map_size, readonly=True, lock=False)
         try:
             length = (directory / DATA_FILE).stat().st_size
             expected = (env.info()["last_pgno"] + 1) * env.stat()["psize"]

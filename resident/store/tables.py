@@ -25,6 +25,7 @@ from resident.messages.members import MemberEntry
 from resident.messages.memory import Bank, MemoryConfig, MemoryRecord
 from resident.messages.principles import Principle
 from resident.messages.replication import AwaitingRealm, RealmCursor, RealmRefusal, ReplicationStatus
+from resident.messages.sessions import SessionRecord, SessionSource, SessionTurn
 from resident.messages.skills import SkillHolding, SkillSession, TeamSkill
 
 __all__ = [
@@ -55,6 +56,10 @@ __all__ = [
     "REFUSED",
     "REPLICATION",
     "SCHEMA_VERSION",
+    "SESSIONS",
+    "SESSION_RAW",
+    "SESSION_SOURCES",
+    "SESSION_TURNS",
     "SKILLS",
     "SKILL_HOLDINGS",
     "SKILL_SESSIONS",
@@ -125,6 +130,13 @@ EVOLUTION: Table[EvolutionChange] = Table("evolution", EvolutionChange)
 PRINCIPLES: Table[Principle] = Table("principles", Principle)
 ENGAGEMENT: Table[MemberEngagement] = Table("engagement", MemberEngagement)
 ENGAGEMENT_QUESTIONS: Table[EngagementQuestion] = Table("engagement_questions", EngagementQuestion)
+# Sessions (`docs/sessions.md`), all redacted. Keys: sessions by id; turns `session/index` and raw
+# transcript bytes (zlib) `session/part`, zero-padded so a session's rows list in order; sources
+# `harness/external id`, so a harness's transcript is attributed once.
+SESSIONS: Table[SessionRecord] = Table("sessions", SessionRecord)
+SESSION_TURNS: Table[SessionTurn] = Table("session_turns", SessionTurn)
+SESSION_RAW: Table[bytes] = Table("session_raw", bytes, raw=True)
+SESSION_SOURCES: Table[SessionSource] = Table("session_sources", SessionSource)
 
 # Knowledge. Pages are keyed by id; a source by `bank NUL path` and a digest by `bank NUL digest`
 # (bank names cannot hold NUL, so a bank's keys sort together and never run into another's).
@@ -140,6 +152,7 @@ TABLES: tuple[Table[Any], ...] = (
     GRANTS, EXECUTIONS, CORRECTIONS, GRANT_TOKENS, PENDING, REFUSED,
     SKILLS, SKILL_HOLDINGS, SKILL_SESSIONS, MEMBER_EVOLUTION, EVOLUTION, PRINCIPLES, ENGAGEMENT, ENGAGEMENT_QUESTIONS,
     KNOWLEDGE_BANKS, PAGES, PAGE_SOURCES, PAGE_DIGESTS, KNOWLEDGE_REPOSITORIES, KNOWLEDGE_ENTRIES,
+    SESSIONS, SESSION_TURNS, SESSION_RAW, SESSION_SOURCES,
 )
 # State the event log rebuilds: everything except the log itself, metadata and derived caches.
 STATE_TABLES: tuple[Table[Any], ...] = tuple(

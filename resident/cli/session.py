@@ -1,0 +1,277 @@
+"""`resident session …` and `resident curate`: members at work in harnesses, and their experience.
+
+`session start` holds the home only while it starts and ends the session: while the harness runs
+the home is free, so the member's own `resident` calls (with the session's grant token) can open
+it. The runtime is imported inside each command, so listing the commands stays quick.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import click
+
+from resident.cli.caller import open_as_caller
+from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, print_table, stdout
+from resident.errors import HomeInUse
+from resident.messages.sessions import HARNESSES, SessionRecord, SessionTurn
+from resident.terminal import printable
+
+if TYPE_CHECKING:
+    from resident.runtime.session_launch import SessionLaunch
+
+__all__ = ["COMMANDS"]
+
+_DEFAULT_TTL = 12 * 3600.0
+
+
+def _time(timestamp: float | None) -> str:
+    return "-" if timestamp is None else datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _summary(record: SessionRecord) -> str:
+    found = ", ".join(f"{count} {kind}" for kind, count in record.redactions) or "none"
+    state = record.outcome or record.state
+    return (
+        f"session {record.id} of {record.member} ({record.harness}): {state}; {record.turns} turns from "
+        f"{len(record.parts)} transcript file(s); redacted: {found}" + (f"; {record.note}" if record.note else "")
+    )
+
+
+@click.group(short_help="Members at work in Claude Code, Codex, pi or any command; their sessions.")
+def session() -> None:
+    """A session projects a member into a harness (instructions, skills, a work package, its
+    grant token), runs it, and recovers its transcript, redacted, as the member's experience.
+    Sessions started outside the runtime are attributed only by `session import`.
+    """
+
+
+def _note(as_json: bool, text: str) -> None:
+    """A line for the person at the terminal (the harness's own output follows it); none with --json."""
+    if not as_json:
+        click.echo(printable(f"resident: {text}"), err=True)
+
+
+def _end(state: CliState, launch: SessionLaunch, status: int | None, interrupted: bool) -> SessionRecord | None:
+    try:
+        with open_runtime(state) as runtime:
+            return runtime.sessions.end(launch.session, status, interrupted=interrupted, injected=(launch.token,))
+    except HomeInUse as error:
+        raise HomeInUse(
+            f"session {launch.session} ended, but {error.message}; run `resident session recover` once it is free "
+            "to restore the directory and recover the transcript"
+        ) from None
+
+
+@session.command(name="start")
+@click.argument("member", type=UTF8)
+@click.argument("command", nargs=-1, type=UTF8)
+@click.option("--harness", type=click.Choice(HARNESSES), required=True, help="What the member works in.")
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=str), default=".",
+              show_default=True, help="The repository to work in (projected into, and restored after).")
+@click.option("--task", type=UTF8, help="The task's text, or the id of an execution dispatched to MEMBER earlier.")
+@click.option("--role", default="implement", show_default=True, help="The role its grant is issued for.")
+@click.option("--ttl", type=click.FloatRange(60, 30 * 86_400), default=_DEFAULT_TTL, show_default=True,
+              help="Seconds the session's grant lasts.")
+@json_option
+@pass_state
+def start(
+    state: CliState, member: str, command: tuple[str, ...], harness: str, directory: str, task: str | None, role: str,
+    ttl: float, as_json: bool,
+) -> None:
+    """Start MEMBER's session in a harness: `resident session start deven --harness claude-code -- claude`.
+
+    The member is projected into --dir (AGENTS.md, CLAUDE.md for Claude Code, at most ten skills,
+    the task, what it remembers, its principles, how to call back), the harness runs here as
+    COMMAND (given after `--`; else the harness's usual one: claude, codex, pi) with the session's
+    grant token and its own home under the resident home, and when it exits (or is stopped with
+    Ctrl-C) the directory is restored and the transcript recovered, redacted. Exits with the
+    harness's status.
+    """
+    with open_runtime(state) as runtime:
+        for recovered in runtime.sessions.recover():
+            _note(as_json, f"recovered {_summary(recovered)}")
+        launch = runtime.sessions.start(
+            member, harness=harness, command=command, directory=directory, task=task, role=role, ttl=ttl
+        )
+    _note(as_json, f"session {launch.session} of {launch.member} on {launch.execution} in {launch.directory}")
+    status: int | None = None
+    interrupted = True
+    try:
+        # With --json the harness writes to stderr: stdout holds the one JSON answer.
+        status = launch.run(output_to_stderr=as_json)
+        interrupted = False
+    finally:
+        record = _end(state, launch, status, interrupted)
+    if as_json:
+        emit_json(record)
+    elif record is not None:
+        stdout.print(_summary(record))
+    if status:
+        raise SystemExit(status)
+
+
+@session.command(name="list")
+@click.option("--member", type=UTF8, metavar="MEMBER", help="Only MEMBER's (a member session: only its own).")
+@click.option("--state", "wanted", type=click.Choice(["running", "recovered"]), help="Only in this state.")
+@json_option
+@pass_state
+def list_command(state: CliState, member: str | None, wanted: str | None, as_json: bool) -> None:
+    """Sessions, oldest first: whose, which harness, started or imported, outcome, turns."""
+    with open_as_caller(state, create=False) as (runtime, caller):
+        caller.authorize("recall")
+        found = runtime.sessions.list(member=member, state=wanted, viewer=caller.member)
+    if as_json:
+        emit_json({"sessions": found})
+        return
+    print_table(
+        ("id", "member", "harness", "origin", "started", "outcome", "turns", "task"),
+        (
+            (s.id, s.member, s.harness, s.origin, _time(s.started_at), s.outcome or s.state, str(s.turns), s.task)
+            for s in found
+        ),
+        ids=("id",), title=f"{len(found)} sessions",
+    )
+
+
+def _turn_line(turn: SessionTurn) -> str:
+    what = turn.kind if not turn.tool else f"{turn.kind} {turn.tool}"
+    branch = " (branch)" if turn.branch else ""
+    return f"[{turn.index}] {turn.role} · {what}{branch}\n{turn.text}\n"
+
+
+@session.command()
+@click.argument("session_id", metavar="ID", type=UTF8)
+@click.option("--start", "first", type=click.IntRange(0), default=0, help="The first turn to show.")
+@click.option("--limit", type=click.IntRange(1, 100_000), default=200, show_default=True, help="Turns to show.")
+@click.option("--raw", "raw_part", type=click.IntRange(0), metavar="PART",
+              help="Print transcript file PART as it was stored (redacted JSONL) instead of the turns.")
+@json_option
+@pass_state
+def show(state: CliState, session_id: str, first: int, limit: int, raw_part: int | None, as_json: bool) -> None:
+    """Session ID and its redacted turns in conversation order (a member sees only its own)."""
+    with open_as_caller(state, create=False) as (runtime, caller):
+        caller.authorize("recall")
+        record = runtime.sessions.get(session_id, viewer=caller.member)
+        if raw_part is not None:
+            raw = runtime.sessions.raw(session_id, raw_part, viewer=caller.member)
+            click.echo(printable(raw.decode("utf-8", "replace")), nl=False)
+            return
+        turns = runtime.sessions.turns(session_id, viewer=caller.member, start=first, limit=limit)
+    if as_json:
+        emit_json({"session": record, "turns": turns})
+        return
+    stdout.print(_summary(record))
+    stdout.print(f"task: {record.task}\ndirectory: {record.directory}\nstarted {_time(record.started_at)}, "
+                 f"ended {_time(record.ended_at)}")
+    for part in record.parts:
+        stdout.print(f"part {part.index}: {part.source} ({part.title or part.external_id}, {part.size} bytes)")
+    stdout.print("")
+    for turn in turns:
+        stdout.print(_turn_line(turn))
+
+
+@session.command()
+@click.argument("session_id", metavar="[ID]", type=UTF8, required=False)
+@json_option
+@pass_state
+def recover(state: CliState, session_id: str | None, as_json: bool) -> None:
+    """End the sessions (or session ID) whose process died (a crash, kill -9): restore, recover them."""
+    with open_runtime(state) as runtime:
+        found = runtime.sessions.recover(session_id)
+    if as_json:
+        emit_json({"recovered": found})
+        return
+    for record in found:
+        stdout.print(_summary(record))
+    if not found:
+        stdout.print("no session was left by a process that died")
+
+
+@session.command()
+@click.option("--harness", type=click.Choice(HARNESSES), required=True, help="Whose history to list.")
+@click.option("--path", type=click.Path(path_type=str), help="The folder or file to look in (default: the harness's).")
+@json_option
+@pass_state
+def candidates(state: CliState, harness: str, path: str | None, as_json: bool) -> None:
+    """Historical sessions of a harness found on disk, newest first, that the owner may import."""
+    with open_runtime(state) as runtime:
+        found = runtime.sessions.candidates(harness, path)
+    if as_json:
+        emit_json({"candidates": found})
+        return
+    print_table(
+        ("id", "modified", "size", "title", "directory", "attributed to"),
+        ((c.id, _time(c.modified_at), str(c.size), c.title, c.cwd, c.attributed_to or "-") for c in found),
+        ids=("id",), title=f"{len(found)} {harness} sessions",
+    )
+
+
+@session.command(name="import")
+@click.argument("ids", metavar="ID...", nargs=-1, required=True, type=UTF8)
+@click.option("--member", type=UTF8, required=True, help="The member whose experience they become.")
+@click.option("--harness", type=click.Choice(HARNESSES), required=True, help="The harness that wrote them.")
+@click.option("--path", type=click.Path(path_type=str), help="Where they are (as given to `candidates`).")
+@json_option
+@pass_state
+def import_command(state: CliState, ids: tuple[str, ...], member: str, harness: str, path: str | None,
+                   as_json: bool) -> None:
+    """Attribute the historical sessions ID... (from `candidates`) to a member's experience, redacted.
+
+    The owner's call: nothing is attributed otherwise. Every ID is checked before anything is
+    imported; one already held by a session is skipped.
+    """
+    with open_runtime(state) as runtime:
+        report = runtime.sessions.import_sessions(ids, member=member, harness=harness, path=path)
+    if as_json:
+        emit_json({"imported": report.imported, "skipped": [{"id": i, "why": why} for i, why in report.skipped]})
+        return
+    for record in report.imported:
+        stdout.print(_summary(record))
+    for wanted, why in report.skipped:
+        stdout.print(f"skipped {wanted}: {why}")
+
+
+@click.command()
+@click.argument("member", type=UTF8)
+@click.option("--session", "session_id", type=UTF8, help="Only this session's excerpts.")
+@click.option("--limit", type=click.IntRange(1, 200), default=20, show_default=True, help="Excerpts to list.")
+@click.option("--admit", "excerpt", type=UTF8, metavar="EXCERPT", help="Admit this excerpt (ses_…#N) as a memory.")
+@click.option("--text", type=UTF8, help="With --admit: the memory's text, if not the excerpt's own.")
+@click.option("--summary", type=UTF8, help="With --admit: the memory's summary.")
+@click.option("--importance", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="With --admit: the memory's importance.")
+@json_option
+@pass_state
+def curate(
+    state: CliState, member: str, session_id: str | None, limit: int, excerpt: str | None, text: str | None,
+    summary: str | None, importance: float, as_json: bool,
+) -> None:
+    """Excerpts of MEMBER's experience that could become memories; --admit one through the admission gate.
+
+    Offered: summaries, each session's conclusion, and longer findings on its final path. An
+    admitted excerpt becomes a memory citing its session (and a versioned change that rolls back).
+    """
+    with open_runtime(state) as runtime:
+        if excerpt is not None:
+            receipt = runtime.sessions.admit(member, excerpt, text=text, summary=summary, importance=importance)
+            if as_json:
+                emit_json(receipt)
+            else:
+                stdout.print(f"admitted {excerpt} into {member}'s memory as {receipt.id} ({receipt.replication})")
+            return
+        if text is not None or summary is not None:
+            raise click.UsageError("--text and --summary go with --admit")
+        found = runtime.sessions.excerpts(member, session=session_id, limit=limit)
+    if as_json:
+        emit_json({"excerpts": found})
+        return
+    print_table(
+        ("excerpt", "kind", "when", "admitted", "text"),
+        ((e.id, e.kind, _time(e.at), e.admitted or "-", e.text) for e in found),
+        ids=("excerpt",), title=f"{len(found)} excerpts of {member}'s experience",
+    )
+
+
+COMMANDS = (session, curate)

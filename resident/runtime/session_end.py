@@ -1,0 +1,176 @@
+"""Ending a session: the repository restored first, then the transcript recovered, then the execution.
+
+The working directory is put back before anything else, so a failure later (a full disk) never
+leaves the member behind in the repository. The transcript files the session wrote are then read,
+redacted and parsed, and stored with the session in one event; every started session is recovered
+this way, with whatever was found (no transcript is a note, not a failure). Last, the execution
+the session worked on ends with the harness's outcome, unless it ended already. The session's
+folder (manifest, copies, the command's transcript) goes only when all of that is durable; a copy
+of a projected file the harness changed stays there.
+
+A session whose process died (a crash, `kill -9`, a closed terminal) is ended the same way by the
+next one to look (`recover_stale`): the next session start, or `resident session recover`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from resident.errors import UnknownSession
+from resident.messages.coordination import Outcome
+from resident.messages.sessions import SessionRecord, SessionRecovered
+from resident.messages.store import Commit
+from resident.runtime.coordination import result_digest
+from resident.runtime.session_start import live
+from resident.runtime.session_transcripts import file_cwd, layout, read_transcript, redaction_key, scan, session_files
+from resident.runtime.session_tree import (
+    MANIFEST_FILE,
+    Manifest,
+    ProjectionTree,
+    load_manifest,
+    manifests,
+    save_manifest,
+    sessions_root,
+)
+from resident.sessions.redaction import Redactor
+from resident.sessions.transcript import MAX_FILE_BYTES, TranscriptFile, recover
+from resident.store.tables import EXECUTIONS, SESSIONS
+
+if TYPE_CHECKING:
+    from resident.runtime.runtime import Runtime
+
+__all__ = ["MAX_SESSION_BYTES", "end_session", "recover_stale"]
+
+# What one session may bring back in all its transcript files together.
+MAX_SESSION_BYTES = 2 * MAX_FILE_BYTES
+
+
+def _same_directory(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _transcripts(manifest: Manifest, notes: list[str]) -> list[TranscriptFile]:
+    """The transcript files this session wrote, read within the bounds."""
+    if manifest.transcript:
+        found = read_transcript(Path(manifest.transcript))
+        if found is None:
+            notes.append("the command wrote no transcript to $RESIDENT_TRANSCRIPT")
+        return [found] if found is not None else []
+    if not manifest.harness_home:
+        return []
+    root = Path(manifest.harness_home) / layout(manifest.harness).folder
+    files: list[TranscriptFile] = []
+    budget = MAX_SESSION_BYTES
+    for relative, offset in session_files(manifest.snapshot, scan(root, manifest.harness)):
+        path = root / relative
+        cwd = file_cwd(path)
+        if cwd and not _same_directory(cwd, manifest.directory):
+            continue  # the same member at work in another directory at the same time
+        found = read_transcript(path, offset, min(MAX_FILE_BYTES, budget))
+        if found is None or not found.data:
+            continue
+        files.append(found)
+        budget -= len(found.data)
+        if budget <= 0:
+            notes.append(f"transcripts past {MAX_SESSION_BYTES} bytes were left unread")
+            break
+    if not files:
+        notes.append(f"no {manifest.harness} transcript of this directory was found in {root}")
+    return files
+
+
+def _outcome(exit_code: int | None, *, interrupted: bool, died: bool, failure: str) -> tuple[Outcome, str]:
+    if failure:
+        return "failed", failure
+    if died:
+        return "failed", "the process running the session died; it was recovered later"
+    if interrupted:
+        return "cancelled", "the session was interrupted"
+    if exit_code == 0:
+        return "succeeded", ""
+    return "failed", f"the harness exited with status {exit_code}"
+
+
+def _tidy(folder: Path) -> None:
+    """Remove the session's folder, keeping the copies of projected files the harness changed."""
+    for item in folder.iterdir() if folder.is_dir() else ():
+        if item.name.startswith("changed-"):
+            continue
+        if item.is_dir() and not item.is_symlink():
+            shutil.rmtree(item)
+        else:
+            item.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+def end_session(
+    runtime: Runtime,
+    session_id: str,
+    exit_code: int | None,
+    *,
+    interrupted: bool = False,
+    died: bool = False,
+    failure: str = "",
+    injected: Sequence[str] = (),
+) -> SessionRecord | None:
+    """End session `session_id` (see the module docstring): the session as stored, None if it never started."""
+    runtime.check_open()
+    home = runtime.home
+    folder = sessions_root(home) / session_id
+    manifest = load_manifest(folder / MANIFEST_FILE)
+    with runtime._internal.store.reader() as reader:
+        record = reader.get(SESSIONS, session_id)
+    if manifest is None and record is None:
+        raise UnknownSession(f"no session {session_id}; see `resident session list`")
+    notes: list[str] = []
+    if manifest is not None:
+        manifest.state = "ending"
+        save_manifest(home, manifest)
+        notes += ProjectionTree(home, manifest).restore()
+    outcome, error = _outcome(exit_code, interrupted=interrupted, died=died, failure=failure)
+    if record is not None and record.state == "running":
+        files = _transcripts(manifest, notes) if manifest is not None else []
+        if manifest is None:
+            notes.append("its manifest was lost, so its transcript could not be found")
+        transcript = recover(record.harness, files, Redactor(redaction_key(home), injected))
+        event = SessionRecovered(
+            at=runtime.clock.time(), id=session_id, ended_at=runtime.clock.time(), transcript=transcript,
+            exit_code=exit_code, outcome=outcome, note="; ".join([error, *notes] if error else notes)[:4000],
+        )
+        runtime._internal.write(Commit(events=(event,)))
+        digest = result_digest(part.digest for part in transcript.parts)
+    else:
+        digest = ""
+    execution = record.execution if record is not None else (manifest.execution if manifest else "")
+    if execution and (record is not None or (manifest is not None and manifest.owns_execution)):
+        _finish(runtime, execution, outcome, error, digest)
+    _tidy(folder)
+    with runtime._internal.store.reader() as reader:
+        return reader.get(SESSIONS, session_id)
+
+
+def _finish(runtime: Runtime, execution_id: str, outcome: Outcome, error: str, digest: str) -> None:
+    with runtime._internal.store.reader() as reader:
+        execution = reader.get(EXECUTIONS, execution_id)
+    if execution is not None and execution.outcome == "running":
+        runtime.coordinator.finish(execution_id, outcome, result_digest=digest, error=error)
+
+
+def recover_stale(runtime: Runtime, session_id: str | None = None) -> list[SessionRecord]:
+    """End every session whose process is gone (or just `session_id`); the sessions as stored."""
+    ended: list[SessionRecord] = []
+    for manifest in manifests(runtime.home):
+        if session_id is not None and manifest.session != session_id:
+            continue
+        if live(manifest):
+            continue
+        record = end_session(runtime, manifest.session, None, died=True)
+        if record is not None:
+            ended.append(record)
+    return ended

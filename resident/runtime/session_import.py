@@ -1,0 +1,152 @@
+"""Importing history: harness sessions started outside the runtime, attributed by the owner.
+
+A session started directly in a terminal has no member: nothing attributes it automatically.
+`candidates` lists what a harness keeps on disk (its usual place, or a path the owner names) with
+enough to recognise each one — its id, when, where, its title — and whether it is attributed
+already. `import_sessions` takes the ones the owner picks into a member's experience, through the
+same redaction and parsing as a session's end; a transcript already held by any session is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING
+
+from resident.errors import InvalidInput, UnknownSession
+from resident.ids import new_id
+from resident.memory.banks import bank_name
+from resident.messages.sessions import Harness, SessionCandidate, SessionImported, SessionRecord
+from resident.messages.store import Commit
+from resident.runtime.session_start import check_harness
+from resident.runtime.session_transcripts import layout, read_transcript, redaction_key, walk
+from resident.sessions.entries import clean_id
+from resident.sessions.redaction import Redactor
+from resident.sessions.transcript import parse_file, recover
+from resident.store.session_projections import source_key
+from resident.store.tables import SESSION_SOURCES, SESSIONS
+
+if TYPE_CHECKING:
+    from resident.runtime.runtime import Runtime
+
+__all__ = ["MAX_CANDIDATES", "ImportReport", "candidates", "default_root", "import_sessions"]
+
+MAX_CANDIDATES = 500
+# A candidate is described from the start of its file; the rest is read only when it is imported.
+_HEAD = 1 << 20
+_PREFIX_MIN = 6
+
+
+@dataclass
+class ImportReport:
+    imported: list[SessionRecord] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def default_root(harness: Harness, environ: Mapping[str, str], user_home: Path) -> Path:
+    """Where `harness` keeps its sessions for this user (its own environment variables first)."""
+    match harness:
+        case "claude-code":
+            return Path(environ.get("CLAUDE_CONFIG_DIR") or user_home / ".claude") / "projects"
+        case "codex":
+            return Path(environ.get("CODEX_HOME") or user_home / ".codex") / "sessions"
+        case "pi":
+            if environ.get("PI_CODING_AGENT_SESSION_DIR"):
+                return Path(environ["PI_CODING_AGENT_SESSION_DIR"])
+            return Path(environ.get("PI_CODING_AGENT_DIR") or user_home / ".pi" / "agent") / "sessions"
+        case _:
+            raise InvalidInput("the command harness keeps no history of its own; name the transcripts with --path")
+
+
+def _root(harness: Harness, path: str | None) -> Path:
+    root = Path(path).expanduser() if path else default_root(harness, os.environ, Path.home())
+    if not root.exists():
+        raise InvalidInput(f"{root} does not exist; name the folder or file of {harness} transcripts with --path")
+    return root
+
+
+def _files(harness: Harness, root: Path) -> list[tuple[Path, os.stat_result]]:
+    if root.is_file() and not root.is_symlink():
+        return [(root, root.stat())]
+    # A folder the owner names may sit above the harness's own layout (`~/.claude` for `projects`).
+    found = walk(root, harness, depth=layout(harness).depth + 2)
+    return sorted(found, key=lambda item: item[1].st_mtime, reverse=True)[:MAX_CANDIDATES]
+
+
+def _describe(runtime: Runtime, harness: Harness, path: Path, info: os.stat_result, key: bytes) -> SessionCandidate:
+    head = read_transcript(path, 0, _HEAD)
+    parsed, _, _ = parse_file(harness, head.data if head else b"", Redactor(key))
+    meta = parsed.meta
+    external = meta.external_id or clean_id(PurePath(path).stem)
+    # Else the first thing the user asked (not the context a harness wraps in tags, like Codex's).
+    title = meta.title or next(
+        (
+            d.text for e in parsed.entries for d in e.drafts
+            if d.role == "user" and d.kind == "text" and not d.text.lstrip().startswith("<")
+        ),
+        "",
+    )
+    with runtime._internal.store.reader() as reader:
+        held = reader.get(SESSION_SOURCES, source_key(harness, external))
+    return SessionCandidate(
+        id=external, harness=harness, path=str(path), size=info.st_size, modified_at=info.st_mtime,
+        title=" ".join(title.split())[:120], cwd=meta.cwd[:500], attributed_to=held.session if held else "",
+    )
+
+
+def candidates(runtime: Runtime, harness: str, path: str | None = None) -> list[SessionCandidate]:
+    """The historical sessions of `harness` found on disk, newest first (titles redacted)."""
+    runtime.check_open()
+    chosen = check_harness(harness)
+    key = redaction_key(runtime.home)
+    return [_describe(runtime, chosen, file, info, key) for file, info in _files(chosen, _root(chosen, path))]
+
+
+def _pick(found: Sequence[SessionCandidate], wanted: str) -> SessionCandidate:
+    exact = [c for c in found if c.id == wanted]
+    if exact:
+        return exact[0]
+    matches = [c for c in found if len(wanted) >= _PREFIX_MIN and c.id.startswith(wanted)]
+    if len(matches) == 1:
+        return matches[0]
+    why = "matches several sessions; give more of it" if matches else "is not among them"
+    raise UnknownSession(f"{wanted!r} {why} (see `resident session candidates`)")
+
+
+def import_sessions(
+    runtime: Runtime, ids: Sequence[str], *, member: str, harness: str, path: str | None = None
+) -> ImportReport:
+    """Attribute the picked historical sessions to `member`'s experience, redacted; one event each."""
+    runtime.check_open()
+    owner = runtime.config.member(member).name
+    if not ids:
+        raise InvalidInput("name the sessions to import (their ids, from `resident session candidates`)")
+    chosen = check_harness(harness)
+    found = candidates(runtime, chosen, path)
+    picked = [_pick(found, wanted) for wanted in ids]  # every id is checked before anything is imported
+    report = ImportReport()
+    key = redaction_key(runtime.home)
+    for candidate in dict.fromkeys(picked):
+        if candidate.attributed_to:
+            report.skipped.append((candidate.id, f"already in session {candidate.attributed_to}"))
+            continue
+        file = read_transcript(Path(candidate.path))
+        if file is None:
+            report.skipped.append((candidate.id, "it is no longer a readable file"))
+            continue
+        transcript = recover(chosen, [file], Redactor(key))
+        part = transcript.parts[0]
+        now = runtime.clock.time()
+        record = SessionRecord(
+            id=new_id("ses"), member=owner, harness=chosen, origin="imported", state="recovered",
+            started_at=part.started_at if part.started_at is not None else candidate.modified_at,
+            bank=bank_name("AGENT_CORE", owner), task=part.title or candidate.title, directory=part.cwd,
+            ended_at=candidate.modified_at, note=f"imported by the owner from {part.source}",
+        )
+        runtime._internal.write(Commit(events=(SessionImported(at=now, session=record, transcript=transcript),)))
+        with runtime._internal.store.reader() as reader:
+            stored = reader.get(SESSIONS, record.id)
+        report.imported.append(stored if stored is not None else record)
+    return report

@@ -1,0 +1,267 @@
+"""Starting a member's session: its execution and grant token, its work package, its projection.
+
+In order, each step written down before the next: the manifest (so a crash from here on is
+recovered), the execution the session works on (a new dispatch under a grant the owner issues for
+it, an execution dispatched earlier that has no session yet, or the one a caller dispatched), the
+`SessionStarted` event (the execution now points to the session), the projection into the working
+directory, and the listing of the harness's transcripts as they were. Anything failing on the way
+ends the session at once — the projection restored, the execution failed with the reason — and
+the failure goes on to the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from resident.children.orphans import process_start
+from resident.coordination.grants import ROLE_ACTIONS
+from resident.coordination.tokens import new_token, token_digest
+from resident.errors import GrantExceeded, HarnessNotFound, InvalidInput, ProjectionRefused, ResidentError
+from resident.ids import new_id
+from resident.memory.banks import bank_name
+from resident.memory.records import clean_text
+from resident.messages.coordination import GrantToken, GrantTokenIssued
+from resident.messages.engagement import EngagementContext
+from resident.messages.sessions import HARNESSES, Harness, SessionRecord, SessionStarted
+from resident.messages.store import Commit
+from resident.runtime.session_launch import SessionLaunch, harness_environment
+from resident.runtime.session_transcripts import HARNESS_ENV, harness_home, layout, redaction_key, scan
+from resident.runtime.session_tree import Manifest, ProjectionTree, manifests, save_manifest, session_dir
+from resident.sessions.projection import AGENTS_FILE, CLAUDE_FILE, Remembered, WorkPackage, plan_projection
+from resident.sessions.redaction import Redactor
+from resident.store.tables import EXECUTIONS
+
+if TYPE_CHECKING:
+    from resident.runtime.coordination import Session
+    from resident.runtime.runtime import Runtime
+
+__all__ = ["DEFAULT_COMMANDS", "DEFAULT_TTL", "SessionRequest", "check_harness", "live", "start_session"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_COMMANDS: dict[Harness, tuple[str, ...]] = {"claude-code": ("claude",), "codex": ("codex",), "pi": ("pi",)}
+DEFAULT_TTL = 12 * 3600.0
+MAX_TASK_CHARS = 4_000
+MAX_COMMAND_ARGS = 1_000
+RECALLED = 8
+RECALL_BUDGET = 4_000
+TRANSCRIPT_FILE = "transcript.jsonl"
+
+
+@dataclass(frozen=True)
+class SessionRequest:
+    """What to start: whose session, in which harness, running what, where, on which task.
+
+    `task` is the task's text, or the id of an execution dispatched to the member earlier that no
+    session works on yet (the session then works on it, under its grant).
+    """
+
+    member: str
+    harness: str
+    command: tuple[str, ...] = ()
+    directory: str = "."
+    task: str | None = None
+    role: str = "implement"
+    ttl: float = DEFAULT_TTL
+
+
+def check_harness(value: str) -> Harness:
+    if value not in HARNESSES:
+        raise InvalidInput(f"unknown harness {value!r}; harnesses: {', '.join(HARNESSES)}")
+    return value
+
+
+def _command(harness: Harness, command: tuple[str, ...], path: str | None) -> tuple[str, ...]:
+    argv = command or DEFAULT_COMMANDS.get(harness, ())
+    if not argv:
+        raise InvalidInput("the command harness needs the command to run, after `--`")
+    if len(argv) > MAX_COMMAND_ARGS or any(not isinstance(a, str) or "\0" in a for a in argv):
+        raise InvalidInput("a harness command is at most 1,000 arguments of text without NUL characters")
+    program = shutil.which(argv[0], path=path)
+    if program is None:
+        raise HarnessNotFound(f"{argv[0]!r} is not an executable on PATH; install it or give the command after `--`")
+    # A relative program (`./run.sh`) is found from here; the harness runs in the working directory.
+    return (str(Path(program).absolute()), *argv[1:]) if os.sep in argv[0] else argv
+
+
+def _directory(value: str) -> Path:
+    directory = Path(os.path.realpath(Path(value).expanduser()))
+    if not directory.is_dir():
+        raise InvalidInput(f"{value} is not a folder; give the repository to work in with --dir")
+    return directory
+
+
+def live(manifest: Manifest) -> bool:
+    """Whether the process that runs `manifest`'s session is still that process."""
+    start = process_start(manifest.process)
+    if start is not None or manifest.process_start is not None:
+        return start is not None and start == manifest.process_start
+    try:
+        os.kill(manifest.process, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _claim(runtime: Runtime, member: str, harness: Harness, directory: Path) -> Manifest:
+    for other in manifests(runtime.home):
+        if other.directory == str(directory) and live(other):
+            raise ProjectionRefused(
+                f"{directory} is in use by session {other.session} of {other.member} (process {other.process}); "
+                "start this one when it ends, or in another --dir"
+            )
+    manifest = Manifest(
+        session=new_id("ses"), member=member, harness=harness, directory=str(directory), process=os.getpid(),
+        process_start=process_start(os.getpid()), started_at=runtime.clock.time(),
+    )
+    save_manifest(runtime.home, manifest)
+    return manifest
+
+
+def _attach(runtime: Runtime, execution_id: str, member: str) -> Session:
+    """A fresh token for an execution dispatched earlier (the session works on it under its grant)."""
+    with runtime._internal.store.reader() as reader:
+        execution = reader.get(EXECUTIONS, execution_id)
+    if execution is None:
+        raise InvalidInput(f"no execution {execution_id}; see `resident progress`")
+    if execution.member != member or execution.outcome != "running" or execution.session:
+        raise InvalidInput(
+            f"execution {execution_id} is {execution.member}'s, {execution.outcome}"
+            + (f", worked on by {execution.session}" if execution.session else "")
+            + f"; a session of {member} can take only a running execution of {member} with no session yet"
+        )
+    token = new_token()
+    issued = GrantTokenIssued(
+        at=runtime.clock.time(),
+        token=GrantToken(digest=token_digest(token), grant=execution.grant, member=member, execution=execution.id,
+                         issued_at=runtime.clock.time()),
+    )
+    runtime._internal.write(Commit(events=(issued,)))
+    return runtime.coordinator.session(token)
+
+
+def _execution(
+    runtime: Runtime, request: SessionRequest, manifest: Manifest, harness: Harness, directory: Path
+) -> tuple[Session, str]:
+    """The session's execution (and its task text): taken over, or dispatched now."""
+    task = (request.task or "").strip()
+    if task.startswith("exec_"):
+        session = _attach(runtime, task, request.member)
+        return session, session.execution.task
+    text = clean_text(task or f"a {harness} session in {directory.name}", "the task", MAX_TASK_CHARS)
+    if request.role not in ROLE_ACTIONS:
+        raise InvalidInput(f"unknown role {request.role!r}; roles: {', '.join(sorted(ROLE_ACTIONS))}")
+    if not 60.0 <= request.ttl <= 30 * 86_400.0:
+        raise InvalidInput("a session's grant lasts from 60 seconds to 30 days (--ttl SECONDS)")
+    grant = runtime.coordinator.issue_grant(actions=ROLE_ACTIONS[request.role], ttl=request.ttl)
+    context = EngagementContext(task=text, directory=str(directory), harness=harness)
+    session = runtime.coordinator.dispatch(
+        text, request.member, role=request.role, parent_grant=grant, context=context
+    )
+    # Dispatched for this session alone: if the session cannot start, its execution fails with it.
+    manifest.owns_execution = True
+    return session, text
+
+
+def _remembered(session: Session, task: str) -> tuple[tuple[Remembered, ...], str]:
+    """What the member recalls about the task, through its session (grant and engagement apply)."""
+    try:
+        hits = asyncio.run(session.recall(task[:1000], RECALLED, char_budget=RECALL_BUDGET))
+    except GrantExceeded:
+        return (), "This session's grant does not let you recall memories."
+    except ResidentError as error:
+        return (), f"Nothing was recalled: {error.message}"
+    return tuple(Remembered(hit.id, hit.summary, hit.recorded_at) for hit in hits), ""
+
+
+def _work_package(runtime: Runtime, session: Session, task: str, harness: Harness, tree: ProjectionTree) -> WorkPackage:
+    member = session.member.name
+    memories, note = _remembered(session, task)
+    skills = runtime.skills.choose(member, task[:1000])
+    principles = runtime.principles.list(member=member, state="approved")
+    files = (AGENTS_FILE, CLAUDE_FILE) if harness == "claude-code" else (AGENTS_FILE,)
+    originals = {name: tree.existing_text(name) for name in files}
+    if originals.get(CLAUDE_FILE) == originals[AGENTS_FILE]:
+        # A CLAUDE.md that is AGENTS.md (a link, or a copy) already reaches Claude Code through the import.
+        originals[CLAUDE_FILE] = ""
+    return WorkPackage(
+        member=member, role=runtime.config.member(member).role, harness=harness, session=tree.manifest.session,
+        execution=session.execution.id, task=task, memories=memories, memory_note=note,
+        principles=tuple(p.text for p in principles), skills=tuple((s.name, s.description) for s in skills),
+        actions=session.grant.actions, originals=originals,
+    )
+
+
+def start_session(runtime: Runtime, request: SessionRequest, *, dispatched: Session | None = None) -> SessionLaunch:
+    """Start a session (see the module docstring); the launch runs its harness."""
+    runtime.check_open()
+    member = runtime.config.member(request.member).name
+    harness = check_harness(request.harness)
+    argv = _command(harness, request.command, os.environ.get("PATH"))
+    directory = _directory(request.directory)
+    manifest = _claim(runtime, member, harness, directory)
+    try:
+        return _start(
+            runtime, request, manifest, harness=harness, argv=argv, directory=directory, dispatched=dispatched
+        )
+    except BaseException as error:
+        from resident.runtime.session_end import end_session  # noqa: PLC0415 - ending imports starting's helpers
+
+        try:
+            why = str(error) or type(error).__name__  # an interruption has no message of its own
+            end_session(runtime, manifest.session, None, failure=f"the session did not start: {why}")
+        except Exception:  # the first failure is the one to report; this one is logged
+            logger.exception("session %s could not be ended after failing to start", manifest.session)
+        raise
+
+
+def _start(
+    runtime: Runtime, request: SessionRequest, manifest: Manifest, *, harness: Harness, argv: tuple[str, ...],
+    directory: Path, dispatched: Session | None,
+) -> SessionLaunch:
+    home = runtime.home
+    if dispatched is not None:
+        session, task = dispatched, dispatched.execution.task
+    else:
+        session, task = _execution(runtime, request, manifest, harness, directory)
+    manifest.execution = session.execution.id
+    save_manifest(home, manifest)
+    # The command line may carry a credential (`--api-key …`): it is stored redacted, like the transcript.
+    redactor = Redactor(redaction_key(home), (session.token,))
+    record = SessionRecord(
+        id=manifest.session, member=manifest.member, harness=harness, origin="started", state="running",
+        started_at=manifest.started_at, bank=bank_name("AGENT_CORE", manifest.member), execution=session.execution.id,
+        task=task, directory=str(directory), command=tuple(redactor.redact(arg) for arg in argv),
+    )
+    runtime._internal.write(Commit(events=(SessionStarted(at=runtime.clock.time(), session=record),)))
+    manifest.state = "projecting"
+    save_manifest(home, manifest)
+    tree = ProjectionTree(home, manifest)
+    for file in plan_projection(_work_package(runtime, session, task, harness, tree)):
+        tree.write(file.path, file.data)
+    if harness == "command":
+        manifest.transcript = str(session_dir(home, manifest.session) / TRANSCRIPT_FILE)
+        where = manifest.transcript
+    else:
+        own = harness_home(home, manifest.member, harness)
+        manifest.harness_home = str(own)
+        manifest.snapshot = scan(own / layout(harness).folder, harness)
+        where = str(own)
+    manifest.state = "running"
+    save_manifest(home, manifest)
+    env = harness_environment(
+        os.environ, home=home, session=manifest.session, member=manifest.member, token=session.token,
+        harness_home=(HARNESS_ENV[harness], where),
+    )
+    return SessionLaunch(
+        session=manifest.session, member=manifest.member, harness=harness, execution=session.execution.id, argv=argv,
+        directory=directory, env=env, token=session.token,
+    )

@@ -1,0 +1,183 @@
+"""What a member looks like inside a harness: the files a session projects into the working directory.
+
+* `AGENTS.md` — who the member is, the work package (the task, what it remembers about it under its
+  current engagement, its approved principles, its projected skills) and how to call back into
+  the runtime. A repository's own `AGENTS.md` is kept at the top: the harness still reads the
+  project's instructions, and the file is restored when the session ends.
+* `CLAUDE.md` (Claude Code only) — the repository's own, if any, then `@AGENTS.md`, Claude Code's
+  import, so both harness families read one text.
+* `.claude/skills/<name>/SKILL.md` and `.agents/skills/<name>/SKILL.md` for at most ten skills — the
+  front matter the harness chooses by (name, description) and a body that loads the skill through
+  `resident skills read NAME`. The runtime holds the skill's text: a use counts only when a session
+  reads the body, and reading it through the runtime is what records that (a harness reading a
+  projected copy on its own would leave no trace).
+
+Everything here is text made from stored values; control characters in them are shown as escapes,
+never written raw into a file a harness will read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from resident.messages.sessions import Harness
+from resident.terminal import printable
+
+__all__ = [
+    "AGENTS_FILE",
+    "CLAUDE_FILE",
+    "MARKER",
+    "SKILL_DIRS",
+    "ProjectedFile",
+    "Remembered",
+    "WorkPackage",
+    "plan_projection",
+]
+
+AGENTS_FILE = "AGENTS.md"
+CLAUDE_FILE = "CLAUDE.md"
+SKILL_DIRS = (".claude/skills", ".agents/skills")
+MARKER = "<!-- resident: projected for this session; removed when it ends -->"
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """A memory recalled for the task."""
+
+    id: str
+    summary: str
+    recorded_at: float
+
+
+@dataclass(frozen=True)
+class WorkPackage:
+    """Everything a session is told about its member and its work."""
+
+    member: str
+    role: str
+    harness: Harness
+    session: str
+    execution: str
+    task: str
+    memories: tuple[Remembered, ...] = ()
+    memory_note: str = ""
+    principles: tuple[str, ...] = ()
+    skills: tuple[tuple[str, str], ...] = ()
+    actions: tuple[str, ...] = ()
+    # The repository's own instruction files (name → text), kept above what is projected.
+    originals: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProjectedFile:
+    """A file to write, by its path relative to the working directory (POSIX separators)."""
+
+    path: str
+    data: bytes
+
+
+def _line(text: str) -> str:
+    """One stored value as one line of Markdown."""
+    return printable(" ".join(text.split()))
+
+
+def _date(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
+
+
+def _memories(package: WorkPackage) -> list[str]:
+    if not package.memories:
+        return [package.memory_note or "Nothing you remember matches this task."]
+    return [f"- {_line(m.summary)} ({m.id}, {_date(m.recorded_at)})" for m in package.memories]
+
+
+def _skills(package: WorkPackage) -> list[str]:
+    if not package.skills:
+        return ["No skill of yours matches this task; `resident skills search QUERY` searches the team library."]
+    lines = [
+        f"These are in `{SKILL_DIRS[0]}` and `{SKILL_DIRS[1]}`. Load one with `resident skills read NAME`: that is",
+        "what counts as using it. `resident skills search QUERY` finds the others.",
+        "",
+    ]
+    return lines + [f"- `{name}` — {_line(description)}" for name, description in package.skills]
+
+
+def _callbacks(package: WorkPackage) -> list[str]:
+    member = package.member
+    allowed = ", ".join(package.actions) or "nothing"
+    return [
+        f"`$RESIDENT_GRANT_TOKEN` and `$RESIDENT_HOME` are set: the `resident` command acts as {member}, within",
+        f"this session's grant (it allows: {allowed}). For example:",
+        "",
+        f'- `resident recall {member} "QUERY"` — what you remember',
+        f'- `resident remember {member} "WHAT YOU LEARNED"` — remember it',
+        "- `resident skills read NAME`, `resident skills search QUERY` — your skills",
+        "- `resident engagement show`, `resident engage --domain work --project NAME` — what you are engaged in",
+        '- `resident principles propose "RULE" --basis "WHY"` — propose a principle (the owner decides)',
+    ]
+
+
+def agents_text(package: WorkPackage) -> str:
+    """The text of the projected AGENTS.md (the repository's own first, if it had one)."""
+    sections = [
+        MARKER,
+        f"# {package.member} ({package.role})",
+        "",
+        f"You are {package.member}, a member of this team. Your memories, skills and principles are kept by the",
+        "resident runtime across sessions; this session is recorded as your experience when it ends.",
+        f"Session `{package.session}`, execution `{package.execution}`.",
+        "",
+        "## Task",
+        "",
+        printable(package.task.strip()),
+        "",
+        "## What you remember about it",
+        "",
+        *_memories(package),
+        "",
+        "## Your principles",
+        "",
+        *([f"- {_line(text)}" for text in package.principles] or ["None approved yet."]),
+        "",
+        "## Your skills",
+        "",
+        *_skills(package),
+        "",
+        "## Calling back",
+        "",
+        *_callbacks(package),
+        "",
+    ]
+    own = package.originals.get(AGENTS_FILE, "")
+    return (own.rstrip("\n") + "\n\n" if own.strip() else "") + "\n".join(sections)
+
+
+def claude_text(package: WorkPackage) -> str:
+    """The projected CLAUDE.md: the repository's own, then Claude Code's import of AGENTS.md."""
+    own = package.originals.get(CLAUDE_FILE, "")
+    return (own.rstrip("\n") + "\n\n" if own.strip() else "") + f"{MARKER}\n@{AGENTS_FILE}\n"
+
+
+def skill_text(member: str, name: str, description: str) -> str:
+    """A projected SKILL.md: the front matter a harness chooses by, and how to load the body."""
+    # A JSON string is a valid YAML double-quoted scalar, whatever the description holds.
+    quoted = json.dumps(printable(" ".join(description.split())), ensure_ascii=False)
+    return (
+        f"---\nname: {name}\ndescription: {quoted}\n---\n\n"
+        f"The instructions of this skill are held by the resident runtime for {member}. Load them with:\n\n"
+        f"    resident skills read {name}\n\n"
+        "Reading them that way records that this session used the skill.\n"
+    )
+
+
+def plan_projection(package: WorkPackage) -> list[ProjectedFile]:
+    """Every file the session projects, in the order they are written."""
+    files = [ProjectedFile(AGENTS_FILE, agents_text(package).encode("utf-8"))]
+    if package.harness == "claude-code":
+        files.append(ProjectedFile(CLAUDE_FILE, claude_text(package).encode("utf-8")))
+    for name, description in package.skills:
+        data = skill_text(package.member, name, description).encode("utf-8")
+        files += [ProjectedFile(f"{folder}/{name}/SKILL.md", data) for folder in SKILL_DIRS]
+    return files

@@ -1,0 +1,123 @@
+"""Plans of real commands: a task names a harness and a command, and `resident run` plays it as a member
+session; the example plan runs two members through the command harness on a scratch repository."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from resident import Runtime
+from resident.config import DEFAULT_TEAM
+from resident.coordination.plan import parse_plan, render_plan
+from resident.errors import PlanInvalid
+from resident.runner.run import RunOptions, run
+
+MEMBERS = [name for name, _ in DEFAULT_TEAM]
+EXAMPLE = Path(__file__).parents[1] / "examples" / "two-members.toml"
+
+WORK = """
+name = "work"
+
+[[tasks]]
+id = "deven-fix"
+member = "deven"
+harness = "command"
+dir = "{scratch}"
+text = "fix it"
+command = ["{python}", "-c", "print('fixed')"]
+
+[[tasks]]
+id = "alice-review"
+member = "alice"
+role = "review"
+harness = "claude-code"
+steps = [{ do = "wait-for", task = "deven-fix" }]
+"""
+
+
+def parse(text: str):
+    return parse_plan(text, "plan.toml", members=MEMBERS, coordinator="samuel")
+
+
+def test_a_task_may_name_a_harness_a_command_a_directory_and_its_text():
+    plan = parse(WORK)
+    fix, review = plan.tasks
+    assert (fix.harness, fix.command, fix.dir, fix.task) == (
+        "command", ("{python}", "-c", "print('fixed')"), "{scratch}", "fix it"
+    )
+    assert fix.steps == ()
+    assert (review.harness, review.command, review.task) == ("claude-code", (), "alice-review")
+    assert parse(render_plan(plan)) == plan
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (('harness = "command"', 'harness = "cursor"'), "unknown harness 'cursor'"),
+        (('command = ["{python}", "-c", "print(\'fixed\')"]', 'command = "make"'), "`command` is a list"),
+        (('command = ["{python}", "-c", "print(\'fixed\')"]', 'command = []'), "needs the `command`"),
+        (('harness = "claude-code"\nsteps = [{ do = "wait-for", task = "deven-fix" }]', 'steps = []'),
+         "needs a non-empty `steps`"),
+        (('role = "review"', 'role = "review"\nshell = "bash"'), "unknown key `shell`"),
+    ],
+)
+def test_a_bad_harness_task_is_refused_naming_what_is_wrong(change: tuple[str, str], message: str):
+    with pytest.raises(PlanInvalid, match=message):
+        parse(WORK.replace(*change, 1))
+
+
+def test_command_and_dir_belong_to_a_task_that_names_a_harness():
+    text = WORK.replace('harness = "claude-code"\n', 'command = ["make"]\n')
+    with pytest.raises(PlanInvalid, match="`command` belongs to a task that names a `harness`"):
+        parse(text)
+
+
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def test_the_example_plan_runs_two_members_through_the_command_harness_on_a_scratch_repository(
+    tmp_path: Path, private_tmp: Path
+):
+    home = tmp_path / "home"
+    report = run(RunOptions(plan=EXAMPLE, realm="none", home=str(home), live=False), Console(file=None, quiet=True))
+    assert report.ok, report.failures()
+    assert {t.task: t.state for t in report.metrics.tasks.values()} == {
+        "deven-greet": "succeeded", "alice-check": "succeeded"
+    }
+    work = report.metrics.work
+    assert work is not None
+    assert sorted(p.name for p in (work / "repo").iterdir() if p.name != ".git") == ["greet.py"], (
+        "the work stays; nothing of the members is left in the repository"
+    )
+    with Runtime.open(home, realm="none") as runtime:
+        executions = {e.task: e for e in runtime.coordinator.executions()}
+        for member, task in (("deven", "Write greet.py"), ("alice", "Check that greet")):
+            (session,) = runtime.sessions.list(member=member)
+            execution = next(e for text, e in executions.items() if text.startswith(task))
+            assert (execution.session, execution.outcome) == (session.id, "succeeded")
+            turns = runtime.sessions.turns(session.id)
+            assert turns[0].text.startswith(task), "the member read its task from the projected AGENTS.md"
+            assert session.directory == str((work / "repo").resolve())
+
+
+def test_a_harness_task_whose_command_fails_fails_its_task_and_execution(tmp_path: Path, private_tmp: Path):
+    plan = tmp_path / "fails.toml"
+    plan.write_text(WORK.replace("print('fixed')", "import sys; sys.exit(4)").split("[[tasks]]\nid = \"alice")[0])
+    home = tmp_path / "home"
+    report = run(RunOptions(plan=plan, realm="none", home=str(home), live=False), Console(file=None, quiet=True))
+    assert not report.ok
+    (task,) = report.metrics.tasks.values()
+    assert task.state == "failed"
+    assert "exited with status 4" in task.error
+    with Runtime.open(home, realm="none") as runtime:
+        (execution,) = runtime.coordinator.executions()
+        (session,) = runtime.sessions.list()
+    assert (execution.outcome, execution.session, session.outcome) == ("failed", session.id, "failed")
