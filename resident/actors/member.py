@@ -42,9 +42,10 @@ from resident.messages.memory import (
     Remember,
 )
 from resident.messages.store import Commit
+from resident.store.admission_reads import StoredReads
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.store import Store
-from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS
+from resident.store.tables import MEMORY_CONFIG, RECORDS
 from resident.supervisor import Address, ChildContext, Completed, SupervisedActor
 
 __all__ = ["MemberActor"]
@@ -69,7 +70,7 @@ class MemberActor(SupervisedActor):
         self.substrate = substrate
         self.writer = writer
         self.principal = Principal(kind="member", name=member.name, worlds=member.worlds)
-        self._known_banks: set[str] = set()
+        self.reads = StoredReads(store)
         # The skill set and engagement (evolution); `library` is the skill library actor.
         self.evolution = MemberEvolution(self, member.name, store, writer, library)
 
@@ -125,25 +126,9 @@ class MemberActor(SupervisedActor):
         # The same checks and shaping as a caller's own thread does (`resident.memory.admission`);
         # the writer answers the caller with the receipt once the commit is durable.
         admission = admit(
-            self.principal, message, self, record_id=new_id("mem"), now=self.clock.time(), replacing=replacing
+            self.principal, message, self.reads, record_id=new_id("mem"), now=self.clock.time(), replacing=replacing
         )
         self.writer.tell(admission.commit, self.defer())
-
-    # -- what admitting a remember reads (`AdmissionReads`) ---------------------------------------
-
-    def bank_exists(self, name: str) -> bool:
-        # Banks are never deleted, so once seen in the store a bank stays known.
-        if name in self._known_banks:
-            return True
-        with self.store.reader() as reader:
-            exists = reader.get(BANKS, name) is not None
-        if exists:
-            self._known_banks.add(name)
-        return exists
-
-    def record(self, record_id: str) -> MemoryRecord | None:
-        with self.store.reader() as reader:
-            return reader.get(RECORDS, record_id)
 
     def _withheld(self, record_id: str, principal: Principal) -> MemoryRecord:
         with self.store.reader() as reader:

@@ -23,46 +23,22 @@ from resident.api import wire
 from resident.errors import InvalidInput, ResidentError
 from resident.ids import new_id
 from resident.memory.admission import Admission, admit
-from resident.messages.memory import MemoryRecord, Principal, Receipt, Remember
+from resident.messages.memory import Principal, Receipt, Remember
 from resident.messages.store import CommitEach
 from resident.runtime.member import remember_message
+from resident.store.admission_reads import StoredReads
 from resident.store.store import Store
-from resident.store.tables import BANKS, RECORDS
 
 if TYPE_CHECKING:
     from resident.messages.memory import Delegation
     from resident.runtime.runtime import Runtime
 
-__all__ = ["MAX_BATCH", "Admissions", "Outcome", "StoredReads"]
+__all__ = ["MAX_BATCH", "Admissions", "Outcome"]
 
 # Items one `remember_many` admits at most: they are one transaction, and one message to the writer.
 MAX_BATCH = 10_000
 # What one item of `remember_many` came to: its receipt, or the error that refused it.
 Outcome = Receipt | ResidentError
-
-
-class StoredReads:
-    """What admitting a remember reads, from short LMDB reads in the calling thread.
-
-    Banks are never deleted, so a bank once seen stored is remembered and not read again.
-    """
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self._banks: set[str] = set()
-
-    def bank_exists(self, name: str) -> bool:
-        if name in self._banks:
-            return True
-        with self._store.reader() as reader:
-            exists = reader.get(BANKS, name) is not None
-        if exists:
-            self._banks.add(name)
-        return exists
-
-    def record(self, record_id: str) -> MemoryRecord | None:
-        with self._store.reader() as reader:
-            return reader.get(RECORDS, record_id)
 
 
 class Admissions:
