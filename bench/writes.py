@@ -45,10 +45,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import lmdb
 import msgspec
 
-from resident.benchmarks.workloads import Tally, Writer, run_batches, run_sqlite, run_tasks, run_threads
+from resident.benchmarks.workloads import Tally, Writer, run_batches, run_tasks, run_threads
 from resident.ids import new_id
 from resident.memory.embedding import HashEmbedder
 from resident.memory.index import IndexEntry, RecallIndex
@@ -59,11 +58,11 @@ from resident.memory.text import analyse, terms_of
 from resident.messages.memory import Activation, MemoryRecord, RecordAdmitted
 from resident.messages.store import Commit, GetWriterStatistics, WriterStatistics
 from resident.runtime import Runtime
-from resident.store.store import event_key
 
 if not __package__:
     # Run as `python bench/writes.py`: make the repository root importable for the sibling modules.
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import store_writes
 from bench.store_writes import prepared_store
 from bench.timing import Stopwatch
 
@@ -151,24 +150,17 @@ def _figures(mode: str, latencies: list[float], seconds: float, cpu: float, per_
 
 
 def naive_lmdb(directory: Path, seconds: float) -> dict[str, Any]:
-    """One durable write transaction per write: the record into its table, the event into the log."""
+    """One durable write transaction per write of what a `remember` stores: the disk's pace."""
     directory.mkdir(mode=0o700)
-    env = lmdb.open(str(directory), map_size=1 << 30, max_dbs=4, sync=True, metasync=True)
-    records, events = env.open_db(b"records"), env.open_db(b"events")
-    latencies: list[float] = []
-    watch = Stopwatch()
-    deadline = watch.started + seconds
-    try:
-        while (now := time.perf_counter()) < deadline:
-            key, record, event = payload(len(latencies))
-            with env.begin(write=True) as txn:
-                txn.put(key.encode(), record, db=records)
-                txn.put(event_key(len(latencies) + 1), event, db=events, append=True)
-            latencies.append(time.perf_counter() - now)
-    finally:
-        elapsed, cpu = watch.stop()
-        env.close()
-    return _figures("naive", latencies, elapsed, cpu, 1.0)
+    return _of(store_writes.naive_lmdb(directory, seconds, payload), "naive")
+
+
+def _of(result: store_writes.Result, mode: str) -> dict[str, Any]:
+    return {
+        "mode": mode, "label": LABELS[mode], "writes": result.writes, "seconds": result.seconds,
+        "per_s": result.throughput, "p50_ms": result.p50_ms, "p99_ms": result.p99_ms,
+        "writes_per_commit": result.writes_per_commit, "cpu_us_per_write": result.cpu_us_per_write,
+    }
 
 
 def remember_alone(directory: Path, seconds: float, batch: int) -> dict[str, Any]:
@@ -258,12 +250,7 @@ def _spread(count: int) -> list[Writer]:
 
 def sqlite_peer(directory: Path, seconds: float) -> dict[str, Any]:
     directory.mkdir(mode=0o700)
-    tally = Tally(None, time.monotonic() + seconds)
-    watch = Stopwatch()
-    run_sqlite(directory, THREADS, payload, tally)
-    elapsed, cpu = watch.stop()
-    assert not tally.errors, tally.errors
-    return _figures("sqlite", tally.latencies, elapsed, cpu, 1.0)
+    return _of(store_writes.sqlite_wal(directory, THREADS, seconds, payload), "sqlite")
 
 
 # -- the run -------------------------------------------------------------------------------------
