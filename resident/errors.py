@@ -47,6 +47,7 @@ __all__ = [
     "RecordWithheld",
     "ResidentError",
     "RollbackRefused",
+    "RuntimeIsUp",
     "RuntimeNotUp",
     "RuntimeStopped",
     "SchemaMismatch",
@@ -387,3 +388,7 @@ class StoreCorrupted(ResidentError, OSError):
 
 class StoreBusy(ResidentError, TimeoutError):
     """A store operation waited past its deadline for another one (a long copy, a map resize) to finish."""
+
+
+class RuntimeIsUp(HomeInUse):
+    """A runtime is up for the home (`resident up`) and this command needs the home closed: `resident down` first."""

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from resident.errors import ActorUnavailable, InvalidInput, MemoryDisabled
 from resident.memory.embedders import check_embedder_spec
-from resident.messages.memory import GetSubstrateStatus, MemoryStatus, MemorySwitchedOff, MemorySwitchedOn
+from resident.messages.memory import PROVIDERS, GetSubstrateStatus, MemoryStatus, MemorySwitchedOff, MemorySwitchedOn
 from resident.messages.store import Commit, Committed, GetWriterStatistics
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.tables import MEMORY_CONFIG
@@ -18,9 +18,6 @@ if TYPE_CHECKING:
 __all__ = ["MemoryControl"]
 
 logger = logging.getLogger(__name__)
-
-PROVIDERS = ("hindsight",)
-
 
 class MemoryControl:
     """Memory is off on a fresh home; turning it on or off is an event, and off deletes nothing."""

@@ -1,4 +1,10 @@
-"""Export a member's portable memory to a file, and import such a file into this home."""
+"""Export a member's portable memory to a file, and import such a file into this home.
+
+Each is split at the file: building or loading the document needs the open runtime, reading or
+writing the file does not (`resident.memory.portability`). The loopback API serves the document
+itself (an export's answer, an import's body), and the `resident` command reads and writes the
+file on its side of the wire.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +13,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from resident.config import DEFAULT_WORLD, validate_name
-from resident.errors import ActorUnavailable, ConfigError, ExportInvalid, InvalidInput
+from resident.errors import ActorUnavailable, ConfigError
 from resident.memory.integrity import corruption_error, is_intact
-from resident.memory.portability import MAX_EXPORT_BYTES, build_export, imported_records, parse_export, portable
+from resident.memory.portability import (
+    build_export,
+    imported_records,
+    parse_export,
+    portable,
+    read_export_file,
+    write_export_file,
+)
 from resident.messages.memory import BankCreated, MemberImported, RecordAdmitted
+from resident.messages.portability import MemberExport
 from resident.messages.store import Commit
-from resident.store.home import write_private_file
 from resident.store.tables import BANKS, RECORDS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from resident.runtime.runtime import Runtime
 
-__all__ = ["ImportResult", "export_member", "import_member"]
+__all__ = [
+    "ImportResult",
+    "export_document",
+    "export_member",
+    "import_document",
+    "import_member",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +53,13 @@ class ImportResult:
 
 def export_member(runtime: Runtime, name: str, path: Path) -> int:
     """Write `name`'s AGENT_CORE and AGENT_DYADIC records to `path` (atomically, 0600); the count."""
+    document = export_document(runtime, name)
+    write_export_file(path, document)
+    return len(document.records)
+
+
+def export_document(runtime: Runtime, name: str) -> MemberExport:
+    """`name`'s export: its portable, intact records and their banks (records left out as corrupted are logged)."""
     runtime.check_open()
     member = runtime.config.member(name)
     with runtime._internal.store.reader() as reader:
@@ -44,21 +68,21 @@ def export_member(runtime: Runtime, name: str, path: Path) -> int:
     for record in records:
         if portable(member.name, record) and not is_intact(record):
             logger.error("left out of the export of %s: %s", member.name, corruption_error(record).message)
-    document = build_export(
+    return build_export(
         member.name, member.role, banks, records, now=runtime.clock.time(), schema_version=SCHEMA_VERSION
     )
-    if path.is_dir():
-        raise InvalidInput(f"{path} is a directory; give a file name for the export")
-    if not path.parent.is_dir():
-        raise InvalidInput(f"cannot write {path}: its directory does not exist")
-    write_private_file(path, msgspec.json.encode(document))
-    return len(document.records)
 
 
 def import_member(runtime: Runtime, path: Path, world: str | None = None) -> ImportResult:
-    """Load an export into this home in one transaction; records already here are skipped."""
+    """Load an export file into this home in one transaction; records already here are skipped."""
     runtime.check_open()
-    document = parse_export(_read_bounded(path), str(path), now=runtime.clock.time())
+    return import_document(runtime, read_export_file(path), str(path), world)
+
+
+def import_document(runtime: Runtime, data: bytes, source: str, world: str | None = None) -> ImportResult:
+    """Load an export's bytes (`source` names them in errors) in one transaction; records already here are skipped."""
+    runtime.check_open()
+    document = parse_export(data, source, now=runtime.clock.time())
     if world is not None:
         validate_name("world", world)
     # Known: on the roster of resident.toml, or joined by an earlier import (its records are merged).
@@ -95,17 +119,3 @@ def import_member(runtime: Runtime, path: Path, world: str | None = None) -> Imp
     if joined:
         runtime.add_member(document.member, document.role, (world or DEFAULT_WORLD,))
     return ImportResult(document.member, len(fresh), len(document.records) - len(fresh), joined)
-
-
-def _read_bounded(path: Path) -> bytes:
-    """The file's bytes, refusing (without reading it all) one larger than any real export."""
-    try:
-        with path.open("rb") as file:
-            data = file.read(MAX_EXPORT_BYTES + 1)
-    except FileNotFoundError:
-        raise ExportInvalid(f"{path} does not exist") from None
-    except IsADirectoryError:
-        raise ExportInvalid(f"{path} is a directory, not an export file") from None
-    if len(data) > MAX_EXPORT_BYTES:
-        raise ExportInvalid(f"{path} is larger than {MAX_EXPORT_BYTES} bytes; it is not a member export")
-    return data
