@@ -2,26 +2,24 @@
 
 Every command is the owner's unless it is listed in `MEMBER_COMMANDS`: with a grant token in the
 environment, any other command is refused with `OwnerOnlyAction` before it does anything, so a
-command added later is owner-only until someone decides otherwise. A listed command opens the
-runtime with `open_as_caller`, which resolves the token to its session (`GrantInvalid` when it
-stands for none) and hands the command a `Caller` that acts as that member under its grant.
+command added later is owner-only until someone decides otherwise. A listed command runs its
+operations with the token presented (`resident.cli.target`): in-process or by the server of a
+running `resident up`, the token is resolved to its session (`GrantInvalid` when it stands for
+none) and the operation acts as that member under its grant; an owner's operation refuses it.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import click
 
-from resident.cli.common import CliState, open_runtime
-from resident.runtime import Runtime
-from resident.runtime.caller import Caller, presented_token, refuse_member_session, resolve_caller
+from resident.runtime.caller import presented_token, refuse_member_session
 
-__all__ = ["MEMBER_COMMANDS", "guard_commands", "open_as_caller"]
+__all__ = ["MEMBER_COMMANDS", "guard_commands"]
 
 # What a member session may run, by command path. Each acts as the session's member, under its grant.
 MEMBER_COMMANDS: frozenset[tuple[str, ...]] = frozenset({
@@ -63,14 +61,3 @@ def guard_commands(group: click.Group, path: tuple[str, ...] = ()) -> None:
             guard_commands(command, here)
         elif here not in MEMBER_COMMANDS and command.callback is not None:
             command.callback = _guarded(command.callback, here)
-
-
-@contextmanager
-def open_as_caller(state: CliState, *, create: bool = True) -> Iterator[tuple[Runtime, Caller]]:
-    """The runtime, and who is calling (the owner, or the member whose grant token is presented).
-
-    `create=False` is for commands that only read: they need an existing home and never make one.
-    """
-    token = presented_token(os.environ)
-    with open_runtime(state, create=create) as runtime:
-        yield runtime, resolve_caller(runtime, token)

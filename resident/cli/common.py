@@ -1,5 +1,9 @@
 """What every `resident` subcommand shares: the CLI state, opening the runtime, reading and printing.
 
+Light on purpose, like every module of this package at import: the runtime is imported only by the
+commands that open it here (see `resident.cli.target`), so that `--help` and the commands a running
+`resident up` serves start quickly.
+
 Stored text is printed, never obeyed (see `resident.terminal`): the `stdout` console passes every
 string it renders through `printable`, errors and log lines call it directly, and JSON output
 escapes the same characters as JSON escapes.
@@ -12,7 +16,7 @@ import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import msgspec
@@ -21,8 +25,10 @@ from rich.table import Table
 from rich.text import Text
 
 from resident.errors import TextInvalid
-from resident.runtime import Runtime
 from resident.terminal import UNPRINTABLE, printable
+
+if TYPE_CHECKING:
+    from resident.runtime import Runtime
 
 __all__ = [
     "UTF8",
@@ -108,11 +114,16 @@ def json_option(func: F) -> F:
 
 @contextmanager
 def open_runtime(state: CliState, *, create: bool = True) -> Iterator[Runtime]:
-    """The runtime of the selected home, closed when the command ends.
+    """The runtime of the selected home, opened in this process and closed when the command ends.
 
+    For commands the loopback API does not serve (those it serves use `resident.cli.target.runtime_for`):
+    while a runtime is up for the home they are refused with `RuntimeIsUp`, naming `resident down`.
     Commands that only read pass `create=False`: they never create a home, and say there is none.
     """
-    with Runtime.open(state.home, create=create) as runtime:
+    from resident.cli.target import require_closed  # noqa: PLC0415 - it imports this module
+    from resident.runtime import Runtime  # noqa: PLC0415
+
+    with Runtime.open(require_closed(state.home), create=create) as runtime:
         yield runtime
 
 

@@ -29,6 +29,7 @@ from typing import Any, NoReturn
 
 import click
 
+from resident.api.statuses import os_error_message
 from resident.cli.common import CliState
 from resident.errors import RecordWithheld, ResidentError
 from resident.terminal import printable
@@ -89,7 +90,7 @@ class ResidentGroup(click.Group):
             # A reader that went away (`resident recall … | head`) is click's to end quietly.
             if error.errno == errno.EPIPE or os.environ.get(DEBUG_ENV):
                 raise
-            _fail(ctx, type(error).__name__, _os_message(error), EXIT_ERROR)
+            _fail(ctx, type(error).__name__, os_error_message(error), EXIT_ERROR)
         except Exception as error:
             if os.environ.get(DEBUG_ENV):
                 raise
@@ -101,12 +102,6 @@ def _details(error: ResidentError) -> dict[str, str]:
     if isinstance(error, RecordWithheld):
         return {"id": error.record_id, "state": error.state, "reason": error.reason}
     return {}
-
-
-def _os_message(error: OSError) -> str:
-    if error.strerror and error.filename is not None:
-        return f"{error.strerror}: {error.filename}"
-    return str(error)
 
 
 def _click_failure(ctx: click.Context, error: click.ClickException) -> NoReturn:
@@ -166,7 +161,9 @@ def cli(ctx: click.Context, home: str | None) -> None:
 
 
 def _register() -> None:
-    # Subcommand modules import the runtime; registering them here keeps each module small.
+    # One module per command group. Each is light at import (the runtime, the server stack and
+    # their heavy libraries are imported inside the commands that use them), so that `--help` and
+    # the commands a running `resident up` serves start quickly; tests/test_cli_client.py checks it.
     from resident.cli import (  # noqa: PLC0415
         bench,
         engagement,
