@@ -72,6 +72,7 @@ __all__ = [
     "UnknownScope",
     "UnknownSkill",
     "WriteFailed",
+    "os_error_message",
     "shorten",
 ]
 
@@ -87,6 +88,13 @@ def shorten(value: object, limit: int = SHORTEN_LIMIT) -> str:
     if len(text) <= limit:
         return repr(text)
     return f"{text[:limit]!r}… ({len(text):,} characters)"
+
+
+def os_error_message(error: OSError) -> str:
+    """The one line an operating-system error is reported with: what went wrong, and on which file."""
+    if error.strerror and error.filename is not None:
+        return f"{error.strerror}: {error.filename}"
+    return str(error)
 
 
 def _cut(message: str) -> str:

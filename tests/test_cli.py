@@ -20,7 +20,7 @@ import lmdb
 import pytest
 
 from resident import Runtime
-from resident.cli.main import cli, main
+from resident.cli.main import all_commands, cli, main
 from resident.store.home import CONFIG_FILE, current_store_dir
 from resident.store.tables import SCHEMA_VERSION
 from tests.cli_helpers import expect_error, expect_json, expect_ok, invoke, run_process, withhold
@@ -35,6 +35,7 @@ def _command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator
             yield from _command_paths(command, (*prefix, name))
 
 
+all_commands()  # command modules load on first use; the tests below walk every one
 COMMANDS = dict(_command_paths(cli))
 
 

@@ -32,9 +32,9 @@ from resident.api import routes
 from resident.api.events import EventHub
 from resident.api.handlers import perform
 from resident.api.openapi import openapi_document
-from resident.api.statuses import OS_ERROR_STATUS, error_body, os_error_message, status_of
+from resident.api.statuses import OS_ERROR_STATUS, error_body, status_of
 from resident.api.wire import GRANT_HEADER, READ_TIMEOUT, ErrorDetail
-from resident.errors import InvalidInput, ResidentError, Unauthorized
+from resident.errors import InvalidInput, ResidentError, Unauthorized, os_error_message
 from resident.runtime.caller import refuse_member_session
 from resident.web import (
     Refusal,

@@ -67,7 +67,6 @@ __all__ = [
     "error_body",
     "error_from_body",
     "os_error_from_body",
-    "os_error_message",
     "status_of",
 ]
 
@@ -122,13 +121,6 @@ _OS_ERRORS: dict[str, type[OSError]] = {
         OSError, PermissionError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError,
     )
 }
-
-
-def os_error_message(error: OSError) -> str:
-    """The one line an operating-system error is reported with: what went wrong, and on which file."""
-    if error.strerror and error.filename is not None:
-        return f"{error.strerror}: {error.filename}"
-    return str(error)
 
 
 def os_error_from_body(detail: ErrorDetail) -> OSError | None:

@@ -59,7 +59,7 @@ def writes(
         emit_json(report.to_json())
         return
     with Progress(
-        TextColumn("[bold]writing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=stdout,
+        TextColumn("[bold]writing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=stdout.console,
         transient=True,
     ) as bar:
         task = bar.add_task("writes", total=config.count)

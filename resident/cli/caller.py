@@ -17,9 +17,7 @@ from typing import Any
 
 import click
 
-from resident.runtime.caller import presented_token, refuse_member_session
-
-__all__ = ["MEMBER_COMMANDS", "guard_commands"]
+__all__ = ["MEMBER_COMMANDS", "guard_command"]
 
 # What a member session may run, by command path. Each acts as the session's member, under its grant.
 MEMBER_COMMANDS: frozenset[tuple[str, ...]] = frozenset({
@@ -46,6 +44,9 @@ def _guarded(callback: Callable[..., Any], path: tuple[str, ...]) -> Callable[..
 
     @functools.wraps(callback)
     def guard(*args: Any, **kwargs: Any) -> Any:
+        # Imported when a command runs: `resident --help` needs none of it.
+        from resident.runtime.caller import presented_token, refuse_member_session  # noqa: PLC0415
+
         refuse_member_session(presented_token(os.environ), what)
         return callback(*args, **kwargs)
 
@@ -53,11 +54,10 @@ def _guarded(callback: Callable[..., Any], path: tuple[str, ...]) -> Callable[..
     return guard
 
 
-def guard_commands(group: click.Group, path: tuple[str, ...] = ()) -> None:
-    """Make every command under `group` not in `MEMBER_COMMANDS` refuse a member session."""
-    for name, command in group.commands.items():
-        here = (*path, name)
-        if isinstance(command, click.Group):
-            guard_commands(command, here)
-        elif here not in MEMBER_COMMANDS and command.callback is not None:
-            command.callback = _guarded(command.callback, here)
+def guard_command(command: click.Command, path: tuple[str, ...]) -> None:
+    """Make `command` (at `path`), or every command under it, refuse a member session unless in `MEMBER_COMMANDS`."""
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            guard_command(sub, (*path, name))
+    elif path not in MEMBER_COMMANDS and command.callback is not None:
+        command.callback = _guarded(command.callback, path)

@@ -32,7 +32,7 @@ def _describe(state: EngagementState | None) -> str:
     return f"{', '.join(parts)} (by {state.source}{held})"
 
 
-@click.command(short_help="Switch a member's engagement (domain, project, counterpart, activity).")
+@click.command()
 @click.argument("member", type=UTF8, required=False)
 @click.option("--domain", type=DOMAIN, help="work or personal.")
 @click.option("--project", type=UTF8, help="The project it is engaged in.")
@@ -69,7 +69,7 @@ def engage(
         stdout.print(f"{result.member}: {_describe(result)}")
 
 
-@click.group(short_help="Show a member's engagement state.")
+@click.group()
 def engagement() -> None:
     """A member's engagement: domain, project, counterpart, activity, and how it was decided."""
 

@@ -18,7 +18,7 @@ def _when(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%d %H:%M")
 
 
-@click.group(short_help="Every change evolution made to a member, with version and basis; roll one back.")
+@click.group()
 def evolution() -> None:
     """Versioned evolution: skill sets and weights, forgetting, principle decisions, curated memories.
 
@@ -65,7 +65,7 @@ def rollback(state: CliState, change_id: str, reason: str, as_json: bool) -> Non
         stdout.print(f"{change_id} rolled back by {undone.id} ({undone.kind} {undone.subject}: {undone.after})")
 
 
-@click.group(short_help="Reports: the weekly evolution report.")
+@click.group()
 def report() -> None:
     """Reports on the team."""
 

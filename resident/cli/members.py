@@ -13,7 +13,7 @@ from resident.cli.target import runtime_for
 __all__ = ["COMMANDS"]
 
 
-@click.group(short_help="Move a member's own memory between homes.")
+@click.group()
 def member() -> None:
     """Move a member's own memory (AGENT_CORE, AGENT_DYADIC) between homes.
 

@@ -50,7 +50,7 @@ def _print_status(status: MemoryStatus) -> None:
         stdout.print(status.replication_note)
 
 
-@click.group(short_help="Turn memory on or off; show or forget one record.")
+@click.group()
 def memory() -> None:
     """Turn memory on or off, see its status, show or forget one record.
 
@@ -181,7 +181,7 @@ def forget(state: CliState, record_id: str, member: str, reason: str, as_json: b
         stdout.print(f"{record_id} retracted")
 
 
-@click.command(short_help="Store a memory for MEMBER (id and replication state).")
+@click.command()
 @click.argument("member", type=UTF8)
 @click.argument("text", type=UTF8)
 @click.option(
@@ -251,10 +251,10 @@ def remember(
     if as_json:
         emit_json(receipt)
     else:
-        stdout.print(f"{receipt.id} {receipt.replication}")
+        stdout.line(f"{receipt.id} {receipt.replication}")
 
 
-@click.command(short_help="Recall MEMBER's memories that best match QUERY.")
+@click.command()
 @click.argument("member", type=UTF8)
 @click.argument("query", type=UTF8)
 @click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True, help="At most this many results.")
@@ -297,13 +297,13 @@ def recall(
         emit_json({"member": member, "query": text, "hits": hits})
         return
     if not hits:
-        stdout.print("nothing recalled")
+        stdout.line("nothing recalled")
         return
     # One block per hit rather than a table: ids stay whole and copyable at any terminal width,
     # and summaries wrap as the terminal does.
     for rank, hit in enumerate(hits, 1):
-        stdout.print(f"{rank:>2}. {hit.id}  {hit.score:.4f}  {hit.scope}  {hit.kind}  {hit.replication}")
-        stdout.print(f"    {hit.summary}")
+        stdout.line(f"{rank:>2}. {hit.id}  {hit.score:.4f}  {hit.scope}  {hit.kind}  {hit.replication}")
+        stdout.line(f"    {hit.summary}")
 
 
 COMMANDS = (memory, remember, recall)

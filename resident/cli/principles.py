@@ -25,7 +25,7 @@ def _done(principle: Principle, as_json: bool) -> None:
         stdout.print(f"principle {principle.id} of {principle.member}: {principle.state}")
 
 
-@click.group(short_help="Member principles: propose; the owner approves or rejects.")
+@click.group()
 def principles() -> None:
     """Member-level rules. A new principle is a candidate until the owner approves it; nothing
     promotes one automatically. Members propose for themselves; an owner's correction proposes

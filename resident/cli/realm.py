@@ -16,7 +16,7 @@ __all__ = ["COMMANDS"]
 _DATA_HELP = "Realm's own LMDB directory (default: <home>/realm)."
 
 
-@click.group(short_help="Run the Realm server, enroll homes, or act as its governance side.")
+@click.group()
 def realm() -> None:
     """Run the Realm governance server, enroll homes with it, or act as its governance side.
 

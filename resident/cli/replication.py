@@ -15,7 +15,7 @@ __all__ = ["COMMANDS"]
 _ANSWER_MARGIN = 15.0
 
 
-@click.group(short_help="Where records stand with Realm; push now.")
+@click.group()
 def replication() -> None:
     """Where memory records stand with Realm: pending, synced, conflict, invalidated.
 
@@ -105,7 +105,7 @@ def sync(state: CliState, timeout: float, as_json: bool) -> None:
         click.get_current_context().exit(1)
 
 
-@click.command(short_help="Settle a withheld record: --rollback or --readmit.")
+@click.command()
 @click.argument("record_id", metavar="ID", type=UTF8)
 @click.option("--rollback", is_flag=True, help="Retract the local write.")
 @click.option("--readmit", is_flag=True, help="Write a corrected version that supersedes it, back to pending.")

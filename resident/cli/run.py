@@ -91,7 +91,7 @@ def run_command(
     options = RunOptions(
         plan=plan, members=members, writes=writes, realm=realm, home=home, live=not as_json, keep=keep
     )
-    report = run(options, stdout)
+    report = run(options, stdout.console)
     if as_json:
         emit_json(_report_json(report))
     else:

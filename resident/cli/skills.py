@@ -41,7 +41,7 @@ def _print_set(view: SkillSetView) -> None:
     )
 
 
-@click.group(short_help="The team skill library and each member's skill set.")
+@click.group()
 def skills() -> None:
     """The team skill library (SKILL.md folders) and each member's skill set, with weights.
 

@@ -18,7 +18,7 @@ def _announce(discovery: Discovery) -> None:
     click.echo(msgspec.json.encode(discovery).decode("utf-8"))
 
 
-@click.command(short_help="Run the runtime behind its loopback API until stopped.")
+@click.command()
 @click.option(
     "--listen",
     type=UTF8,
@@ -62,7 +62,7 @@ def up(state: CliState, listen: str, detach: bool, read_timeout: float, as_json:
     serve(state.home, target, _announce, read_timeout=read_timeout)
 
 
-@click.command(short_help="Stop the runtime `resident up` runs for the home.")
+@click.command()
 @click.option(
     "--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="Seconds to wait for it to stop."
 )

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from resident.coordination.tokens import GRANT_TOKEN_ENV
 from resident.errors import GrantExceeded, InvalidInput, OwnerOnlyAction
-from resident.messages.memory import MemoryRecord, RecallHit, Receipt, Reconciled
 
 if TYPE_CHECKING:
+    from resident.messages.memory import MemoryRecord, RecallHit, Receipt, Reconciled
     from resident.runtime.coordination import Session
     from resident.runtime.member import ActivationLike, Member
     from resident.runtime.runtime import Runtime
