@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from resident.api import routes
 from resident.api.events import EventHub
-from resident.api.handlers import perform
+from resident.api.handlers import check_grant, perform
 from resident.api.openapi import openapi_document
 from resident.api.statuses import OS_ERROR_STATUS, error_body, status_of
 from resident.api.wire import GRANT_HEADER, READ_TIMEOUT, ErrorDetail
@@ -144,12 +144,14 @@ def _refuse_grant(request: Request, what: str) -> None:
 def _endpoint(runtime: Runtime, op: routes.Operation, read_timeout: float) -> Endpoint:
     async def endpoint(request: Request) -> Response:
         try:
+            grant = request.headers.get(GRANT_HEADER)
+            # Refused before the body is read: a member session learns nothing of an owner's route.
+            check_grant(op, grant)
             _refuse_query(request, op)
             body = None
             if op.body is not None:
                 data = await read_json_body(request, op.max_body, read_timeout)
                 body = decode_json(data or b"{}", op.body)
-            grant = request.headers.get(GRANT_HEADER)
             result = await perform(
                 runtime, op, params=_params(request, op), body=body, grant=grant, blocking=_threaded
             )

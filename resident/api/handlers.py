@@ -32,7 +32,7 @@ from resident.store.tables import SCHEMA_VERSION
 if TYPE_CHECKING:
     from resident.runtime import Runtime
 
-__all__ = ["HANDLERS", "Blocking", "Call", "Handler", "perform"]
+__all__ = ["HANDLERS", "Blocking", "Call", "Handler", "check_grant", "perform"]
 
 _T = TypeVar("_T")
 # Runs a blocking call without holding up the event loop (the server's thread pool), or in place.
@@ -72,10 +72,15 @@ async def perform(
     blocking: Blocking,
 ) -> Any:
     """Run `op` for the caller the grant token `grant` stands for (the owner when None)."""
-    if not op.member:
-        refuse_member_session(grant, f"{op.method} {op.path}", "a grant token is presented")
+    check_grant(op, grant)
     caller = Caller() if grant is None else await blocking(partial(resolve_caller, runtime, grant))
     return await HANDLERS[op.name](Call(runtime, caller, params, body, blocking))
+
+
+def check_grant(op: routes.Operation, grant: str | None) -> None:
+    """`OwnerOnlyAction` when a grant token is presented for an operation no member session may call."""
+    if not op.member:
+        refuse_member_session(grant, f"{op.method} {op.path}", "a grant token is presented")
 
 
 def _bounded(counts: ReplicationCounts) -> ReplicationCounts:

@@ -53,7 +53,8 @@ def init(state: CliState, realm_url: str | None, realm_token_file: Path | None, 
     is given. If the home cannot be opened (in use, another schema), resident.toml is not changed:
     the home is claimed before anything is written. --realm-token-file copies the token Realm
     issued to this home into it ($RESIDENT_REALM_TOKEN overrides it). While `resident up` runs
-    for the home, only a plain `init` (which changes nothing) runs; the others say `resident down`.
+    for the home, only a plain `init` of a home that has its resident.toml (which changes nothing)
+    runs; the others say `resident down`.
     """
     token = None if realm_token_file is None else read_token_file(realm_token_file)
     url = None
@@ -62,7 +63,8 @@ def init(state: CliState, realm_url: str | None, realm_token_file: Path | None, 
             url = realm_base_url(realm_url)
         except InvalidInput as error:
             raise InvalidInput(f"--realm: {error}") from None
-    if token is None and url is None and not force and running(resolve_home(state.home)) is not None:
+    home = resolve_home(state.home)
+    if token is None and url is None and not force and (home / CONFIG_FILE).exists() and running(home) is not None:
         _kept_while_up(state, as_json)
         return
     _init_here(require_closed(state.home), url, token, force=force, as_json=as_json)
