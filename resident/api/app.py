@@ -42,6 +42,7 @@ from resident.web import (
     error_response,
     json_response,
     read_json_body,
+    refused,
     require_loopback_host,
     routing_error_handler,
     unexpected_error_handler,
@@ -101,7 +102,7 @@ class Guard:
         try:
             require_loopback_host(headers.get("host", ""), _HOST_HINT)
         except Refusal as refusal:
-            return refusal.response()
+            return refused(refusal)
         if scope["path"] not in self._open_paths and not self._authorized(headers.get("authorization", "")):
             return _typed(
                 Unauthorized("send the home's token (the `token` in its api.json) as `Authorization: Bearer TOKEN`")
@@ -157,7 +158,7 @@ def _endpoint(runtime: Runtime, op: routes.Operation, read_timeout: float) -> En
             )
             return json_response(result)
         except Refusal as refusal:
-            return refusal.response()
+            return refused(refusal)
         except ResidentError as error:
             return _typed(error)
         except ClientDisconnect:

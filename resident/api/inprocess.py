@@ -20,7 +20,7 @@ from resident.api import routes
 from resident.api.handlers import perform
 from resident.api.statuses import error_from_body
 from resident.api.wire import ErrorDetail
-from resident.web.guard import Refusal, decode_json
+from resident.web.decoding import Refusal, decode_json
 
 if TYPE_CHECKING:
     from resident.runtime import Runtime

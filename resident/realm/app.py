@@ -48,6 +48,7 @@ from resident.web import (
     error_response,
     json_response,
     read_json_body,
+    refused,
     require_loopback_host,
     routing_error_handler,
     unexpected_error_handler,
@@ -139,7 +140,7 @@ class _Api:
                     require_loopback_host(request.headers.get("host", ""), _HOST_HINT)
                 return await handler(request, self._caller(request, access))
             except Refusal as exc:
-                return exc.response()
+                return refused(exc)
             except IdsOwnedElsewhere as exc:
                 shown = ", ".join(exc.ids[:5]) + (" …" if len(exc.ids) > 5 else "")
                 message = f"record ids {shown} belong to another home; nothing was stored"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 from starlette.exceptions import HTTPException
@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from resident.loopback import is_loopback_host
+from resident.web.decoding import Refusal, decode_json
 
 __all__ = [
     "BEARER_CHALLENGE",
@@ -31,12 +32,11 @@ __all__ = [
     "host_header_name",
     "json_response",
     "read_json_body",
+    "refused",
     "require_loopback_host",
     "routing_error_handler",
     "unexpected_error_handler",
 ]
-
-_T = TypeVar("_T")
 
 # A whole request body arrives within this many seconds or is answered 408.
 READ_TIMEOUT = 10.0
@@ -47,22 +47,9 @@ BEARER_CHALLENGE = 'Bearer realm="resident"'
 _DRAIN_LIMIT = 64 * 1024 * 1024
 
 
-class Refusal(Exception):
-    """A request answered with an error status; raised inside a server, never escapes it.
-
-    `details` are extra fields of the error object (JSON values), such as the ids it is about.
-    """
-
-    def __init__(self, status: int, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.status = status
-        self.kind = kind
-        self.message = message
-        self.details = details
-
-    def response(self) -> Response:
-        """The answer to the refused request."""
-        return error_response(self.status, self.kind, self.message, **self.details)
+def refused(refusal: Refusal) -> Response:
+    """The answer to a refused request."""
+    return error_response(refusal.status, refusal.kind, refusal.message, **refusal.details)
 
 
 def json_response(body: Any, status: int = 200) -> Response:
@@ -118,16 +105,6 @@ async def read_json_body(request: Request, limit: int, timeout: float = READ_TIM
     if too_large or size > limit:
         raise Refusal(413, "BodyTooLarge", f"request body is larger than {limit} bytes; split it into smaller requests")
     return b"".join(chunks)
-
-
-def decode_json(body: bytes, kind: type[_T]) -> _T:
-    """`body` decoded as `kind`: malformed JSON and values outside the schema are 400s naming the problem."""
-    try:
-        return msgspec.json.decode(body, type=kind)
-    except msgspec.ValidationError as exc:
-        raise Refusal(400, "InvalidInput", f"invalid {kind.__name__}: {exc}") from exc
-    except msgspec.DecodeError as exc:
-        raise Refusal(400, "MalformedJSON", f"request body is not valid JSON: {exc}") from exc
 
 
 def routing_error_handler(server: str, served: str) -> Callable[[Request, Exception], Awaitable[Response]]:
