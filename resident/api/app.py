@@ -30,12 +30,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from resident.api import routes
 from resident.api.events import EventHub
-from resident.api.handlers import check_grant, perform
+from resident.api.handlers import check_grant, perform, refuse_grant
 from resident.api.openapi import openapi_document
 from resident.api.statuses import OS_ERROR_STATUS, error_body, status_of
 from resident.api.wire import GRANT_HEADER, READ_TIMEOUT, ErrorDetail
 from resident.errors import InvalidInput, ResidentError, Unauthorized, os_error_message
-from resident.runtime.caller import refuse_member_session
 from resident.web import (
     Refusal,
     decode_json,
@@ -137,11 +136,6 @@ async def _threaded(function: Callable[[], Any]) -> Any:
     return await run_in_threadpool(function)
 
 
-def _refuse_grant(request: Request, what: str) -> None:
-    """What no member session may reach (the event stream, the API's document) refuses a grant token."""
-    refuse_member_session(request.headers.get(GRANT_HEADER), what, "a grant token is presented")
-
-
 def _endpoint(runtime: Runtime, op: routes.Operation, read_timeout: float) -> Endpoint:
     async def endpoint(request: Request) -> Response:
         try:
@@ -187,14 +181,14 @@ def create_app(
 
     async def openapi(request: Request) -> Response:
         try:
-            _refuse_grant(request, f"GET {routes.OPENAPI_PATH}")
+            refuse_grant(request.headers.get(GRANT_HEADER), f"GET {routes.OPENAPI_PATH}")
         except ResidentError as error:
             return _typed(error)
         return json_response(document)
 
     async def events(request: Request) -> Response:
         try:
-            _refuse_grant(request, f"GET {routes.EVENTS_PATH}")
+            refuse_grant(request.headers.get(GRANT_HEADER), f"GET {routes.EVENTS_PATH}")
             return hub.response(request)
         except ResidentError as error:
             return _typed(error)

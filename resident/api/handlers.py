@@ -32,7 +32,7 @@ from resident.store.tables import SCHEMA_VERSION
 if TYPE_CHECKING:
     from resident.runtime import Runtime
 
-__all__ = ["HANDLERS", "Blocking", "Call", "Handler", "check_grant", "perform"]
+__all__ = ["HANDLERS", "Blocking", "Call", "Handler", "check_grant", "perform", "refuse_grant"]
 
 _T = TypeVar("_T")
 # Runs a blocking call without holding up the event loop (the server's thread pool), or in place.
@@ -80,7 +80,12 @@ async def perform(
 def check_grant(op: routes.Operation, grant: str | None) -> None:
     """`OwnerOnlyAction` when a grant token is presented for an operation no member session may call."""
     if not op.member:
-        refuse_member_session(grant, f"{op.method} {op.path}", "a grant token is presented")
+        refuse_grant(grant, f"{op.method} {op.path}")
+
+
+def refuse_grant(grant: str | None, what: str) -> None:
+    """`OwnerOnlyAction` when a grant token is presented: `what` belongs to the owner."""
+    refuse_member_session(grant, what, "a grant token is presented")
 
 
 def _bounded(counts: ReplicationCounts) -> ReplicationCounts:
