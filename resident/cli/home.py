@@ -67,7 +67,7 @@ def init(state: CliState, realm_url: str | None, realm_token_file: Path | None, 
     if token is None and url is None and not force and (home / CONFIG_FILE).exists() and running(home) is not None:
         _kept_while_up(state, as_json)
         return
-    _init_here(require_closed(state.home), url, token, force=force, as_json=as_json)
+    _init_here(require_closed(home), url, token, force=force, as_json=as_json)
 
 
 def _kept_while_up(state: CliState, as_json: bool) -> None:
@@ -107,6 +107,7 @@ def _init_here(home: Path, url: str | None, token: str | None, *, force: bool, a
 
 
 def _said_init(home: Path, realm: str | None, *, created: bool, changed: bool, as_json: bool) -> None:
+    """What `init` did to the home's resident.toml, and the Realm it names."""
     path = home / CONFIG_FILE
     if as_json:
         emit_json({"home": str(home), "config": str(path), "realm": realm, "created": created, "changed": changed})
