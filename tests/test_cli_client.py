@@ -337,3 +337,17 @@ def test_a_forged_discovery_file_naming_another_host_is_not_followed(served: UpP
     finally:
         path.write_bytes(genuine)
     expect_ok(run_process(served.home, "recall", "deven", "x"))
+
+
+@pytest.mark.parametrize("listen", ["unix", "[::1]:0"])
+def test_the_command_reaches_a_runtime_on_a_unix_socket_or_ipv6_loopback(tmp_path: Path, listen: str) -> None:
+    home = tmp_path / "home"
+    expect_ok(run_process(home, "memory", "enable"))
+    address = f"unix:{tmp_path / 'api.sock'}" if listen == "unix" else listen
+    with UpProcess(home, listen=address) as up:
+        assert up.discovery is not None
+        assert up.discovery.address.startswith("unix:" if listen == "unix" else "http://[::1]:")
+        record_id, state = expect_ok(run_process(home, "remember", "deven", "reached over the socket")).stdout.split()
+        assert state == "pending"
+        shown = expect_json(run_process(home, "memory", "show", record_id, "--as", "deven", "--json"))
+        assert shown["body"] == "reached over the socket"
