@@ -325,15 +325,27 @@ def test_a_discovery_file_left_by_a_killed_runtime_is_ignored_and_the_command_ru
     assert status["enabled"] is True
 
 
-def test_a_forged_discovery_file_naming_another_host_is_not_followed(served: UpProcess, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("address", "token", "naming"),
+    [
+        ("http://192.0.2.1:80", None, "not a loopback"),
+        ("http://127.0.0.1:port", None, "never writes"),
+        (None, "token\r\nX-Injected: 1", "never writes"),
+    ],
+    ids=["another host", "not a port", "a header break in the token"],
+)
+def test_a_forged_discovery_file_is_not_followed(
+    served: UpProcess, address: str | None, token: str | None, naming: str
+) -> None:
     path = served.home / DISCOVERY_FILE
     genuine = path.read_bytes()
     forged = json.loads(genuine)
-    forged["address"] = "http://192.0.2.1:80"
+    forged["address"] = address or forged["address"]
+    forged["token"] = token or forged["token"]
     try:
         path.write_text(json.dumps(forged))
         # The runtime holds the home, so this command cannot open it either: it says so, and sends nothing.
-        expect_error(run_process(served.home, "recall", "deven", "x"), "RuntimeNotUp", naming=("not a loopback",))
+        expect_error(run_process(served.home, "recall", "deven", "x"), "RuntimeNotUp", naming=(naming,))
     finally:
         path.write_bytes(genuine)
     expect_ok(run_process(served.home, "recall", "deven", "x"))

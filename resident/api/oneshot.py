@@ -46,7 +46,13 @@ class OneShot:
         self._headers = headers
         address = urlsplit(discovery.address)
         self._host = address.netloc or "localhost"
-        self._tcp = None if discovery.unix_path is not None else (address.hostname or "", address.port or 80)
+        try:
+            self._tcp = None if discovery.unix_path is not None else (address.hostname or "", address.port or 80)
+        except ValueError:  # a port that is not a number
+            raise RuntimeNotUp(
+                f"{discovery.home}'s api.json names {discovery.address!r}, an address `resident up` never writes; "
+                "start it again"
+            ) from None
 
     def call(self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str) -> Any:
         """Run `op` and return its answer struct, or raise the error it answered."""
