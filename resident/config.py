@@ -24,7 +24,7 @@ import tomli_w
 
 from resident.engagement.rules import EngagementConfig, engagement_table, parse_engagement
 from resident.errors import ConfigError, InvalidInput, UnknownMember, shorten
-from resident.realm.client import realm_base_url
+from resident.realm.urls import realm_base_url
 from resident.store.home import CONFIG_FILE, ensure_home, write_private_file
 
 __all__ = [

@@ -57,6 +57,7 @@ __all__ = [
     "RecordWithheld",
     "ResidentError",
     "RollbackRefused",
+    "RuntimeIsUp",
     "RuntimeNotUp",
     "RuntimeStopped",
     "SchemaMismatch",
@@ -83,6 +84,7 @@ __all__ = [
     "UnknownSession",
     "UnknownSkill",
     "WriteFailed",
+    "os_error_message",
     "shorten",
 ]
 
@@ -98,6 +100,13 @@ def shorten(value: object, limit: int = SHORTEN_LIMIT) -> str:
     if len(text) <= limit:
         return repr(text)
     return f"{text[:limit]!r}… ({len(text):,} characters)"
+
+
+def os_error_message(error: OSError) -> str:
+    """The one line an operating-system error is reported with: what went wrong, and on which file."""
+    if error.strerror and error.filename is not None:
+        return f"{error.strerror}: {error.filename}"
+    return str(error)
 
 
 def _cut(message: str) -> str:
@@ -399,6 +408,10 @@ class StoreCorrupted(ResidentError, OSError):
 
 class StoreBusy(ResidentError, TimeoutError):
     """A store operation waited past its deadline for another one (a long copy, a map resize) to finish."""
+
+
+class RuntimeIsUp(HomeInUse):
+    """A runtime is up for the home (`resident up`) and this command needs the home closed: `resident down` first."""
 
 
 # -- knowledge -----------------------------------------------------------------------------------

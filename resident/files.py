@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from pathlib import Path
 
 __all__ = ["fsync_dir", "private_file", "read_private_file", "write_private_file", "write_whole"]
@@ -33,7 +32,9 @@ def write_private_file(path: Path, data: bytes) -> None:
 
     A failure leaves no temporary file behind and `path` as it was.
     """
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    # A random name (os.urandom is what `secrets` reads): the `resident` command imports this module
+    # on every start, and `secrets` brings `random` and `hmac` with it.
+    temporary = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
     fd = os.open(temporary, _CREATE_FLAGS, 0o600)
     try:
         try:

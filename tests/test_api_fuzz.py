@@ -2,8 +2,9 @@
 invalid requests for every operation, and never a 5xx, an undocumented status, or an answer that
 breaks the document.
 
-The event stream (it never ends) and `replication sync` (it rightly waits out its timeout with no
-Realm) are left out; their bad input is covered in test_api_server.py. The run is bounded: a few
+The event stream (it never ends), `replication sync` (it rightly waits out its timeout with no
+Realm) and `backup` (it writes wherever it is told, and a fuzzer would tell it anywhere on this
+machine) are left out; their bad input is covered in test_api_server.py. The run is bounded: a few
 hundred requests in all.
 """
 
@@ -28,7 +29,9 @@ from tests.api_helpers import UpProcess
 
 EXAMPLES_PER_OPERATION = 8
 
-schema = schemathesis.openapi.from_dict(openapi_document()).exclude(operation_id=["events", "replication.sync"])
+schema = schemathesis.openapi.from_dict(openapi_document()).exclude(
+    operation_id=["events", "replication.sync", "home.backup"]
+)
 schema.config.generation.update(modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 
 

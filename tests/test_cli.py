@@ -20,7 +20,7 @@ import lmdb
 import pytest
 
 from resident import Runtime
-from resident.cli.main import cli, main
+from resident.cli.main import all_commands, cli, main
 from resident.store.environment import MAX_DBS
 from resident.store.home import CONFIG_FILE, current_store_dir
 from resident.store.tables import SCHEMA_VERSION
@@ -36,6 +36,7 @@ def _command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator
             yield from _command_paths(command, (*prefix, name))
 
 
+all_commands()  # command modules load on first use; the tests below walk every one
 COMMANDS = dict(_command_paths(cli))
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from resident import Runtime
 from resident.cli.caller import MEMBER_COMMANDS
-from resident.cli.main import cli
+from resident.cli.main import all_commands, cli
 from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token
 from resident.store.tables import EVENTS
 from tests.cli_helpers import expect_error, expect_json, expect_ok, invoke, run_process
@@ -171,6 +171,7 @@ def test_every_command_a_member_session_may_run_exists_and_every_other_one_is_gu
                 found[(*path, name)] = command
         return found
 
+    all_commands()  # command modules load on first use
     commands = leaves(cli)
     assert set(commands) >= MEMBER_COMMANDS
     for path, command in commands.items():

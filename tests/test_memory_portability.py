@@ -28,7 +28,6 @@ from resident.messages.portability import EXPORT_FORMAT, EXPORT_VERSION, MemberE
 from resident.messages.replication import RecordConflicted, RecordInvalidated, RecordsSynced
 from resident.messages.store import Commit
 from resident.runtime import Runtime
-from resident.runtime import portability as runtime_portability
 from resident.store.tables import RECORDS
 from tests.memory_helpers import event_count, events_of, open_runtime, write_roster
 
@@ -353,7 +352,6 @@ def test_an_imported_record_is_authored_by_the_member_it_travels_with(
 def test_an_export_file_larger_than_any_real_one_is_refused_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                                                    ) -> None:
     monkeypatch.setattr(portability, "MAX_EXPORT_BYTES", 1_000)
-    monkeypatch.setattr(runtime_portability, "MAX_EXPORT_BYTES", 1_000)
     big = tmp_path / "big.json"
     big.write_bytes(b" " * 1_001)
     with open_runtime(tmp_path / "target") as target:

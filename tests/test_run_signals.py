@@ -22,7 +22,7 @@ from resident import Runtime
 from resident.children import ChildRecord, stop_orphans
 from resident.children.orphans import wait_gone
 from resident.cli.main import EXIT_TERMINATED
-from resident.errors import SchemaMismatch
+from resident.errors import SchemaMismatch, StoreCorrupted
 from resident.store.store import Store
 from resident.store.tables import RECORDS
 
@@ -63,6 +63,10 @@ def wait_playing(tmp_path: Path, run: subprocess.Popen[str], records: int) -> No
                 store = Store.open(homes[0], readonly=True)
             except SchemaMismatch:
                 store = None  # the run has created the data file but not yet written its schema
+            except StoreCorrupted:
+                # The open-time check reads the file without LMDB's lock (it expects no writer), and
+                # the run is writing it: a page can be caught mid-write. Look again.
+                store = None
             if store is not None:
                 try:
                     with store.reader() as reader:

@@ -1,11 +1,27 @@
 """The runtime over loopback HTTP: `resident up` serves it, `Runtime.connect` (or `connect`) uses it.
 
 Light modules (importable without the runtime, numpy or LMDB): `wire` (bodies), `routes` (the
-operation table), `statuses` (errors to HTTP and back), `discovery` (api.json), `transport` and
-`client` (the Python client), `process` (detach and stop). The server side — `app`, `handlers`,
-`events`, `openapi`, `server` — imports the runtime and the ASGI stack.
+operation table), `statuses` (errors to HTTP and back), `discovery` (api.json), `exchange` (requests
+and answers of the table), `oneshot` (one blocking request, for the `resident` command), `transport`
+and `client` (the Python client, over httpx), `process` (detach and stop). The server side — `app`,
+`handlers`, `inprocess`, `events`, `openapi`, `server` — imports the runtime and the ASGI stack.
+
+The client's names below are loaded on first use, so that the light modules do not bring httpx.
 """
 
-from resident.api.client import RemoteMember, RemoteRuntime, StreamItem, connect
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from resident.api.client import RemoteMember, RemoteRuntime, StreamItem, connect
 
 __all__ = ["RemoteMember", "RemoteRuntime", "StreamItem", "connect"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from resident.api import client  # noqa: PLC0415
+
+        return getattr(client, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

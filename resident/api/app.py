@@ -4,19 +4,23 @@ The guard runs before routing, so nothing — not even a 404 — answers a reque
 `Host` (a browser page reaching loopback through DNS rebinding) or, except `/v1/health`, lacks the
 home's token. Tokens are compared in constant time. The guard also bounds the requests in flight.
 
-Each endpoint reads and checks its body (declared JSON, bounded, decoded into the operation's struct,
-unknown fields refused), calls its handler and encodes the answer. A `ResidentError` becomes its
-typed JSON answer with the status of `statuses.STATUS_BY_ERROR`; anything else is logged and
-answered 500 without details, and the server keeps serving.
+Each endpoint reads and checks its body (declared JSON, bounded, arriving within the read timeout,
+decoded into the operation's struct, unknown fields refused), runs its handler for the caller (the
+owner, or the member session whose grant token the `Resident-Grant-Token` header presents; see
+`handlers.perform`) and encodes the answer. A `ResidentError` becomes its typed JSON answer with the
+status of `statuses.STATUS_BY_ERROR`; anything else is logged and answered 500 without details, and
+the server keeps serving.
 """
 
 from __future__ import annotations
 
 import hmac
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -26,25 +30,29 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from resident.api import routes
 from resident.api.events import EventHub
-from resident.api.handlers import HANDLERS, Call, Handler
+from resident.api.handlers import check_grant, perform, refuse_grant
 from resident.api.openapi import openapi_document
-from resident.api.statuses import error_body, status_of
-from resident.api.wire import MAX_BODY_BYTES
-from resident.errors import InvalidInput, ResidentError, Unauthorized
+from resident.api.statuses import OS_ERROR_STATUS, error_body, status_of
+from resident.api.wire import GRANT_HEADER, READ_TIMEOUT, ErrorDetail
+from resident.errors import InvalidInput, ResidentError, Unauthorized, os_error_message
 from resident.web import (
     Refusal,
     decode_json,
     error_response,
     json_response,
     read_json_body,
+    refused,
     require_loopback_host,
     routing_error_handler,
+    unexpected_error_handler,
 )
 
 if TYPE_CHECKING:
     from resident.runtime import Runtime
 
 __all__ = ["MAX_IN_FLIGHT", "Guard", "create_app"]
+
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 logger = logging.getLogger(__name__)
 
@@ -55,10 +63,13 @@ _SERVED = "/v1/... (see /openapi.json)"
 
 
 def _typed(error: ResidentError) -> Response:
-    response = json_response(error_body(error), status_of(error))
-    if isinstance(error, Unauthorized):
-        response.headers["WWW-Authenticate"] = 'Bearer realm="resident"'
-    return response
+    detail = error_body(error).error
+    return error_response(status_of(error), detail.type, detail.message, **_details(detail))
+
+
+def _details(detail: ErrorDetail) -> dict[str, str]:
+    """The fields a typed error adds to its type and message (a withheld record's id, state, reason)."""
+    return {name: value for name in ("id", "state", "reason") if (value := getattr(detail, name)) is not None}
 
 
 class Guard:
@@ -90,7 +101,7 @@ class Guard:
         try:
             require_loopback_host(headers.get("host", ""), _HOST_HINT)
         except Refusal as refusal:
-            return error_response(refusal.status, refusal.kind, refusal.message)
+            return refused(refusal)
         if scope["path"] not in self._open_paths and not self._authorized(headers.get("authorization", "")):
             return _typed(
                 Unauthorized("send the home's token (the `token` in its api.json) as `Authorization: Bearer TOKEN`")
@@ -121,56 +132,79 @@ def _refuse_query(request: Request, op: routes.Operation) -> None:
         raise InvalidInput(f"{op.method} {op.path} takes no query parameters; send options in the body")
 
 
-def _endpoint(runtime: Runtime, op: routes.Operation, handler: Handler) -> Handler:
+async def _threaded(function: Callable[[], Any]) -> Any:
+    return await run_in_threadpool(function)
+
+
+def _endpoint(runtime: Runtime, op: routes.Operation, read_timeout: float) -> Endpoint:
     async def endpoint(request: Request) -> Response:
         try:
+            grant = request.headers.get(GRANT_HEADER)
+            # Refused before the body is read: a member session learns nothing of an owner's route.
+            check_grant(op, grant)
             _refuse_query(request, op)
             body = None
             if op.body is not None:
-                body = decode_json(await read_json_body(request, MAX_BODY_BYTES) or b"{}", op.body)
-            result = await handler(Call(runtime, _params(request, op), body))
+                data = await read_json_body(request, op.max_body, read_timeout)
+                body = decode_json(data or b"{}", op.body)
+            result = await perform(
+                runtime, op, params=_params(request, op), body=body, grant=grant, blocking=_threaded
+            )
             return json_response(result)
         except Refusal as refusal:
-            return error_response(refusal.status, refusal.kind, refusal.message)
+            return refused(refusal)
         except ResidentError as error:
             return _typed(error)
         except ClientDisconnect:
             return error_response(400, "ClientDisconnect", "the client went away before sending the whole body")
+        except OSError as error:
+            # A file operation the request asked for (a backup's destination) that the system refused.
+            return error_response(OS_ERROR_STATUS, type(error).__name__, os_error_message(error))
         except Exception as error:
             logger.exception("the API failed to answer %s %s", op.method, op.path)
             message = f"the runtime failed to answer ({type(error).__name__}); see its log"
             return error_response(500, "InternalError", message)
 
-    return endpoint  # type: ignore[return-value]
+    return endpoint
 
 
-def create_app(runtime: Runtime, token: str, hub: EventHub, *, max_in_flight: int = MAX_IN_FLIGHT) -> ASGIApp:
-    """The guarded API over `runtime`; `hub` serves its event stream."""
+def create_app(
+    runtime: Runtime,
+    token: str,
+    hub: EventHub,
+    *,
+    max_in_flight: int = MAX_IN_FLIGHT,
+    read_timeout: float = READ_TIMEOUT,
+) -> ASGIApp:
+    """The guarded API over `runtime`; `hub` serves its event stream; bodies arrive within `read_timeout` s."""
     document = openapi_document()
 
-    async def openapi(_request: Request) -> Response:
+    async def openapi(request: Request) -> Response:
+        try:
+            refuse_grant(request.headers.get(GRANT_HEADER), f"GET {routes.OPENAPI_PATH}")
+        except ResidentError as error:
+            return _typed(error)
         return json_response(document)
 
     async def events(request: Request) -> Response:
         try:
+            refuse_grant(request.headers.get(GRANT_HEADER), f"GET {routes.EVENTS_PATH}")
             return hub.response(request)
         except ResidentError as error:
             return _typed(error)
 
-    table = [Route(op.path, _endpoint(runtime, op, HANDLERS[op.name]), methods=[op.method]) for op in routes.OPERATIONS]
+    table = [Route(op.path, _endpoint(runtime, op, read_timeout), methods=[op.method]) for op in routes.OPERATIONS]
     app = Starlette(
         routes=[
             *table,
             Route(routes.EVENTS_PATH, events, methods=["GET"]),
             Route(routes.OPENAPI_PATH, openapi, methods=["GET"]),
         ],
-        exception_handlers={HTTPException: routing_error_handler(_SERVED), Exception: _unexpected},
+        exception_handlers={
+            HTTPException: routing_error_handler("this API", _SERVED),
+            Exception: unexpected_error_handler("the runtime"),
+        },
     )
     # A redirect is not part of the API; "/v1/health/" is simply an unknown path.
     app.router.redirect_slashes = False
     return Guard(app, token, max_in_flight=max_in_flight)
-
-
-async def _unexpected(_request: Request, exc: Exception) -> Response:
-    # Only failures outside the endpoints get here; the server logs them after this answer.
-    return error_response(500, "InternalError", f"the runtime failed to handle the request ({type(exc).__name__})")

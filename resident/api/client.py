@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 
 from resident.api import routes, wire
-from resident.api.discovery import DISCOVERY_FILE, pid_alive, read_discovery
+from resident.api.discovery import DISCOVERY_FILE, check_version, pid_alive, read_discovery
 from resident.api.transport import StreamItem, Transport
 from resident.errors import InvalidInput, RuntimeNotUp, TextInvalid, UnknownMember
 from resident.messages.coordination import Correction, Progress
@@ -320,12 +320,7 @@ class RemoteRuntime:
                 f"the runtime recorded in {path / DISCOVERY_FILE} (pid {found.pid}) is gone; start it again with "
                 "`resident up`"
             )
-        if found.api_version != wire.API_VERSION:
-            raise RuntimeNotUp(
-                f"the runtime up for {path} speaks API version {found.api_version}, this client {wire.API_VERSION}; "
-                "use a matching resident"
-            )
-        runtime = cls(Transport(found))
+        runtime = cls(Transport(check_version(found)))
         try:
             runtime.members()  # proves the address and the token at once
         except BaseException:

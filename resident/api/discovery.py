@@ -6,7 +6,8 @@ file outlives a `kill -9`; such a stale file is recognised because its pid is go
 home's lock (`resident.lock`, an flock the kernel releases when the process dies) is not held by
 that pid. `down` checks both before it signals anything, so a recycled pid is never signalled.
 
-This module is light (no runtime, no LMDB): a client reads the file without opening the home.
+This module is light (no runtime, no LMDB): a client reads the file without opening the home, and
+the `resident` command asks `running` before every command that touches a home.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Literal
 
 import msgspec
 
+from resident.api.wire import API_VERSION
 from resident.errors import InvalidInput, RuntimeNotUp
 from resident.loopback import is_loopback_host
 
@@ -29,10 +31,12 @@ __all__ = [
     "LOCK_FILE_NAME",
     "Discovery",
     "Listen",
+    "check_version",
     "lock_holder",
     "parse_listen",
     "pid_alive",
     "read_discovery",
+    "running",
 ]
 
 DISCOVERY_FILE = "api.json"
@@ -116,6 +120,35 @@ def read_discovery(home: Path) -> Discovery | None:
         host = found.address.removeprefix("http://").rpartition(":")[0]
         if not found.address.startswith("http://") or not is_loopback_host(host):
             raise RuntimeNotUp(f"{path} names {found.address!r}, which is not a loopback address; start it again")
+    return found
+
+
+def check_version(found: Discovery) -> Discovery:
+    """`found`, if it speaks this client's API version; `RuntimeNotUp` naming both versions otherwise."""
+    if found.api_version != API_VERSION:
+        raise RuntimeNotUp(
+            f"the runtime up for {found.home} speaks API version {found.api_version}, this client {API_VERSION}; "
+            "use a matching resident"
+        )
+    return found
+
+
+def running(home: Path) -> Discovery | None:
+    """The runtime `resident up` serves for `home` now, or None when none is up.
+
+    One is up when the discovery file names a live pid that holds the home's lock. A file left by a
+    killed process names a dead pid or one that no longer holds the lock: no runtime is up. A file
+    that is not a discovery file is `RuntimeNotUp` while some process holds the home (it cannot be
+    reached, and the home cannot be opened here either), and is ignored when none does.
+    """
+    try:
+        found = read_discovery(home)
+    except RuntimeNotUp:
+        if lock_holder(home) is None:
+            return None
+        raise
+    if found is None or not pid_alive(found.pid) or lock_holder(home) != found.pid:
+        return None
     return found
 
 

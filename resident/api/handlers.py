@@ -1,44 +1,91 @@
 """What each operation of the API does to the runtime: one small handler per row of `routes.OPERATIONS`.
 
-A handler gets the open runtime, the path segments and the decoded body, calls the same facade a
-Python host calls, and returns the answer struct. Member calls use the facade's awaitable twins (the
-event loop never blocks on an actor); the other facade calls block, so they run in the thread pool.
-Errors are not caught here: the app turns every `ResidentError` into its typed answer.
+A handler gets the open runtime, who is calling, the path segments and the decoded body, calls the
+same facade a Python host calls, and returns the answer struct. The same handlers serve the loopback
+API and the `resident` command in-process (`resident.api.inprocess`), so a command answers the same
+either way. Member memory calls use the facade's awaitable twins (the event loop never blocks on an
+actor); the other facade calls block, so they go through `Call.blocking`, which the server runs in
+its thread pool. Errors are not caught here: the server turns every `ResidentError` into its typed
+answer.
+
+`perform` is the one entry: it refuses a member session on an owner's operation, resolves the
+caller from the presented grant token (exactly as the CLI does in-process), and runs the handler.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
-from starlette.concurrency import run_in_threadpool
 
 from resident.api import routes, wire
-from resident.errors import ResidentError
+from resident.errors import InvalidInput, ResidentError
 from resident.messages.replication import ReplicationCounts
+from resident.runtime.caller import Caller, CallerMemory, refuse_member_session, resolve_caller
+from resident.runtime.portability import export_document, import_document
+from resident.store.tables import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from resident.runtime import Member, Runtime
+    from resident.runtime import Runtime
 
-__all__ = ["HANDLERS", "Call", "Handler"]
+__all__ = ["HANDLERS", "Blocking", "Call", "Handler", "check_grant", "perform", "refuse_grant"]
+
+_T = TypeVar("_T")
+# Runs a blocking call without holding up the event loop (the server's thread pool), or in place.
+Blocking = Callable[[Callable[[], Any]], Awaitable[Any]]
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One request, decoded: the runtime it is for, its path segments, and its body (None without one)."""
+    """One request, decoded: the runtime it is for, who calls, its path segments and its body (None without one)."""
 
     runtime: Runtime
+    caller: Caller
     params: Mapping[str, str]
     body: Any
+    blocking: Blocking
 
-    def member(self) -> Member:
-        """The member the path names (`UnknownMember` when it is not on the roster)."""
-        return self.runtime.member(self.params["member"])
+    def memory(self) -> CallerMemory:
+        """The memory of the member the path names, as this caller may use it."""
+        return self.caller.memory(self.runtime, self.params["member"])
+
+    async def run(self, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """`function(*args, **kwargs)`, a blocking facade call, off the event loop."""
+        result: _T = await self.blocking(partial(function, *args, **kwargs))
+        return result
 
 
 Handler = Callable[[Call], Awaitable[Any]]
+
+
+async def perform(
+    runtime: Runtime,
+    op: routes.Operation,
+    *,
+    params: Mapping[str, str],
+    body: Any,
+    grant: str | None,
+    blocking: Blocking,
+) -> Any:
+    """Run `op` for the caller the grant token `grant` stands for (the owner when None)."""
+    check_grant(op, grant)
+    caller = Caller() if grant is None else await blocking(partial(resolve_caller, runtime, grant))
+    return await HANDLERS[op.name](Call(runtime, caller, params, body, blocking))
+
+
+def check_grant(op: routes.Operation, grant: str | None) -> None:
+    """`OwnerOnlyAction` when a grant token is presented for an operation no member session may call."""
+    if not op.member:
+        refuse_grant(grant, f"{op.method} {op.path}")
+
+
+def refuse_grant(grant: str | None, what: str) -> None:
+    """`OwnerOnlyAction` when a grant token is presented: `what` belongs to the owner."""
+    refuse_member_session(grant, what, "a grant token is presented")
 
 
 def _bounded(counts: ReplicationCounts) -> ReplicationCounts:
@@ -46,6 +93,14 @@ def _bounded(counts: ReplicationCounts) -> ReplicationCounts:
     if len(counts.withheld) <= wire.MAX_LISTED_IDS:
         return counts
     return msgspec.structs.replace(counts, withheld=counts.withheld[: wire.MAX_LISTED_IDS])
+
+
+def _by(caller: Caller) -> str:
+    """Who an action is recorded as done by: the session's member, or the owner."""
+    return caller.member or "owner"
+
+
+# -- the home ------------------------------------------------------------------------------------
 
 
 async def health(call: Call) -> wire.Health:
@@ -56,18 +111,42 @@ async def health(call: Call) -> wire.Health:
     return wire.Health(status="ok")
 
 
+async def status(call: Call) -> wire.HomeStatus:
+    runtime = call.runtime
+    memory = await call.run(runtime.memory.status)
+    return wire.HomeStatus(
+        home=str(runtime.home), schema_version=SCHEMA_VERSION, members=tuple(runtime.config.member_names()),
+        coordinator=runtime.config.coordinator, realm=runtime.config.realm_url, memory=memory,
+        supervisor=runtime.statistics(),
+    )
+
+
+async def backup(call: Call) -> Any:
+    dest = Path(call.body.dest)
+    if not dest.is_absolute():
+        raise InvalidInput(f"the backup destination must be an absolute path, not {call.body.dest!r}")
+    return await call.run(call.runtime.backup, dest)
+
+
+async def statistics(call: Call) -> Any:
+    return call.runtime.statistics()
+
+
+# -- memory --------------------------------------------------------------------------------------
+
+
 async def memory_status(call: Call) -> Any:
-    return await run_in_threadpool(call.runtime.memory.status)
+    return await call.run(call.runtime.memory.status)
 
 
 async def memory_enable(call: Call) -> wire.MemorySwitch:
     body: wire.EnableMemory = call.body
-    changed = await run_in_threadpool(call.runtime.memory.enable, body.provider, body.embedder)
+    changed = await call.run(call.runtime.memory.enable, body.provider, body.embedder)
     return wire.MemorySwitch(changed=changed, enabled=True)
 
 
 async def memory_disable(call: Call) -> wire.MemorySwitch:
-    changed = await run_in_threadpool(call.runtime.memory.disable)
+    changed = await call.run(call.runtime.memory.disable)
     return wire.MemorySwitch(changed=changed, enabled=False)
 
 
@@ -83,12 +162,17 @@ async def members(call: Call) -> wire.Members:
 async def remember(call: Call) -> Any:
     fields = msgspec.structs.asdict(call.body)
     text = fields.pop("text")
-    return await call.member().aremember(text, **fields)
+    source = fields.pop("source")
+    if source is not None:
+        if not call.caller.is_owner:
+            raise InvalidInput("a member session's memories come from its execution; leave `source` out")
+        fields["source"] = source
+    return await call.memory().remember(text, **fields)
 
 
 async def recall(call: Call) -> wire.RecallHits:
     body: wire.RecallQuery = call.body
-    hits = await call.member().arecall(
+    hits = await call.memory().recall(
         body.query, body.k, activation=body.activation, char_budget=body.char_budget,
         include_inactive=body.include_inactive,
     )
@@ -96,60 +180,215 @@ async def recall(call: Call) -> wire.RecallHits:
 
 
 async def get_record(call: Call) -> Any:
-    return await call.member().aget(call.params["record"])
+    return await call.memory().get(call.params["record"])
 
 
 async def forget(call: Call) -> wire.Forgotten:
     record = call.params["record"]
-    await call.member().aforget(record, reason=call.body.reason)
+    await call.memory().forget(record, call.body.reason)
     return wire.Forgotten(id=record)
 
 
+def _reconcile_options(body: wire.Reconcile) -> dict[str, Any]:
+    return {"rollback": body.rollback, "readmit": body.readmit, "text": body.text, "canonical": body.canonical}
+
+
 async def member_reconcile(call: Call) -> Any:
-    body: wire.Reconcile = call.body
-    return await call.member().areconcile(
-        call.params["record"], rollback=body.rollback, readmit=body.readmit, text=body.text, canonical=body.canonical
-    )
+    return await call.memory().reconcile(call.params["record"], **_reconcile_options(call.body))
 
 
 async def reconcile(call: Call) -> Any:
-    body: wire.Reconcile = call.body
-    return await run_in_threadpool(
-        lambda: call.runtime.reconcile(
-            call.params["record"], rollback=body.rollback, readmit=body.readmit, text=body.text,
-            canonical=body.canonical,
-        )
+    record, options = call.params["record"], _reconcile_options(call.body)
+    if call.caller.is_owner:
+        return await call.run(call.runtime.reconcile, record, **options)
+    # A member session settles its own records, under its grant.
+    return await call.caller.memory(call.runtime, None).reconcile(record, **options)
+
+
+async def export(call: Call) -> Any:
+    return await call.run(export_document, call.runtime, call.params["member"])
+
+
+async def import_member(call: Call) -> wire.Imported:
+    body: wire.ImportMember = call.body
+    result = await call.run(import_document, call.runtime, body.data, body.source, body.world)
+    return wire.Imported(
+        member=result.member, imported=result.imported, skipped=result.skipped, joined=result.joined,
+        sessions=result.sessions,
     )
 
 
+# -- replication and the coordinator -------------------------------------------------------------
+
+
 async def replication_status(call: Call) -> ReplicationCounts:
-    counts = await run_in_threadpool(call.runtime.replication.status)
+    counts = await call.run(call.runtime.replication.status)
     return _bounded(counts)  # type: ignore[arg-type]  # without an id, status() answers counts
 
 
 async def replication_record(call: Call) -> Any:
-    return await run_in_threadpool(call.runtime.replication.status, call.params["record"])
+    return await call.run(call.runtime.replication.status, call.params["record"])
 
 
 async def sync(call: Call) -> ReplicationCounts:
-    return _bounded(await run_in_threadpool(call.runtime.replication.sync, call.body.timeout))
+    return _bounded(await call.run(call.runtime.replication.sync, call.body.timeout))
 
 
 async def progress(call: Call) -> Any:
-    return await run_in_threadpool(call.runtime.coordinator.progress)
+    return await call.run(call.runtime.coordinator.progress)
 
 
 async def correct(call: Call) -> Any:
     body: wire.Correct = call.body
-    return await run_in_threadpool(lambda: call.runtime.coordinator.correct(body.execution, body.note, by=body.by))
+    return await call.run(call.runtime.coordinator.correct, body.execution, body.note, by=body.by)
 
 
-async def statistics(call: Call) -> Any:
-    return call.runtime.statistics()
+# -- skills --------------------------------------------------------------------------------------
+
+
+async def skills_library(call: Call) -> wire.Skills:
+    return wire.Skills(skills=tuple(await call.run(call.runtime.skills.library)))
+
+
+async def skill_add(call: Call) -> Any:
+    body: wire.AddSkill = call.body
+    call.caller.authorize("write_skills")
+    return await call.run(
+        call.runtime.skills.add_file, body.folder, body.data, derived_from=body.derived_from, by=_by(call.caller)
+    )
+
+
+async def skill_set(call: Call) -> Any:
+    body: wire.SkillSetQuery = call.body
+    call.caller.authorize("fetch_skills")
+    member = call.caller.acting_as(body.member)
+    return await call.run(call.runtime.skills.skill_set, member, include_left=body.include_left)
+
+
+async def skill_search(call: Call) -> wire.SkillMatches:
+    body: wire.SearchSkills = call.body
+    call.caller.authorize("fetch_skills")
+    matches = await call.run(call.runtime.skills.search, body.query, limit=body.limit)
+    return wire.SkillMatches(query=body.query, matches=tuple(matches))
+
+
+async def skill_rebuild(call: Call) -> Any:
+    return await call.run(call.runtime.skills.rebuild)
+
+
+async def skill_read(call: Call) -> Any:
+    skills, name, session = call.runtime.skills, call.params["skill"], call.caller.session
+    if session is None:
+        return await call.run(skills.skill, name)
+    return await call.run(skills.read, name, session=session)
+
+
+async def skill_give(call: Call) -> Any:
+    body: wire.GiveSkill = call.body
+    return await call.run(
+        call.runtime.skills.give, call.params["skill"], body.member, weight=body.weight, track=body.track
+    )
+
+
+async def skill_reclaim(call: Call) -> Any:
+    call.caller.authorize("fetch_skills")
+    member = call.caller.acting_as(call.body.member)
+    return await call.run(call.runtime.skills.reclaim, call.params["skill"], member, by=_by(call.caller))
+
+
+async def skill_choose(call: Call) -> wire.ChosenSkills:
+    body: wire.ChooseSkills = call.body
+    member = call.params["member"]
+    chosen = await call.run(call.runtime.skills.choose, member, body.task, limit=body.limit)
+    return wire.ChosenSkills(member=member, task=body.task, skills=tuple(chosen))
+
+
+# -- principles ----------------------------------------------------------------------------------
+
+
+async def propose(call: Call) -> Any:
+    body: wire.Propose = call.body
+    principles, session = call.runtime.principles, call.caller.session
+    if session is not None:
+        return await call.run(principles.propose, body.member, body.text, basis=body.basis, session=session)
+    member = call.caller.acting_as(body.member)
+    return await call.run(principles.propose, member, body.text, basis=body.basis, by="owner")
+
+
+async def principles_list(call: Call) -> wire.Principles:
+    body: wire.ListPrinciples = call.body
+    whose = body.member if call.caller.is_owner else call.caller.acting_as(body.member)
+    found = await call.run(call.runtime.principles.list, member=whose, state=body.state)
+    return wire.Principles(principles=tuple(found))
+
+
+async def principle_approve(call: Call) -> Any:
+    return await call.run(call.runtime.principles.approve, call.params["principle"], reason=call.body.reason)
+
+
+async def principle_reject(call: Call) -> Any:
+    return await call.run(call.runtime.principles.reject, call.params["principle"], reason=call.body.reason)
+
+
+# -- engagement ----------------------------------------------------------------------------------
+
+
+async def engage(call: Call) -> Any:
+    body: wire.Engage = call.body
+    call.caller.authorize("write_engagement")
+    member = call.caller.acting_as(body.member)
+    return await call.run(
+        call.runtime.engagement.engage, member, domain=body.domain, project=body.project,
+        counterpart=body.counterpart, activity=body.activity, by=_by(call.caller),
+    )
+
+
+async def release(call: Call) -> Any:
+    call.caller.authorize("write_engagement")
+    member = call.caller.acting_as(call.body.member)
+    return await call.run(call.runtime.engagement.release, member, by=_by(call.caller))
+
+
+async def engagement_show(call: Call) -> wire.EngagementOf:
+    call.caller.authorize("read_engagement")
+    member = call.caller.acting_as(call.body.member)
+    return wire.EngagementOf(member=member, state=await call.run(call.runtime.engagement.state, member))
+
+
+async def questions(call: Call) -> wire.Questions:
+    found = await call.run(call.runtime.engagement.questions, include_answered=call.body.include_answered)
+    return wire.Questions(questions=tuple(found))
+
+
+async def answer(call: Call) -> Any:
+    body: wire.AnswerQuestion = call.body
+    return await call.run(
+        call.runtime.engagement.answer, call.params["question"], domain=body.domain, project=body.project
+    )
+
+
+# -- evolution -----------------------------------------------------------------------------------
+
+
+async def evolution_log(call: Call) -> wire.EvolutionLog:
+    body: wire.LogQuery = call.body
+    member = call.caller.acting_as(body.member)
+    changes = await call.run(call.runtime.evolution.log, member, limit=body.last)
+    return wire.EvolutionLog(member=member, changes=tuple(changes))
+
+
+async def rollback(call: Call) -> Any:
+    return await call.run(call.runtime.evolution.rollback, call.params["change"], reason=call.body.reason)
+
+
+async def weekly_report(call: Call) -> Any:
+    return await call.run(call.runtime.evolution.report, call.body.week)
 
 
 HANDLERS: dict[str, Handler] = {
     routes.HEALTH.name: health,
+    routes.STATUS.name: status,
+    routes.BACKUP.name: backup,
     routes.MEMORY_STATUS.name: memory_status,
     routes.MEMORY_ENABLE.name: memory_enable,
     routes.MEMORY_DISABLE.name: memory_disable,
@@ -159,6 +398,8 @@ HANDLERS: dict[str, Handler] = {
     routes.GET_RECORD.name: get_record,
     routes.FORGET.name: forget,
     routes.MEMBER_RECONCILE.name: member_reconcile,
+    routes.EXPORT.name: export,
+    routes.IMPORT.name: import_member,
     routes.RECONCILE.name: reconcile,
     routes.REPLICATION_STATUS.name: replication_status,
     routes.REPLICATION_RECORD.name: replication_record,
@@ -166,4 +407,25 @@ HANDLERS: dict[str, Handler] = {
     routes.PROGRESS.name: progress,
     routes.CORRECT.name: correct,
     routes.STATISTICS.name: statistics,
+    routes.SKILLS.name: skills_library,
+    routes.SKILL_ADD.name: skill_add,
+    routes.SKILL_SET.name: skill_set,
+    routes.SKILL_SEARCH.name: skill_search,
+    routes.SKILL_REBUILD.name: skill_rebuild,
+    routes.SKILL_READ.name: skill_read,
+    routes.SKILL_GIVE.name: skill_give,
+    routes.SKILL_RECLAIM.name: skill_reclaim,
+    routes.SKILL_CHOOSE.name: skill_choose,
+    routes.PROPOSE.name: propose,
+    routes.PRINCIPLES.name: principles_list,
+    routes.PRINCIPLE_APPROVE.name: principle_approve,
+    routes.PRINCIPLE_REJECT.name: principle_reject,
+    routes.ENGAGE.name: engage,
+    routes.RELEASE.name: release,
+    routes.ENGAGEMENT.name: engagement_show,
+    routes.QUESTIONS.name: questions,
+    routes.ANSWER.name: answer,
+    routes.EVOLUTION_LOG.name: evolution_log,
+    routes.ROLLBACK.name: rollback,
+    routes.WEEKLY_REPORT.name: weekly_report,
 }

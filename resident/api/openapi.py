@@ -18,10 +18,19 @@ __all__ = ["openapi_document"]
 
 _REF = "#/components/schemas/{name}"
 _PARAMETER_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 200}
+_GRANT_PARAMETER = {
+    "name": wire.GRANT_HEADER,
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string", "maxLength": 100},
+    "description": "A member session's grant token: the call acts as that member, within that session's grant "
+    "(an operation a member session may not call refuses any grant token with OwnerOnlyAction)",
+}
 _ERROR_STATUSES = {
     "4XX": "Refused: bad input (400), no or wrong token (401), not allowed (403), unknown member or record "
-    "(404), wrong method (405), state conflict such as memory off or a withheld record (409), body too "
-    "large (413), body not declared JSON (415), foreign Host (421), too many subscribers (429)",
+    "(404), wrong method (405), a body that did not arrive in time (408), state conflict such as memory off, "
+    "a withheld record or a runtime that must be stopped first (409), body too large (413), body not declared "
+    "JSON (415), foreign Host (421), too many subscribers or requests (429)",
     "503": "The runtime cannot serve right now (an actor restarting, the runtime stopped, the store, Realm "
     "or embedder failing); retry",
 }
@@ -40,10 +49,13 @@ def _operation(op: routes.Operation) -> dict[str, Any]:
     for status, description in _ERROR_STATUSES.items():
         responses[status] = {"description": description, "content": _json_content(_ref(wire.ErrorBody))}
     spec: dict[str, Any] = {"operationId": op.name, "summary": op.summary, "responses": responses}
-    if op.params:
-        spec["parameters"] = [
-            {"name": name, "in": "path", "required": True, "schema": dict(_PARAMETER_SCHEMA)} for name in op.params
-        ]
+    parameters = [
+        {"name": name, "in": "path", "required": True, "schema": dict(_PARAMETER_SCHEMA)} for name in op.params
+    ]
+    if op.member:
+        parameters.append(dict(_GRANT_PARAMETER))
+    if parameters:
+        spec["parameters"] = parameters
     if op.body is not None:
         spec["requestBody"] = {"required": True, "content": _json_content(_ref(op.body))}
     if op is routes.HEALTH:

@@ -24,7 +24,7 @@ import msgspec
 
 from resident.api.discovery import DISCOVERY_FILE, Discovery, lock_holder, pid_alive, read_discovery
 from resident.api.statuses import error_from_body
-from resident.api.wire import ErrorBody
+from resident.api.wire import READ_TIMEOUT, ErrorBody
 from resident.errors import ApiError, RuntimeNotUp, ShutdownTimeout
 
 __all__ = ["LOG_FILE", "START_TIMEOUT", "read_first_line", "start_detached", "stop"]
@@ -34,9 +34,14 @@ START_TIMEOUT = 60.0
 _POLL = 0.05
 
 
-def start_detached(home: Path, listen: str, timeout: float = START_TIMEOUT) -> Discovery:
+def start_detached(
+    home: Path, listen: str, timeout: float = START_TIMEOUT, *, read_timeout: float = READ_TIMEOUT
+) -> Discovery:
     """Start `resident up` for `home` in its own session and return its announcement once it answers."""
-    command = [sys.executable, "-m", "resident.cli", "--home", str(home), "up", "--listen", listen, "--json"]
+    command = [
+        sys.executable, "-m", "resident.cli", "--home", str(home), "up", "--listen", listen,
+        "--read-timeout", repr(read_timeout), "--json",
+    ]
     log = os.open(home / LOG_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         # Our own interpreter and module; the arguments are a path and a checked address.

@@ -1,9 +1,14 @@
 """The operations of the loopback API, as one table that the server, the client and `/openapi.json` read.
 
-Each `Operation` names its method, its path (with `{member}` and `{record}` segments), the struct
+Each `Operation` names its method, its path (with `{member}`, `{record}`, ... segments), the struct
 its body decodes to and the struct it answers with. The server binds a handler to each name, the
-client builds requests from it, and the OpenAPI document is generated from it, so the three cannot
-drift apart; adding a route is one row here and one handler.
+clients build requests from it (the `resident` command runs every command through it, in-process or
+over the wire), and the OpenAPI document is generated from it, so they cannot drift apart; adding a
+route is one row here and one handler.
+
+An operation is the owner's unless it says `member=True`: only those may be called by a member
+session (a request presenting a grant token); any other refuses it with `OwnerOnlyAction`, so a
+route added later is owner-only until someone decides otherwise.
 """
 
 from __future__ import annotations
@@ -14,17 +19,30 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from resident.api import wire
+from resident.messages.backup import BackupManifest
 from resident.messages.coordination import Correction, Progress
+from resident.messages.engagement import EngagementState
+from resident.messages.evolution import EvolutionChange, WeeklyReport
 from resident.messages.memory import MemoryRecord, MemoryStatus, Receipt, Reconciled
+from resident.messages.portability import MemberExport
+from resident.messages.principles import Principle
 from resident.messages.replication import RecordReplication, ReplicationCounts
+from resident.messages.skills import SkillRebuild, SkillSetView, TeamSkill
 from resident.messages.supervision import SupervisorStatistics
 
 __all__ = [
+    "ANSWER",
+    "BACKUP",
     "CORRECT",
+    "ENGAGE",
+    "ENGAGEMENT",
     "EVENTS_PATH",
+    "EVOLUTION_LOG",
+    "EXPORT",
     "FORGET",
     "GET_RECORD",
     "HEALTH",
+    "IMPORT",
     "MEMBERS",
     "MEMBER_RECONCILE",
     "MEMORY_DISABLE",
@@ -32,14 +50,32 @@ __all__ = [
     "MEMORY_STATUS",
     "OPENAPI_PATH",
     "OPERATIONS",
+    "PRINCIPLES",
+    "PRINCIPLE_APPROVE",
+    "PRINCIPLE_REJECT",
     "PROGRESS",
+    "PROPOSE",
+    "QUESTIONS",
     "RECALL",
     "RECONCILE",
+    "RELEASE",
     "REMEMBER",
     "REPLICATION_RECORD",
     "REPLICATION_STATUS",
+    "ROLLBACK",
+    "SKILLS",
+    "SKILL_ADD",
+    "SKILL_CHOOSE",
+    "SKILL_GIVE",
+    "SKILL_READ",
+    "SKILL_REBUILD",
+    "SKILL_RECLAIM",
+    "SKILL_SEARCH",
+    "SKILL_SET",
     "STATISTICS",
+    "STATUS",
     "SYNC",
+    "WEEKLY_REPORT",
     "Operation",
 ]
 
@@ -56,6 +92,10 @@ class Operation:
     reply: type[Any]
     summary: str
     body: type[Any] | None = None
+    # Whether a member session may call it (acting as its member, within its grant).
+    member: bool = False
+    # The largest body it reads.
+    max_body: int = wire.MAX_BODY_BYTES
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -68,6 +108,13 @@ class Operation:
 
 
 HEALTH = Operation("health", "GET", "/v1/health", wire.Health, "Whether the runtime is open (no token needed)")
+STATUS = Operation(
+    "home.status", "GET", "/v1/status", wire.HomeStatus, "The home, its roster, Realm, memory and every actor"
+)
+BACKUP = Operation(
+    "home.backup", "POST", "/v1/backup", BackupManifest, "Write a verifiable copy of the home to a directory",
+    wire.Backup,
+)
 MEMORY_STATUS = Operation("memory.status", "GET", "/v1/memory", MemoryStatus, "Memory on or off, and how it is doing")
 MEMORY_ENABLE = Operation(
     "memory.enable", "POST", "/v1/memory/enable", wire.MemorySwitch, "Turn memory on", wire.EnableMemory
@@ -77,26 +124,37 @@ MEMORY_DISABLE = Operation(
 )
 MEMBERS = Operation("members.list", "GET", "/v1/members", wire.Members, "The roster and its coordinator")
 REMEMBER = Operation(
-    "member.remember", "POST", "/v1/members/{member}/remember", Receipt, "Store a memory durably", wire.Remember
+    "member.remember", "POST", "/v1/members/{member}/remember", Receipt, "Store a memory durably", wire.Remember,
+    member=True,
 )
 RECALL = Operation(
     "member.recall", "POST", "/v1/members/{member}/recall", wire.RecallHits, "Recall a member's memories",
-    wire.RecallQuery,
+    wire.RecallQuery, member=True,
 )
 GET_RECORD = Operation(
-    "member.get", "GET", "/v1/members/{member}/records/{record}", MemoryRecord, "One record, as the member sees it"
+    "member.get", "GET", "/v1/members/{member}/records/{record}", MemoryRecord, "One record, as the member sees it",
+    member=True,
 )
 FORGET = Operation(
     "member.forget", "POST", "/v1/members/{member}/records/{record}/forget", wire.Forgotten,
-    "Retract a record (it stays stored, marked retracted)", wire.Forget,
+    "Retract a record (it stays stored, marked retracted)", wire.Forget, member=True,
 )
 MEMBER_RECONCILE = Operation(
     "member.reconcile", "POST", "/v1/members/{member}/records/{record}/reconcile", Reconciled,
-    "Settle a withheld record as this member", wire.Reconcile,
+    "Settle a withheld record as this member", wire.Reconcile, member=True,
+)
+EXPORT = Operation(
+    "member.export", "GET", "/v1/members/{member}/export", MemberExport,
+    "A member's portable memory, as the export file holds it",
+)
+IMPORT = Operation(
+    "members.import", "POST", "/v1/members/import", wire.Imported, "Load a member export into this home",
+    wire.ImportMember, max_body=wire.MAX_IMPORT_BODY_BYTES,
 )
 RECONCILE = Operation(
     "records.reconcile", "POST", "/v1/records/{record}/reconcile", Reconciled,
-    "Settle a withheld record as the member who wrote it", wire.Reconcile,
+    "Settle a withheld record as the member who wrote it (a member session: one of its own)", wire.Reconcile,
+    member=True,
 )
 REPLICATION_STATUS = Operation(
     "replication.status", "GET", "/v1/replication", ReplicationCounts, "Records per replication state"
@@ -116,10 +174,92 @@ CORRECT = Operation(
 STATISTICS = Operation(
     "statistics", "GET", "/v1/statistics", SupervisorStatistics, "Every supervised actor: state, restarts, buffers"
 )
+SKILLS = Operation("skills.library", "GET", "/v1/skills", wire.Skills, "The team skill library")
+SKILL_ADD = Operation(
+    "skills.add", "POST", "/v1/skills", TeamSkill, "Add a skill (its SKILL.md) to the team library", wire.AddSkill,
+    member=True, max_body=wire.MAX_SKILL_BODY_BYTES,
+)
+SKILL_SET = Operation(
+    "skills.set", "POST", "/v1/skills/set", SkillSetView, "A member's skill set: weights, tracks, last use",
+    wire.SkillSetQuery, member=True,
+)
+SKILL_SEARCH = Operation(
+    "skills.search", "POST", "/v1/skills/search", wire.SkillMatches, "Team skills matching a query",
+    wire.SearchSkills, member=True,
+)
+SKILL_REBUILD = Operation(
+    "skills.rebuild", "POST", "/v1/skills/rebuild", SkillRebuild,
+    "Recompute every skill weight from the event log and compare it with the live state", wire.NoBody,
+)
+SKILL_READ = Operation(
+    "skills.read", "POST", "/v1/skills/{skill}/read", TeamSkill,
+    "A team skill's body (read in a member session, it is recorded and becomes a use)", wire.NoBody, member=True,
+)
+SKILL_GIVE = Operation(
+    "skills.give", "POST", "/v1/skills/{skill}/give", SkillSetView, "Sync a team skill into a member's set",
+    wire.GiveSkill,
+)
+SKILL_RECLAIM = Operation(
+    "skills.reclaim", "POST", "/v1/skills/{skill}/reclaim", SkillSetView,
+    "Take a team skill (back) into a member's set", wire.Whose, member=True,
+)
+SKILL_CHOOSE = Operation(
+    "skills.choose", "POST", "/v1/members/{member}/skills/choose", wire.ChosenSkills,
+    "The skills a member's session on a task would get", wire.ChooseSkills,
+)
+PROPOSE = Operation(
+    "principles.propose", "POST", "/v1/principles", Principle, "Propose a principle candidate", wire.Propose,
+    member=True,
+)
+PRINCIPLES = Operation(
+    "principles.list", "POST", "/v1/principles/list", wire.Principles, "Principles, oldest first",
+    wire.ListPrinciples, member=True,
+)
+PRINCIPLE_APPROVE = Operation(
+    "principles.approve", "POST", "/v1/principles/{principle}/approve", Principle, "Approve a candidate",
+    wire.Decide,
+)
+PRINCIPLE_REJECT = Operation(
+    "principles.reject", "POST", "/v1/principles/{principle}/reject", Principle, "Reject a candidate", wire.Reject,
+)
+ENGAGE = Operation(
+    "engagement.engage", "POST", "/v1/engagement", EngagementState, "Switch a member's engagement explicitly",
+    wire.Engage, member=True,
+)
+RELEASE = Operation(
+    "engagement.release", "POST", "/v1/engagement/release", EngagementState,
+    "Release an explicit switch: rules and the judge decide again", wire.Whose, member=True,
+)
+ENGAGEMENT = Operation(
+    "engagement.show", "POST", "/v1/engagement/show", wire.EngagementOf, "A member's engagement state", wire.Whose,
+    member=True,
+)
+QUESTIONS = Operation(
+    "engagement.questions", "POST", "/v1/engagement/questions", wire.Questions,
+    "The owner's questions: sessions whose engagement the judge could not decide", wire.QuestionsQuery,
+)
+ANSWER = Operation(
+    "engagement.answer", "POST", "/v1/engagement/questions/{question}/answer", EngagementState,
+    "Answer a question: the member's engagement becomes this", wire.AnswerQuestion,
+)
+EVOLUTION_LOG = Operation(
+    "evolution.log", "POST", "/v1/evolution/log", wire.EvolutionLog, "A member's evolution changes, oldest first",
+    wire.LogQuery, member=True,
+)
+ROLLBACK = Operation(
+    "evolution.rollback", "POST", "/v1/evolution/changes/{change}/rollback", EvolutionChange,
+    "Undo a change by writing a compensating one", wire.Rollback,
+)
+WEEKLY_REPORT = Operation(
+    "reports.weekly", "POST", "/v1/reports/weekly", WeeklyReport, "The weekly evolution report", wire.WeekQuery
+)
 
 OPERATIONS: tuple[Operation, ...] = (
-    HEALTH, MEMORY_STATUS, MEMORY_ENABLE, MEMORY_DISABLE, MEMBERS, REMEMBER, RECALL, GET_RECORD, FORGET,
-    MEMBER_RECONCILE, RECONCILE, REPLICATION_STATUS, REPLICATION_RECORD, SYNC, PROGRESS, CORRECT, STATISTICS,
+    HEALTH, STATUS, BACKUP, MEMORY_STATUS, MEMORY_ENABLE, MEMORY_DISABLE, MEMBERS, REMEMBER, RECALL, GET_RECORD,
+    FORGET, MEMBER_RECONCILE, EXPORT, IMPORT, RECONCILE, REPLICATION_STATUS, REPLICATION_RECORD, SYNC, PROGRESS,
+    CORRECT, STATISTICS, SKILLS, SKILL_ADD, SKILL_SET, SKILL_SEARCH, SKILL_REBUILD, SKILL_READ, SKILL_GIVE,
+    SKILL_RECLAIM, SKILL_CHOOSE, PROPOSE, PRINCIPLES, PRINCIPLE_APPROVE, PRINCIPLE_REJECT, ENGAGE, RELEASE,
+    ENGAGEMENT, QUESTIONS, ANSWER, EVOLUTION_LOG, ROLLBACK, WEEKLY_REPORT,
 )
 
 # Served beside the table: the event stream (text/event-stream) and the document describing the API.

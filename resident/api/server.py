@@ -4,6 +4,9 @@ Start: open the runtime (which claims the home's lock), bind the socket, and onc
 connections write `api.json` (0600, atomically) and hand the same facts to `on_ready` (the CLI
 prints them as one JSON line, so a host that spawned the process knows when it may connect).
 
+It is strict with slow clients (`resident.web.strict_http`): a connection that has not sent a
+request's headers within the read timeout is closed, and a body that trickles is answered 408.
+
 Stop, on SIGTERM or SIGINT (or when the runtime's root supervisor gives up): the server stops
 accepting connections and ends the event streams, in-flight requests finish (so every write a
 client was told about is durable), then the actors stop in reverse start order, the store closes,
@@ -29,11 +32,11 @@ import uvicorn
 from resident.api.app import MAX_IN_FLIGHT, create_app
 from resident.api.discovery import DISCOVERY_FILE, Discovery, Listen, lock_holder, pid_alive, read_discovery
 from resident.api.events import EventHub, HubSettings
-from resident.api.wire import API_VERSION
+from resident.api.wire import API_VERSION, READ_TIMEOUT
 from resident.errors import HomeInUse, InvalidInput, RuntimeStopped
 from resident.runtime import Runtime
 from resident.store.home import ensure_home, resolve_home, write_private_file
-from resident.web import ReadyServer, listen_tcp, stop_on_signals
+from resident.web import ReadyServer, listen_tcp, stop_on_signals, strict_http
 
 __all__ = ["GRACEFUL_SECONDS", "serve"]
 
@@ -119,8 +122,14 @@ def serve(
     *,
     hub_settings: HubSettings | None = None,
     max_in_flight: int = MAX_IN_FLIGHT,
+    read_timeout: float = READ_TIMEOUT,
 ) -> None:
-    """Run the API for `home` on `listen` until SIGTERM/SIGINT; `RuntimeStopped` if the runtime gave up."""
+    """Run the API for `home` on `listen` until SIGTERM/SIGINT; `RuntimeStopped` if the runtime gave up.
+
+    A client has `read_timeout` seconds to send a whole request.
+    """
+    if not 0 < read_timeout < float("inf"):
+        raise InvalidInput(f"the read timeout must be a positive number of seconds, not {read_timeout!r}")
     path = ensure_home(resolve_home(home))
     runtime = _open_runtime(path)
     stopped: list[str] = []
@@ -134,7 +143,7 @@ def serve(
             with _published(path) as publish:
                 _run(
                     runtime, sock, discovery, publish=publish, on_ready=on_ready, stopped=stopped,
-                    hub_settings=hub_settings, max_in_flight=max_in_flight,
+                    hub_settings=hub_settings, max_in_flight=max_in_flight, read_timeout=read_timeout,
                 )
         finally:
             sock.close()
@@ -156,6 +165,7 @@ def _run(
     stopped: list[str],
     hub_settings: HubSettings | None,
     max_in_flight: int,
+    read_timeout: float,
 ) -> None:
     server: ReadyServer | None = None
 
@@ -174,7 +184,8 @@ def _run(
         on_ready(discovery)
 
     config = uvicorn.Config(
-        create_app(runtime, discovery.token, hub, max_in_flight=max_in_flight),
+        create_app(runtime, discovery.token, hub, max_in_flight=max_in_flight, read_timeout=read_timeout),
+        http=strict_http(read_timeout),
         log_level="warning",
         lifespan="off",
         access_log=False,

@@ -6,6 +6,11 @@ error's class hierarchy, so a new leaf inherits its parent's status. The client 
 back into the same class, so `except RecordWithheld` works the same in and out of process.
 Refusals of bad input are 4xx; a runtime that cannot serve right now (restarting actor, stopped
 runtime, failing store, Realm or embedder down) is 503, which a caller may retry.
+
+An operating-system error from a file operation the request asked for (a backup into a folder that
+may not be written) is answered 400 with the builtin's name (`PermissionError`) and the one line the
+CLI prints for it, and a client raises that builtin again: so such a failure reads the same in and
+out of process too.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from resident.errors import (
     SchemaMismatch,
     ScopeNotAllowed,
     ShutdownTimeout,
+    StateDiverged,
     StoreBusy,
     StoreClosed,
     StoreCorrupted,
@@ -46,12 +52,23 @@ from resident.errors import (
     TooManySubscribers,
     Unauthorized,
     UnknownBank,
+    UnknownChange,
     UnknownExecution,
     UnknownMember,
+    UnknownPrinciple,
+    UnknownQuestion,
+    UnknownSkill,
     WriteFailed,
 )
 
-__all__ = ["STATUS_BY_ERROR", "error_body", "error_from_body", "status_of"]
+__all__ = [
+    "OS_ERROR_STATUS",
+    "STATUS_BY_ERROR",
+    "error_body",
+    "error_from_body",
+    "os_error_from_body",
+    "status_of",
+]
 
 STATUS_BY_ERROR: dict[type[ResidentError], int] = {
     InvalidInput: 400,
@@ -68,12 +85,17 @@ STATUS_BY_ERROR: dict[type[ResidentError], int] = {
     UnknownBank: 404,
     UnknownExecution: 404,
     RecordNotFound: 404,
+    UnknownSkill: 404,
+    UnknownPrinciple: 404,
+    UnknownQuestion: 404,
+    UnknownChange: 404,
     MemoryDisabled: 409,
     RecordWithheld: 409,
     RealmRejected: 409,
     HomeInUse: 409,
     HomeReadOnly: 409,
     SchemaMismatch: 409,
+    StateDiverged: 409,
     TooManySubscribers: 429,
     ActorUnavailable: 503,
     RuntimeStopped: 503,
@@ -91,6 +113,20 @@ STATUS_BY_ERROR: dict[type[ResidentError], int] = {
     MapFull: 507,
 }
 _DEFAULT_STATUS = 400
+OS_ERROR_STATUS = 400
+# The operating-system errors a client raises again by name (others come back as `OSError`).
+_OS_ERRORS: dict[str, type[OSError]] = {
+    kind.__name__: kind
+    for kind in (
+        OSError, PermissionError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError,
+    )
+}
+
+
+def os_error_from_body(detail: ErrorDetail) -> OSError | None:
+    """The builtin error an answer names (`PermissionError`, ...), None when it names none."""
+    kind = _OS_ERRORS.get(detail.type)
+    return None if kind is None else kind(detail.message)
 
 
 def status_of(error: ResidentError) -> int:

@@ -23,9 +23,9 @@ from httpx_sse import EventSource, aconnect_sse, connect_sse
 
 from resident.api import routes
 from resident.api.discovery import Discovery
-from resident.api.statuses import error_from_body
-from resident.api.wire import API_EVENTS, ApiEvent, ErrorBody
-from resident.errors import ApiError, RuntimeNotUp
+from resident.api.exchange import Request, auth_headers, decode_answer, decode_error, unreachable
+from resident.api.wire import API_EVENTS, ApiEvent
+from resident.errors import RuntimeNotUp
 
 __all__ = ["DEFAULT_TIMEOUT", "StreamItem", "Transport"]
 
@@ -34,7 +34,6 @@ DEFAULT_TIMEOUT = 45.0
 _CONNECT_TIMEOUT = 5.0
 # The server pings an idle stream every 15 s; three missed pings mean it is gone.
 _STREAM_READ_TIMEOUT = 45.0
-_JSON = {"Content-Type": "application/json"}
 _EVENT_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(Union[API_EVENTS])  # noqa: UP007
 
 
@@ -51,7 +50,7 @@ class Transport:
 
     def __init__(self, discovery: Discovery) -> None:
         self.discovery = discovery
-        self._headers = {"Authorization": f"Bearer {discovery.token}"}
+        self._headers = auth_headers(discovery)
         self._client = httpx.Client(
             base_url=discovery.base_url,
             headers=self._headers,
@@ -90,33 +89,32 @@ class Transport:
 
     def call(self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str) -> Any:
         """Run `op` and return its answer struct, or raise the error it answered."""
+        request = Request.of(op, body, params)
         try:
             response = self._client.request(
-                op.method, op.url(**params), content=_encode(body), headers=_JSON if body is not None else None,
+                request.method, request.path, content=request.content, headers=request.headers,
                 timeout=_timeout(timeout),
             )
         except httpx.TransportError as error:
             raise self._unreachable(error) from None
-        return _answer(op, response)
+        return decode_answer(op, response.status_code, response.content)
 
     async def acall(
         self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str
     ) -> Any:
         """`call` for asyncio hosts."""
+        request = Request.of(op, body, params)
         try:
             response = await self._async_client().request(
-                op.method, op.url(**params), content=_encode(body), headers=_JSON if body is not None else None,
+                request.method, request.path, content=request.content, headers=request.headers,
                 timeout=_timeout(timeout),
             )
         except httpx.TransportError as error:
             raise self._unreachable(error) from None
-        return _answer(op, response)
+        return decode_answer(op, response.status_code, response.content)
 
     def _unreachable(self, error: httpx.TransportError) -> RuntimeNotUp:
-        return RuntimeNotUp(
-            f"the runtime of {self.discovery.home} at {self.discovery.address} does not answer "
-            f"({type(error).__name__}: {error}); is `resident up` still running?"
-        )
+        return unreachable(self.discovery, error)
 
     # -- the event stream -------------------------------------------------------------------------
 
@@ -168,10 +166,6 @@ class Transport:
             await client.aclose()
 
 
-def _encode(body: Any) -> bytes | None:
-    return None if body is None else msgspec.json.encode(body)
-
-
 def _timeout(seconds: float | None) -> httpx.Timeout:
     return httpx.Timeout(DEFAULT_TIMEOUT if seconds is None else seconds, connect=_CONNECT_TIMEOUT)
 
@@ -184,26 +178,9 @@ def _resume(last_event_id: str | None) -> dict[str, str]:
     return {} if last_event_id is None else {"Last-Event-ID": last_event_id}
 
 
-def _answer(op: routes.Operation, response: httpx.Response) -> Any:
-    if response.status_code == 200:
-        try:
-            return msgspec.json.decode(response.content, type=op.reply)
-        except msgspec.DecodeError as error:
-            raise ApiError(f"the answer to {op.name} is not what the API promises ({error})") from None
-    raise _error(response)
-
-
-def _error(response: httpx.Response) -> Exception:
-    try:
-        body = msgspec.json.decode(response.content, type=ErrorBody)
-    except msgspec.DecodeError:
-        return ApiError(f"HTTP {response.status_code} with a body that is not an API error: {response.text[:200]!r}")
-    return error_from_body(body.error, response.status_code)
-
-
 def _check_stream(source: EventSource) -> None:
     response = source.response
     if response.status_code != 200:
         if not response.is_stream_consumed:
             response.read()
-        raise _error(response)
+        raise decode_error(response.status_code, response.content)

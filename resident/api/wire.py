@@ -17,41 +17,77 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from resident.messages.memory import Activation, Kind, RecallHit, ReplicationState, Scope
+from resident.messages.engagement import Domain, EngagementQuestion, EngagementState
+from resident.messages.evolution import EvolutionChange
+from resident.messages.memory import Activation, Kind, MemoryStatus, RecallHit, ReplicationState, Scope
+from resident.messages.principles import Principle, PrincipleState
+from resident.messages.skills import MAX_SEARCH, PROJECTED_SKILLS, ChosenSkill, SkillMatch, TeamSkill, Track
+from resident.messages.supervision import SupervisorStatistics
 
 __all__ = [
     "API_EVENTS",
     "API_VERSION",
+    "GRANT_HEADER",
     "MAX_BODY_BYTES",
     "MAX_CHAR_BUDGET",
+    "MAX_IMPORT_BODY_BYTES",
     "MAX_LISTED_IDS",
+    "MAX_SKILL_BODY_BYTES",
+    "READ_TIMEOUT",
     "ActorEvent",
+    "AddSkill",
+    "AnswerQuestion",
     "ApiEvent",
+    "Backup",
+    "ChooseSkills",
+    "ChosenSkills",
     "Correct",
+    "Decide",
     "EnableMemory",
+    "Engage",
+    "EngagementOf",
     "ErrorBody",
     "ErrorDetail",
+    "EvolutionLog",
     "Forget",
     "Forgotten",
+    "GiveSkill",
     "Health",
+    "HomeStatus",
+    "ImportMember",
+    "Imported",
+    "ListPrinciples",
+    "LogQuery",
     "MemberInfo",
     "Members",
     "MemorySwitch",
     "MemorySwitchedEvent",
     "NoBody",
+    "Principles",
     "ProgressEvent",
+    "Propose",
+    "Questions",
+    "QuestionsQuery",
     "RecallHits",
     "RecallQuery",
     "Reconcile",
     "RecordAdmittedEvent",
     "RecordLifecycleEvent",
     "RecordWithheldEvent",
+    "Reject",
     "Remember",
     "ReplicationAttemptEvent",
     "ReplicationSyncedEvent",
+    "Rollback",
     "RuntimeStoppedEvent",
+    "SearchSkills",
+    "SkillMatches",
+    "SkillSetQuery",
+    "Skills",
     "StreamGapEvent",
     "Sync",
+    "WeekQuery",
+    "Whose",
 ]
 
 API_VERSION = 1
@@ -61,8 +97,20 @@ MAX_BODY_BYTES = 256 * 1024
 MAX_CHAR_BUDGET = 200_000
 # Id lists in answers (withheld records in replication status) are cut to this many.
 MAX_LISTED_IDS = 1_000
+# A member import carries the export file itself (base64 in JSON: 4 bytes for every 3), up to the
+# size an import accepts from a file (`resident.memory.portability.MAX_EXPORT_BYTES`, 256 MiB).
+MAX_IMPORT_BODY_BYTES = (256 * 1024 * 1024) * 4 // 3 + 64 * 1024
+# A skill's SKILL.md travels the same way, up to the 256 KiB a skill file may hold.
+MAX_SKILL_BODY_BYTES = (256 * 1024) * 4 // 3 + 64 * 1024
+# A whole request arrives within this many seconds (by default; `resident up --read-timeout`) or is answered 408.
+READ_TIMEOUT = 10.0
+# A member session presents its grant token in this header, besides the home's token; the server
+# then acts as that member within that grant, as the CLI does in-process with $RESIDENT_GRANT_TOKEN.
+GRANT_HEADER = "Resident-Grant-Token"
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+# A name the runtime checks itself (an empty one is its UnknownMember or InvalidInput, with its own words).
+Named = Annotated[str, msgspec.Meta(max_length=200)]
 RecordRef = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 # Wider than any text the runtime admits, so that its own TextInvalid says what is too long.
 Text = Annotated[str, msgspec.Meta(max_length=64_000)]
@@ -88,10 +136,13 @@ class NoBody(_Request, frozen=True):
 
 
 class EnableMemory(_Request, frozen=True):
-    """Turn memory on with this provider and embedder (`hash`, or a loopback llama.cpp URL)."""
+    """Turn memory on with this provider and embedder (`hash`, `local` or a loopback llama.cpp URL).
+
+    Without an embedder, the home's resident.toml `[memory] embedder` is used (`hash` when it names none).
+    """
 
     provider: Annotated[str, msgspec.Meta(max_length=100)] = "hindsight"
-    embedder: Annotated[str, msgspec.Meta(max_length=2_000)] = "hash"
+    embedder: Annotated[str, msgspec.Meta(max_length=2_000)] | None = None
 
 
 class Remember(_Request, frozen=True):
@@ -108,7 +159,8 @@ class Remember(_Request, frozen=True):
     activation: Activation = msgspec.field(default_factory=Activation)
     supersedes: RecordRef | None = None
     canonical: bool = False
-    source: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] = "manual"
+    # Where it comes from (the facade's default is "manual"); a member session's writes come from its execution.
+    source: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
     occurred_at: Timestamp | None = None
     cites: Annotated[tuple[RecordRef, ...], msgspec.Meta(max_length=100)] = ()
 
@@ -146,8 +198,112 @@ class Correct(_Request, frozen=True):
     """An owner correction of one execution."""
 
     execution: RecordRef
-    note: Annotated[str, msgspec.Meta(min_length=1, max_length=4_000)]
+    note: Note
     by: Name = "owner"
+
+
+class Backup(_Request, frozen=True):
+    """Write a verifiable copy of the home to `dest`, an absolute path on the runtime's machine."""
+
+    dest: Annotated[str, msgspec.Meta(min_length=1, max_length=4_096)]
+
+
+class ImportMember(_Request, frozen=True):
+    """A member export file (its bytes, as `resident member export` wrote them) to load into this home.
+
+    `source` names the file in error messages; `world` is the world a member new to this home joins.
+    """
+
+    data: bytes
+    source: Annotated[str, msgspec.Meta(max_length=4_096)] = "the export"
+    world: Named | None = None
+
+
+class Whose(_Request, frozen=True):
+    """A call about one member: the one named, or (for a member session) its own when left out."""
+
+    member: Named | None = None
+
+
+class AddSkill(_Request, frozen=True):
+    """A skill folder's SKILL.md (its bytes) and the folder's name, which must be the skill's name."""
+
+    folder: Named
+    data: bytes
+    derived_from: Named | None = None
+
+
+class SkillSetQuery(Whose, frozen=True, kw_only=True):
+    include_left: bool = False
+
+
+class GiveSkill(_Request, frozen=True):
+    member: Named
+    weight: Annotated[float, msgspec.Meta(ge=0.0, le=1_000.0)] = 1.0
+    track: Track = "sessions"
+
+
+class SearchSkills(_Request, frozen=True):
+    query: Text
+    limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_SEARCH)] = 20
+
+
+class ChooseSkills(_Request, frozen=True):
+    task: Text
+    limit: Annotated[int, msgspec.Meta(ge=1, le=PROJECTED_SKILLS)] = PROJECTED_SKILLS
+
+
+class Propose(Whose, frozen=True, kw_only=True):
+    text: Text
+    basis: Text
+
+
+class ListPrinciples(Whose, frozen=True, kw_only=True):
+    state: PrincipleState | None = None
+
+
+class Decide(_Request, frozen=True):
+    """Approve a principle candidate, with an optional reason."""
+
+    reason: Note = ""
+
+
+class Reject(_Request, frozen=True):
+    """Reject a principle candidate, saying why."""
+
+    reason: Note
+
+
+class Engage(Whose, frozen=True, kw_only=True):
+    """An explicit switch of a member's engagement (at least one field)."""
+
+    domain: Domain | None = None
+    project: Named | None = None
+    counterpart: Named | None = None
+    activity: Note | None = None
+
+
+class QuestionsQuery(_Request, frozen=True):
+    include_answered: bool = False
+
+
+class AnswerQuestion(_Request, frozen=True):
+    domain: Domain | None = None
+    project: Named | None = None
+
+
+class LogQuery(Whose, frozen=True, kw_only=True):
+    last: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+
+class Rollback(_Request, frozen=True):
+    reason: Note = ""
+
+
+class WeekQuery(_Request, frozen=True):
+    """An ISO week like 2026-W49 (UTC); this week when left out."""
+
+    week: Annotated[str, msgspec.Meta(max_length=20)] | None = None
 
 
 # -- answers -------------------------------------------------------------------------------------
@@ -182,6 +338,61 @@ class Members(_Answer, frozen=True):
 
 class RecallHits(_Answer, frozen=True):
     hits: tuple[RecallHit, ...]
+
+
+class HomeStatus(_Answer, frozen=True):
+    """The home, its roster, its Realm, memory and every supervised actor (`resident status`)."""
+
+    home: str
+    schema_version: int
+    members: tuple[str, ...]
+    coordinator: str
+    realm: str | None
+    memory: MemoryStatus
+    supervisor: SupervisorStatistics
+
+
+class Imported(_Answer, frozen=True):
+    """What a member import did: records imported and already here, whether the member joined, sessions brought."""
+
+    member: str
+    imported: int
+    skipped: int
+    joined: bool
+    sessions: int = 0
+
+
+class Skills(_Answer, frozen=True):
+    skills: tuple[TeamSkill, ...]
+
+
+class SkillMatches(_Answer, frozen=True):
+    query: str
+    matches: tuple[SkillMatch, ...]
+
+
+class ChosenSkills(_Answer, frozen=True):
+    member: str
+    task: str
+    skills: tuple[ChosenSkill, ...]
+
+
+class Principles(_Answer, frozen=True):
+    principles: tuple[Principle, ...]
+
+
+class EngagementOf(_Answer, frozen=True):
+    member: str
+    state: EngagementState | None
+
+
+class Questions(_Answer, frozen=True):
+    questions: tuple[EngagementQuestion, ...]
+
+
+class EvolutionLog(_Answer, frozen=True):
+    member: str
+    changes: tuple[EvolutionChange, ...]
 
 
 class Forgotten(_Answer, frozen=True):

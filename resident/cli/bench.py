@@ -5,12 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from resident.benchmarks.writes import WriteBench, run_write_bench
 from resident.cli.common import CliState, emit_json, json_option, pass_state, stdout
-from resident.store.home import resolve_home
+from resident.cli.target import require_closed
 
 __all__ = ["COMMANDS"]
 
@@ -44,7 +41,13 @@ def writes(
     Runs against a fresh home unless --home (or the global --home) names one; a home that another
     process has open is refused.
     """
-    home = bench_home if bench_home is not None else (resolve_home(state.home) if state.home else None)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    from resident.benchmarks.writes import WriteBench, run_write_bench  # noqa: PLC0415
+
+    named = bench_home if bench_home is not None else state.home
+    home = None if named is None else require_closed(named)
     config = WriteBench(
         members=members, writers=writers, mode=mode, duration=duration if count is None else None,
         count=count, size=size, scope=scope, realm=realm, home=home,
@@ -56,7 +59,7 @@ def writes(
         emit_json(report.to_json())
         return
     with Progress(
-        TextColumn("[bold]writing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=stdout,
+        TextColumn("[bold]writing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=stdout.console,
         transient=True,
     ) as bar:
         task = bar.add_task("writes", total=config.count)

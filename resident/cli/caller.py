@@ -2,26 +2,22 @@
 
 Every command is the owner's unless it is listed in `MEMBER_COMMANDS`: with a grant token in the
 environment, any other command is refused with `OwnerOnlyAction` before it does anything, so a
-command added later is owner-only until someone decides otherwise. A listed command opens the
-runtime with `open_as_caller`, which resolves the token to its session (`GrantInvalid` when it
-stands for none) and hands the command a `Caller` that acts as that member under its grant.
+command added later is owner-only until someone decides otherwise. A listed command runs its
+operations with the token presented (`resident.cli.target`): in-process or by the server of a
+running `resident up`, the token is resolved to its session (`GrantInvalid` when it stands for
+none) and the operation acts as that member under its grant; an owner's operation refuses it.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import click
 
-from resident.cli.common import CliState, open_runtime
-from resident.runtime import Runtime
-from resident.runtime.caller import Caller, presented_token, refuse_member_session, resolve_caller
-
-__all__ = ["MEMBER_COMMANDS", "guard_commands", "open_as_caller"]
+__all__ = ["MEMBER_COMMANDS", "guard_command"]
 
 # What a member session may run, by command path. Each acts as the session's member, under its grant.
 MEMBER_COMMANDS: frozenset[tuple[str, ...]] = frozenset({
@@ -53,6 +49,9 @@ def _guarded(callback: Callable[..., Any], path: tuple[str, ...]) -> Callable[..
 
     @functools.wraps(callback)
     def guard(*args: Any, **kwargs: Any) -> Any:
+        # Imported when a command runs: `resident --help` needs none of it.
+        from resident.runtime.caller import presented_token, refuse_member_session  # noqa: PLC0415
+
         refuse_member_session(presented_token(os.environ), what)
         return callback(*args, **kwargs)
 
@@ -60,22 +59,10 @@ def _guarded(callback: Callable[..., Any], path: tuple[str, ...]) -> Callable[..
     return guard
 
 
-def guard_commands(group: click.Group, path: tuple[str, ...] = ()) -> None:
-    """Make every command under `group` not in `MEMBER_COMMANDS` refuse a member session."""
-    for name, command in group.commands.items():
-        here = (*path, name)
-        if isinstance(command, click.Group):
-            guard_commands(command, here)
-        elif here not in MEMBER_COMMANDS and command.callback is not None:
-            command.callback = _guarded(command.callback, here)
-
-
-@contextmanager
-def open_as_caller(state: CliState, *, create: bool = True) -> Iterator[tuple[Runtime, Caller]]:
-    """The runtime, and who is calling (the owner, or the member whose grant token is presented).
-
-    `create=False` is for commands that only read: they need an existing home and never make one.
-    """
-    token = presented_token(os.environ)
-    with open_runtime(state, create=create) as runtime:
-        yield runtime, resolve_caller(runtime, token)
+def guard_command(command: click.Command, path: tuple[str, ...]) -> None:
+    """Make `command` (at `path`), or every command under it, refuse a member session unless in `MEMBER_COMMANDS`."""
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            guard_command(sub, (*path, name))
+    elif path not in MEMBER_COMMANDS and command.callback is not None:
+        command.callback = _guarded(command.callback, path)

@@ -1,8 +1,14 @@
 """What every `resident` subcommand shares: the CLI state, opening the runtime, reading and printing.
 
+Light on purpose, like every module of this package at import: the runtime is imported only by the
+commands that open it here (see `resident.cli.target`), so that `--help` and the commands a running
+`resident up` serves start quickly.
+
 Stored text is printed, never obeyed (see `resident.terminal`): the `stdout` console passes every
 string it renders through `printable`, errors and log lines call it directly, and JSON output
-escapes the same characters as JSON escapes.
+escapes the same characters as JSON escapes. The console is made (and rich imported, about 20 ms)
+when a command first prints through it, so a command that prints JSON, or a line `click.echo`
+writes, never loads rich.
 """
 
 from __future__ import annotations
@@ -12,17 +18,18 @@ import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import msgspec
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from resident.errors import TextInvalid
-from resident.runtime import Runtime
 from resident.terminal import UNPRINTABLE, printable
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from resident.runtime import Runtime
 
 __all__ = [
     "UTF8",
@@ -50,16 +57,52 @@ class CliState:
 pass_state = click.make_pass_decorator(CliState)
 
 
-class _PrintableConsole(Console):
+def _printable_console() -> Console:
     """A console that passes every string it renders (printed or in a table cell) through `printable`."""
+    from rich.console import Console  # noqa: PLC0415 - see the module docstring
+    from rich.text import Text  # noqa: PLC0415
 
-    def render_str(self, text: str, **options: Any) -> Text:
-        return super().render_str(printable(text), **options)
+    class PrintableConsole(Console):
+        def render_str(self, text: str, **options: Any) -> Text:
+            return super().render_str(printable(text), **options)
+
+    # Memories, ids and paths are user data: rich must print them as they are, so no markup
+    # (`[/x]` in a memory is text, not a closing tag) and no emoji codes (`:thumbs_up:` stays text).
+    return PrintableConsole(soft_wrap=True, highlight=False, markup=False, emoji=False)
 
 
-# Memories, ids and paths are user data: rich must print them as they are, so no markup
-# (`[/x]` in a memory is text, not a closing tag) and no emoji codes (`:thumbs_up:` stays text).
-stdout = _PrintableConsole(soft_wrap=True, highlight=False, markup=False, emoji=False)
+class _Stdout:
+    """Standard output as commands print to it: the printable console, made on first use."""
+
+    @cached_property
+    def console(self) -> Console:
+        """The rich console itself (for progress bars and live views)."""
+        return _printable_console()
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        """`Console.print`: text wrapped as the terminal does, tables, styles."""
+        self.console.print(*objects, **options)
+
+    @staticmethod
+    def line(text: str) -> None:
+        """One line of plain text, made printable and written as it is (a tab stays a tab).
+
+        For the commands a member session runs all the time (`remember`, `recall`): they need no
+        table or style, and not loading rich keeps them quick (bench/cli.py).
+        """
+        click.echo(printable(text))
+
+    @property
+    def width(self) -> int:
+        """The console's width, in cells (the terminal's, unless set)."""
+        return self.console.width
+
+    @width.setter
+    def width(self, cells: int) -> None:
+        self.console.width = cells
+
+
+stdout = _Stdout()
 
 
 class Utf8Text(click.ParamType[str]):
@@ -108,16 +151,23 @@ def json_option(func: F) -> F:
 
 @contextmanager
 def open_runtime(state: CliState, *, create: bool = True) -> Iterator[Runtime]:
-    """The runtime of the selected home, closed when the command ends.
+    """The runtime of the selected home, opened in this process and closed when the command ends.
 
+    For commands the loopback API does not serve (those it serves use `resident.cli.target.runtime_for`):
+    while a runtime is up for the home they are refused with `RuntimeIsUp`, naming `resident down`.
     Commands that only read pass `create=False`: they never create a home, and say there is none.
     """
-    with Runtime.open(state.home, create=create) as runtime:
+    from resident.cli.target import require_closed  # noqa: PLC0415 - it imports this module
+    from resident.runtime import Runtime  # noqa: PLC0415
+
+    with Runtime.open(require_closed(state.home), create=create) as runtime:
         yield runtime
 
 
 def emit_json(value: Any) -> None:
     """Print `value` (structs, lists, dicts) as one JSON document on one line."""
+    import msgspec  # noqa: PLC0415 - `resident --help` needs no msgspec; every command does, through its answers
+
     builtins = msgspec.to_builtins(value)
     text = json.dumps(builtins, ensure_ascii=False)
     if not _is_utf8(text):
@@ -139,6 +189,8 @@ def print_table(
     columns: Sequence[str], rows: Iterable[Sequence[str]], *, ids: Collection[str] = (), title: str | None = None
 ) -> None:
     """Print rows as a table whose `ids` columns are never cut or wrapped: the other columns wrap first."""
+    from rich.table import Table  # noqa: PLC0415 - see the module docstring
+
     rows = [list(row) for row in rows]
     table = Table(title=title, title_justify="left")
     for index, column in enumerate(columns):

@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 
 import click
 
-from resident.cli.caller import open_as_caller
-from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, print_table, stdout
+from resident.api import routes, wire
+from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
+from resident.cli.target import runtime_for
 from resident.errors import InvalidInput
 from resident.messages.engagement import EngagementState
 
@@ -31,7 +32,7 @@ def _describe(state: EngagementState | None) -> str:
     return f"{', '.join(parts)} (by {state.source}{held})"
 
 
-@click.command(short_help="Switch a member's engagement (domain, project, counterpart, activity).")
+@click.command()
 @click.argument("member", type=UTF8, required=False)
 @click.option("--domain", type=DOMAIN, help="work or personal.")
 @click.option("--project", type=UTF8, help="The project it is engaged in.")
@@ -53,23 +54,22 @@ def engage(
         raise InvalidInput("--auto releases the switch; give it alone")
     if not release and all(v is None for v in (domain, project, counterpart, activity)):
         raise InvalidInput("say what to switch to: --domain, --project, --counterpart or --activity (or --auto)")
-    with open_as_caller(state) as (runtime, caller):
-        caller.authorize("write_engagement")
-        name = caller.acting_as(member)
-        by = caller.member or "owner"
+    with runtime_for(state) as runtime:
         if release:
-            result = runtime.engagement.release(name, by=by)
+            result = runtime.call(routes.RELEASE, wire.Whose(member=member))
         else:
-            result = runtime.engagement.engage(
-                name, domain=domain, project=project, counterpart=counterpart, activity=activity, by=by
+            switch = wire.Engage(
+                member=member, domain=domain, project=project, counterpart=counterpart,  # type: ignore[arg-type]
+                activity=activity,
             )
+            result = runtime.call(routes.ENGAGE, switch)
     if as_json:
         emit_json(result)
     else:
-        stdout.print(f"{name}: {_describe(result)}")
+        stdout.print(f"{result.member}: {_describe(result)}")
 
 
-@click.group(short_help="Show a member's engagement state.")
+@click.group()
 def engagement() -> None:
     """A member's engagement: domain, project, counterpart, activity, and how it was decided."""
 
@@ -80,14 +80,12 @@ def engagement() -> None:
 @pass_state
 def show(state: CliState, member: str | None, as_json: bool) -> None:
     """MEMBER's engagement state (a member session: its own)."""
-    with open_as_caller(state) as (runtime, caller):
-        caller.authorize("read_engagement")
-        name = caller.acting_as(member)
-        current = runtime.engagement.state(name)
+    with runtime_for(state) as runtime:
+        shown = runtime.call(routes.ENGAGEMENT, wire.Whose(member=member))
     if as_json:
-        emit_json({"member": name, "state": current})
+        emit_json({"member": shown.member, "state": shown.state})
     else:
-        stdout.print(f"{name}: {_describe(current)}")
+        stdout.print(f"{shown.member}: {_describe(shown.state)}")
 
 
 @click.command()
@@ -96,8 +94,8 @@ def show(state: CliState, member: str | None, as_json: bool) -> None:
 @pass_state
 def questions(state: CliState, include_answered: bool, as_json: bool) -> None:
     """The owner's open questions: sessions whose engagement the judge could not decide."""
-    with open_runtime(state) as runtime:
-        found = runtime.engagement.questions(include_answered=include_answered)
+    with runtime_for(state) as runtime:
+        found = runtime.call(routes.QUESTIONS, wire.QuestionsQuery(include_answered=include_answered)).questions
     if as_json:
         emit_json({"questions": found})
         return
@@ -127,8 +125,9 @@ def questions(state: CliState, include_answered: bool, as_json: bool) -> None:
 @pass_state
 def answer(state: CliState, question_id: str, domain: str | None, project: str | None, as_json: bool) -> None:
     """Answer question ID: the member's engagement becomes this, and its judge learns from it."""
-    with open_runtime(state) as runtime:
-        result = runtime.engagement.answer(question_id, domain=domain, project=project)
+    with runtime_for(state) as runtime:
+        reply = wire.AnswerQuestion(domain=domain, project=project)  # type: ignore[arg-type]  # a DOMAIN choice
+        result = runtime.call(routes.ANSWER, reply, question=question_id)
     if as_json:
         emit_json(result)
     else:

@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 
 import click
 
-from resident.cli.caller import open_as_caller
-from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, print_table, stdout
+from resident.api import routes, wire
+from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
+from resident.cli.target import runtime_for
 from resident.messages.evolution import WeeklyReport
 
 __all__ = ["COMMANDS"]
@@ -17,7 +18,7 @@ def _when(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%d %H:%M")
 
 
-@click.group(short_help="Every change evolution made to a member, with version and basis; roll one back.")
+@click.group()
 def evolution() -> None:
     """Versioned evolution: skill sets and weights, forgetting, principle decisions, curated memories.
 
@@ -33,9 +34,9 @@ def evolution() -> None:
 @pass_state
 def log(state: CliState, member: str | None, last: int | None, as_json: bool) -> None:
     """MEMBER's evolution changes, oldest first (a member session: its own)."""
-    with open_as_caller(state) as (runtime, caller):
-        name = caller.acting_as(member)
-        changes = runtime.evolution.log(name, limit=last)
+    with runtime_for(state) as runtime:
+        found = runtime.call(routes.EVOLUTION_LOG, wire.LogQuery(member=member, last=last))
+    name, changes = found.member, found.changes
     if as_json:
         emit_json({"member": name, "changes": changes})
         return
@@ -56,15 +57,15 @@ def log(state: CliState, member: str | None, last: int | None, as_json: bool) ->
 @pass_state
 def rollback(state: CliState, change_id: str, reason: str, as_json: bool) -> None:
     """Undo change ID (like deven@12) by writing a compensating change; the original stays, marked."""
-    with open_runtime(state) as runtime:
-        undone = runtime.evolution.rollback(change_id, reason=reason)
+    with runtime_for(state) as runtime:
+        undone = runtime.call(routes.ROLLBACK, wire.Rollback(reason=reason), change=change_id)
     if as_json:
         emit_json(undone)
     else:
         stdout.print(f"{change_id} rolled back by {undone.id} ({undone.kind} {undone.subject}: {undone.after})")
 
 
-@click.group(short_help="Reports: the weekly evolution report.")
+@click.group()
 def report() -> None:
     """Reports on the team."""
 
@@ -94,8 +95,8 @@ def _print_report(result: WeeklyReport) -> None:
 def weekly(state: CliState, week: str | None, as_json: bool) -> None:
     """Per member for one week: sessions, skill uses, forgotten (or would-be, in a first month's dry
     run), reclaims, and principle candidates awaiting approval."""
-    with open_runtime(state) as runtime:
-        result = runtime.evolution.report(week)
+    with runtime_for(state) as runtime:
+        result = runtime.call(routes.WEEKLY_REPORT, wire.WeekQuery(week=week))
     if as_json:
         emit_json(result)
     else:

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, print_table, stdout
-from resident.config import default_config, load_config, render_config
+from resident.api import routes, wire
+from resident.api.discovery import running
+from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
+from resident.cli.target import require_closed, runtime_for
 from resident.errors import InvalidInput
 from resident.realm.tokens import HOME_TOKEN_FILE, read_token_file
 from resident.realm.urls import realm_base_url
-from resident.runtime import Runtime
 from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, resolve_home, write_private_file
-from resident.store.tables import SCHEMA_VERSION
 
 __all__ = ["COMMANDS"]
 
@@ -52,7 +52,9 @@ def init(state: CliState, realm_url: str | None, realm_token_file: Path | None, 
     --realm (which changes only the [realm] url) or --force (which starts over from the defaults)
     is given. If the home cannot be opened (in use, another schema), resident.toml is not changed:
     the home is claimed before anything is written. --realm-token-file copies the token Realm
-    issued to this home into it ($RESIDENT_REALM_TOKEN overrides it).
+    issued to this home into it ($RESIDENT_REALM_TOKEN overrides it). While `resident up` runs
+    for the home, only a plain `init` of a home that has its resident.toml (which changes nothing)
+    runs; the others say `resident down`.
     """
     token = None if realm_token_file is None else read_token_file(realm_token_file)
     url = None
@@ -61,7 +63,26 @@ def init(state: CliState, realm_url: str | None, realm_token_file: Path | None, 
             url = realm_base_url(realm_url)
         except InvalidInput as error:
             raise InvalidInput(f"--realm: {error}") from None
-    home = ensure_home(resolve_home(state.home))
+    home = resolve_home(state.home)
+    if token is None and url is None and not force and (home / CONFIG_FILE).exists() and running(home) is not None:
+        _kept_while_up(state, as_json)
+        return
+    _init_here(require_closed(home), url, token, force=force, as_json=as_json)
+
+
+def _kept_while_up(state: CliState, as_json: bool) -> None:
+    """What a plain `init` says of a home whose runtime is up: it is there, and nothing changes."""
+    with runtime_for(state) as runtime:
+        status: wire.HomeStatus = runtime.call(routes.STATUS)
+    _said_init(Path(status.home), status.realm, created=False, changed=False, as_json=as_json)
+
+
+def _init_here(home: Path, url: str | None, token: str | None, *, force: bool, as_json: bool) -> None:
+    """Create or update the home's configuration, holding its lock, and open it once to check it."""
+    from resident.config import default_config, load_config, render_config  # noqa: PLC0415
+    from resident.runtime import Runtime  # noqa: PLC0415
+
+    home = ensure_home(home)
     path = home / CONFIG_FILE
     # The claim comes first: a home another process has open is refused before anything is written.
     with HomeLock(home) as lock:
@@ -82,12 +103,17 @@ def init(state: CliState, realm_url: str | None, realm_token_file: Path | None, 
             raise
         if token is not None:
             write_private_file(home / HOME_TOKEN_FILE, f"{token}\n".encode("ascii"))
+    _said_init(home, config.realm_url, created=previous is None, changed=changed, as_json=as_json)
+
+
+def _said_init(home: Path, realm: str | None, *, created: bool, changed: bool, as_json: bool) -> None:
+    """What `init` did to the home's resident.toml, and the Realm it names."""
+    path = home / CONFIG_FILE
     if as_json:
-        emit_json({"home": str(home), "config": str(path), "realm": config.realm_url,
-                   "created": previous is None, "changed": changed})
+        emit_json({"home": str(home), "config": str(path), "realm": realm, "created": created, "changed": changed})
         return
-    stdout.print(f"{'created' if previous is None else 'updated' if changed else 'kept'} {path}")
-    stdout.print(f"realm: {config.realm_url or 'none (records stay pending until you set one with --realm)'}")
+    stdout.print(f"{'created' if created else 'updated' if changed else 'kept'} {path}")
+    stdout.print(f"realm: {realm or 'none (records stay pending until you set one with --realm)'}")
 
 
 @click.command()
@@ -100,44 +126,44 @@ def status(state: CliState, as_json: bool) -> None:
     while it restarts, and dead letters. With --json: an object with home, members, realm, memory
     and supervisor.
     """
-    with open_runtime(state, create=False) as runtime:
-        memory = runtime.memory.status()
-        stats = runtime.statistics()
-        if as_json:
-            emit_json(
-                {
-                    "home": str(runtime.home),
-                    "schema_version": SCHEMA_VERSION,
-                    "members": runtime.config.member_names(),
-                    "realm": runtime.config.realm_url,
-                    "memory": memory,
-                    "supervisor": stats,
-                }
-            )
-            return
-        stdout.print(f"home     {runtime.home} (schema {SCHEMA_VERSION})")
-        stdout.print(f"members  {', '.join(runtime.config.member_names())} (coordinator {runtime.config.coordinator})")
-        if memory.enabled:
-            stdout.print(
-                f"memory   on — {memory.provider}, embedder {memory.embedder}, {memory.records} records, "
-                f"substrate {memory.substrate}"
-            )
-        else:
-            stdout.print("memory   off — turn it on with `resident memory enable`")
-        stdout.print(f"realm    {runtime.config.realm_url or 'none'}")
-        print_table(
-            ("actor", "state", "restarts", "in window", "buffered", "dead letters"),
-            (
-                (child.name, child.state, str(child.total_restarts), str(child.restarts_in_window),
-                 str(child.buffered), str(child.dead_letters))
-                for child in stats.children
-            ),
-            ids=("actor", "state"),
-            title="actors",
+    with runtime_for(state, create=False) as runtime:
+        status: wire.HomeStatus = runtime.call(routes.STATUS)
+    memory, stats = status.memory, status.supervisor
+    if as_json:
+        emit_json(
+            {
+                "home": status.home,
+                "schema_version": status.schema_version,
+                "members": status.members,
+                "realm": status.realm,
+                "memory": memory,
+                "supervisor": stats,
+            }
         )
-        for child in stats.children:
-            if child.condition:
-                stdout.print(f"{child.name}: {child.condition}")
+        return
+    stdout.print(f"home     {status.home} (schema {status.schema_version})")
+    stdout.print(f"members  {', '.join(status.members)} (coordinator {status.coordinator})")
+    if memory.enabled:
+        stdout.print(
+            f"memory   on — {memory.provider}, embedder {memory.embedder}, {memory.records} records, "
+            f"substrate {memory.substrate}"
+        )
+    else:
+        stdout.print("memory   off — turn it on with `resident memory enable`")
+    stdout.print(f"realm    {status.realm or 'none'}")
+    print_table(
+        ("actor", "state", "restarts", "in window", "buffered", "dead letters"),
+        (
+            (child.name, child.state, str(child.total_restarts), str(child.restarts_in_window),
+             str(child.buffered), str(child.dead_letters))
+            for child in stats.children
+        ),
+        ids=("actor", "state"),
+        title="actors",
+    )
+    for child in stats.children:
+        if child.condition:
+            stdout.print(f"{child.name}: {child.condition}")
 
 
 @click.command()
@@ -149,11 +175,12 @@ def backup(state: CliState, dest: Path, as_json: bool) -> None:
 
     DEST must not exist or be an empty directory. It receives a consistent, compacted copy of the
     store, the home's resident.toml, and a manifest with the schema version and the SHA-256 of
-    every file. The home must not be open elsewhere while it runs. Bring it back with
-    `resident restore DEST`.
+    every file. The runtime may be up (`resident up`) and busy meanwhile: the copy is one consistent
+    snapshot. Bring it back with `resident restore DEST`.
     """
-    with open_runtime(state, create=False) as runtime:
-        manifest = runtime.backup(dest)
+    with runtime_for(state, create=False) as runtime:
+        # The runtime writes the copy, perhaps in another process: it gets the path whole.
+        manifest = runtime.call(routes.BACKUP, wire.Backup(dest=str(dest.absolute())))
     if as_json:
         emit_json({"backup": str(dest), "manifest": manifest})
     else:
@@ -171,7 +198,9 @@ def restore(state: CliState, src: Path, as_json: bool) -> None:
     home is touched; a damaged backup is refused and the home is left as it was. The switch to
     the restored store is atomic. The home must not be open elsewhere.
     """
-    manifest = Runtime.restore(src, state.home)
+    from resident.runtime import Runtime  # noqa: PLC0415
+
+    manifest = Runtime.restore(src, require_closed(state.home))
     if as_json:
         emit_json({"restored": str(src), "manifest": manifest})
     else:

@@ -24,17 +24,20 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from importlib import import_module
 from types import FrameType
 from typing import Any, NoReturn
 
 import click
 
+from resident.cli.caller import guard_command
 from resident.cli.common import CliState
-from resident.errors import RecordWithheld, ResidentError
+from resident.errors import RecordWithheld, ResidentError, os_error_message
 from resident.terminal import printable
 
 __all__ = [
-    "EXIT_ERROR", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "EXIT_USAGE", "Terminated", "cli", "main",
+    "COMMANDS", "EXIT_ERROR", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "EXIT_USAGE", "Terminated",
+    "all_commands", "cli", "main",
 ]
 
 EXIT_ERROR = 1
@@ -58,8 +61,60 @@ def _raise_terminated(_signum: int, _frame: FrameType | None) -> None:
     raise Terminated
 
 
+# Every command: the module under resident/cli/ that defines it (in its `COMMANDS`), and the line
+# `resident --help` shows for it. A command's module is imported only when that command runs (or
+# its help is asked for), so that starting `resident` costs what the one command needs: importing
+# every module made each command about 90 ms slower. A new command is one line here.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "answer": ("engagement", "Answer an owner's question: the member's engagement becomes this."),
+    "backup": ("home", "Copy the home to DEST, verifiably."),
+    "bench": ("bench", "Measure the runtime on this machine."),
+    "correct": ("run", "Record an owner correction on an execution (its skill use scores 0)."),
+    "curate": ("session", "Admit excerpts of a member's recovered sessions into its memory."),
+    "doctor": ("maintenance", "Check the home whole: configuration, pages, tables, events, records."),
+    "down": ("up", "Stop the runtime `resident up` runs for the home."),
+    "engage": ("engagement", "Switch a member's engagement (domain, project, counterpart, activity)."),
+    "engagement": ("engagement", "Show a member's engagement state."),
+    "evolution": ("evolution", "Every change evolution made to a member, with version and basis; roll one back."),
+    "init": ("home", "Create the home and its resident.toml, or set its Realm URL."),
+    "knowledge": ("knowledge", "Knowledge banks and pages, verified entries, context (needs [knowledge] enabled)."),
+    "mcp": ("mcp", "The read-only MCP server of a member session."),
+    "member": ("members", "Move a member's own memory between homes."),
+    "memory": ("memory", "Turn memory on or off; show or forget one record."),
+    "principles": ("principles", "Member principles: propose; the owner approves or rejects."),
+    "progress": ("run", "Progress per member, from execution records (live, not memory)."),
+    "questions": ("engagement", "The owner's open questions: sessions whose engagement the judge could not decide."),
+    "realm": ("realm", "Run the Realm server, enroll homes, or act as its governance side."),
+    "recall": ("memory", "Recall MEMBER's memories that best match QUERY."),
+    "reconcile": ("replication", "Settle a withheld record: --rollback or --readmit."),
+    "remember": ("memory", "Store a memory for MEMBER (id and replication state)."),
+    "replication": ("replication", "Where records stand with Realm; push now."),
+    "report": ("evolution", "Reports: the weekly evolution report."),
+    "restore": ("home", "Replace the home's store with the backup at SRC."),
+    "run": ("run", "Run a multi-member coordination plan with live progress, then check its invariants."),
+    "salvage": ("maintenance", "Copy what still reads out of a damaged home into a new one."),
+    "session": ("session", "Members at work in Claude Code, Codex, pi or any command; their sessions."),
+    "skills": ("skills", "The team skill library and each member's skill set."),
+    "status": ("home", "The home, its members, memory and every supervised actor."),
+    "up": ("up", "Run the runtime behind its loopback API until stopped."),
+}
+
+
 class ResidentGroup(click.Group):
-    """A click group that turns every error into one line (or a JSON error object)."""
+    """The root group: commands loaded on first use, and every error turned into one line (or a JSON object)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:  # noqa: ARG002 - click's signature
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:  # noqa: ARG002
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            _load(COMMANDS[cmd_name][0])
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:  # noqa: ARG002
+        # From the table, without importing every command's module (see COMMANDS).
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, COMMANDS[name][1]) for name in sorted(COMMANDS)])
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # The raw arguments tell whether `--json` was asked for even when parsing them fails.
@@ -89,7 +144,7 @@ class ResidentGroup(click.Group):
             # A reader that went away (`resident recall … | head`) is click's to end quietly.
             if error.errno == errno.EPIPE or os.environ.get(DEBUG_ENV):
                 raise
-            _fail(ctx, type(error).__name__, _os_message(error), EXIT_ERROR)
+            _fail(ctx, type(error).__name__, os_error_message(error), EXIT_ERROR)
         except Exception as error:
             if os.environ.get(DEBUG_ENV):
                 raise
@@ -101,12 +156,6 @@ def _details(error: ResidentError) -> dict[str, str]:
     if isinstance(error, RecordWithheld):
         return {"id": error.record_id, "state": error.state, "reason": error.reason}
     return {}
-
-
-def _os_message(error: OSError) -> str:
-    if error.strerror and error.filename is not None:
-        return f"{error.strerror}: {error.filename}"
-    return str(error)
 
 
 def _click_failure(ctx: click.Context, error: click.ClickException) -> NoReturn:
@@ -165,39 +214,28 @@ def cli(ctx: click.Context, home: str | None) -> None:
     ctx.obj = CliState(home=home)
 
 
-def _register() -> None:
-    # Subcommand modules import the runtime; registering them here keeps each module small.
-    from resident.cli import (  # noqa: PLC0415
-        bench,
-        engagement,
-        evolution,
-        home,
-        knowledge,
-        maintenance,
-        mcp,
-        members,
-        memory,
-        principles,
-        realm,
-        replication,
-        run,
-        session,
-        skills,
-        up,
-    )
-    from resident.cli.caller import guard_commands  # noqa: PLC0415
-
-    for module in (
-        run, home, memory, members, realm, replication, bench, maintenance, up, skills, principles, engagement,
-        evolution, knowledge, mcp, session,
-    ):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-    # Last, over every command: with a member's grant token, only member commands run.
-    guard_commands(cli)
+_LOADED: set[str] = set()
 
 
-_register()
+def _load(module_name: str) -> None:
+    """Import a command module and add its commands, each guarded against member sessions (see caller.py)."""
+    if module_name in _LOADED:
+        return
+    _LOADED.add(module_name)
+    module = import_module(f"resident.cli.{module_name}")
+    for command in module.COMMANDS:
+        name = command.name or ""
+        # The listing's line is the table's, so it reads the same loaded or not.
+        command.short_help = COMMANDS[name][1]
+        guard_command(command, (name,))
+        cli.add_command(command)
+
+
+def all_commands() -> dict[str, click.Command]:
+    """Every command, its module imported (for tests and tools that walk the whole command tree)."""
+    for module_name, _ in COMMANDS.values():
+        _load(module_name)
+    return dict(cli.commands)
 
 
 class _OneLine(logging.Formatter):

@@ -12,8 +12,8 @@ from pathlib import Path
 import click
 
 from resident.cli.common import CliState, emit_json, json_option, pass_state, stdout
+from resident.cli.target import require_closed
 from resident.messages.store import DoctorReport, SalvageReport
-from resident.runtime import Runtime
 
 __all__ = ["COMMANDS", "EXIT_DAMAGED"]
 
@@ -30,11 +30,14 @@ def doctor(ctx: click.Context, state: CliState, as_json: bool) -> None:
     """Check the home whole: configuration, every page, every table, the event log, every record.
 
     The event log must rebuild exactly the live state, and every memory record's content must
-    match its digest. The home must not be open elsewhere; nothing in it is written. Exits 0 when
+    match its digest. The home must not be open elsewhere (`resident down` stops a runtime that is
+    up); nothing in it is written. Exits 0 when
     the home is sound and 3 when something is damaged (the report names it; `resident salvage DEST`
     copies out what still reads).
     """
-    report = Runtime.doctor(state.home)
+    from resident.runtime import Runtime  # noqa: PLC0415
+
+    report = Runtime.doctor(require_closed(state.home))
     if as_json:
         emit_json(report)
     else:
@@ -77,7 +80,9 @@ def salvage(ctx: click.Context, state: CliState, dest: Path, as_json: bool) -> N
     record stays withheld). The damaged home is only read. Exits 0 when everything was saved and
     3 when something could not be (the report lists it).
     """
-    report = Runtime.salvage(dest, state.home)
+    from resident.runtime import Runtime  # noqa: PLC0415
+
+    report = Runtime.salvage(dest, require_closed(state.home))
     if as_json:
         emit_json(report)
     else:

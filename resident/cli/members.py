@@ -6,13 +6,14 @@ from pathlib import Path
 
 import click
 
-from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, stdout
-from resident.runtime.portability import export_member, import_member
+from resident.api import routes, wire
+from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, stdout
+from resident.cli.target import runtime_for
 
 __all__ = ["COMMANDS"]
 
 
-@click.group(short_help="Move a member's own memory between homes.")
+@click.group()
 def member() -> None:
     """Move a member's own memory (AGENT_CORE, AGENT_DYADIC) between homes.
 
@@ -33,8 +34,13 @@ def export_command(state: CliState, name: str, file: Path, as_json: bool) -> Non
     FILE (written atomically, private) holds MEMBER's AGENT_CORE and AGENT_DYADIC records in a
     versioned format; WORLD_SHARED records and records Realm withheld are never exported.
     """
-    with open_runtime(state, create=False) as runtime:
-        count = export_member(runtime, name, file)
+    # The file is written here, on this side of the API, whichever process holds the runtime.
+    from resident.memory.portability import write_export_file  # noqa: PLC0415
+
+    with runtime_for(state, create=False) as runtime:
+        document = runtime.call(routes.EXPORT, member=name)
+    write_export_file(file, document)
+    count = len(document.records)
     if as_json:
         emit_json({"member": name, "file": str(file), "records": count})
     else:
@@ -53,8 +59,11 @@ def import_command(state: CliState, file: Path, world: str | None, as_json: bool
     over as `pending` for this home's Realm. A member not on this home's roster joins it. Memory
     must be on here (`resident memory enable`); a malformed or truncated FILE is refused whole.
     """
-    with open_runtime(state) as runtime:
-        result = import_member(runtime, file, world)
+    from resident.memory.portability import read_export_file  # noqa: PLC0415
+
+    with runtime_for(state) as runtime:
+        request = wire.ImportMember(data=read_export_file(file), source=str(file), world=world)
+        result = runtime.call(routes.IMPORT, request)
     # Sessions are mentioned only when the export carried some: older exports read as they always did.
     sessions = {"sessions": result.sessions} if result.sessions else {}
     if as_json:

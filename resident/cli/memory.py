@@ -7,19 +7,10 @@ from typing import Any
 
 import click
 
-from resident.cli.caller import open_as_caller
-from resident.cli.common import (
-    UTF8,
-    CliState,
-    emit_json,
-    json_option,
-    open_runtime,
-    pass_state,
-    read_text_argument,
-    stdout,
-)
-from resident.messages.memory import MemoryRecord, MemoryStatus
-from resident.runtime.memory import PROVIDERS
+from resident.api import routes, wire
+from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, read_text_argument, stdout
+from resident.cli.target import runtime_for
+from resident.messages.memory import PROVIDERS, Activation, MemoryRecord, MemoryStatus
 
 __all__ = ["COMMANDS"]
 
@@ -82,7 +73,7 @@ def _print_embedding(status: MemoryStatus) -> None:
     stdout.print(worker)
 
 
-@click.group(short_help="Turn memory on or off; show or forget one record.")
+@click.group()
 def memory() -> None:
     """Turn memory on or off, see its status, show or forget one record.
 
@@ -117,9 +108,10 @@ def enable(state: CliState, provider: str, embedder: str | None, as_json: bool) 
     the embedder of a home with memories re-embeds them in the background (see `resident memory
     status`); recall keeps answering meanwhile, and switching back finds the old vectors in place.
     """
-    with open_runtime(state) as runtime:
-        changed = runtime.memory.enable(provider=provider, embedder=embedder)
-        status = runtime.memory.status()
+    with runtime_for(state) as runtime:
+        switch = runtime.call(routes.MEMORY_ENABLE, wire.EnableMemory(provider=provider, embedder=embedder))
+        status = runtime.call(routes.MEMORY_STATUS)
+    changed = switch.changed
     if as_json:
         emit_json({"changed": changed, "status": status})
     else:
@@ -135,8 +127,8 @@ def disable(state: CliState, as_json: bool) -> None:
 
     New writes and recalls are refused until it is enabled again; nothing is deleted.
     """
-    with open_runtime(state) as runtime:
-        changed = runtime.memory.disable()
+    with runtime_for(state) as runtime:
+        changed = runtime.call(routes.MEMORY_DISABLE, wire.NoBody()).changed
     if as_json:
         emit_json({"changed": changed, "enabled": False})
     else:
@@ -152,8 +144,8 @@ def memory_status(state: CliState, as_json: bool) -> None:
     The provider and embedder, the substrate's health, and record counts by lifecycle (active,
     superseded, retracted) and by replication state (pending, synced, conflict, invalidated).
     """
-    with open_runtime(state, create=False) as runtime:
-        status = runtime.memory.status()
+    with runtime_for(state, create=False) as runtime:
+        status = runtime.call(routes.MEMORY_STATUS)
     if as_json:
         emit_json(status)
     else:
@@ -188,8 +180,8 @@ def show(state: CliState, record_id: str, member: str, as_json: bool) -> None:
     invalidated) is refused with RecordWithheld, its state and the reason; settle it with
     `resident reconcile ID`.
     """
-    with open_as_caller(state, create=False) as (runtime, caller):
-        record = caller.memory(runtime, member).get(record_id)
+    with runtime_for(state, create=False) as runtime:
+        record = runtime.call(routes.GET_RECORD, member=member, record=record_id)
     if as_json:
         emit_json(record)
     else:
@@ -207,15 +199,15 @@ def forget(state: CliState, record_id: str, member: str, reason: str, as_json: b
 
     The record stays stored, marked retracted (an event), and is no longer recalled.
     """
-    with open_as_caller(state) as (runtime, caller):
-        caller.memory(runtime, member).forget(record_id, reason=reason)
+    with runtime_for(state) as runtime:
+        runtime.call(routes.FORGET, wire.Forget(reason=reason), member=member, record=record_id)
     if as_json:
         emit_json({"id": record_id, "lifecycle": "retracted"})
     else:
         stdout.print(f"{record_id} retracted")
 
 
-@click.command(short_help="Store a memory for MEMBER (id and replication state).")
+@click.command()
 @click.argument("member", type=UTF8)
 @click.argument("text", type=UTF8)
 @click.option(
@@ -268,33 +260,33 @@ def remember(
     --json: an object with id, bank, replication and recorded_at). TEXT must be valid UTF-8,
     not blank, and at most 16,000 characters. Memory must be on (`resident memory enable`).
     """
-    body = read_text_argument(text)
-    with open_as_caller(state) as (runtime, caller):
-        receipt = caller.memory(runtime, member).remember(
-            body,
-            scope=scope,
-            summary=summary,
-            kind=kind,
-            counterpart=counterpart,
-            world=world,
-            importance=importance,
-            activation={"domain": domain, "project": project},
-            supersedes=supersedes,
-            canonical=canonical,
-        )
+    request = wire.Remember(
+        text=read_text_argument(text),
+        scope=scope,  # type: ignore[arg-type]  # one of MEMBER_SCOPES
+        summary=summary,
+        kind=kind,  # type: ignore[arg-type]  # one of KIND_CHOICES
+        counterpart=counterpart,
+        world=world,
+        importance=importance,
+        activation=Activation(domain=domain, project=project),  # type: ignore[arg-type]  # a DOMAIN choice
+        supersedes=supersedes,
+        canonical=canonical,
+    )
+    with runtime_for(state) as runtime:
+        receipt = runtime.call(routes.REMEMBER, request, member=member)
     if as_json:
         emit_json(receipt)
     else:
-        stdout.print(f"{receipt.id} {receipt.replication}")
+        stdout.line(f"{receipt.id} {receipt.replication}")
 
 
-@click.command(short_help="Recall MEMBER's memories that best match QUERY.")
+@click.command()
 @click.argument("member", type=UTF8)
 @click.argument("query", type=UTF8)
 @click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True, help="At most this many results.")
 @click.option(
     "--budget",
-    type=click.IntRange(1),
+    type=click.IntRange(1, wire.MAX_CHAR_BUDGET),
     default=8_000,
     show_default=True,
     help="At most this many characters of memory text in all results together.",
@@ -321,21 +313,23 @@ def recall(
     three partial scores and replication).
     """
     text = read_text_argument(query)
-    with open_as_caller(state, create=False) as (runtime, caller):
-        hits = caller.memory(runtime, member).recall(
-            text, k=k, char_budget=budget, activation={"domain": domain, "project": project}
-        )
+    request = wire.RecallQuery(
+        query=text, k=k, char_budget=budget,
+        activation=Activation(domain=domain, project=project),  # type: ignore[arg-type]  # a DOMAIN choice
+    )
+    with runtime_for(state, create=False) as runtime:
+        hits = runtime.call(routes.RECALL, request, member=member).hits
     if as_json:
         emit_json({"member": member, "query": text, "hits": hits})
         return
     if not hits:
-        stdout.print("nothing recalled")
+        stdout.line("nothing recalled")
         return
     # One block per hit rather than a table: ids stay whole and copyable at any terminal width,
     # and summaries wrap as the terminal does.
     for rank, hit in enumerate(hits, 1):
-        stdout.print(f"{rank:>2}. {hit.id}  {hit.score:.4f}  {hit.scope}  {hit.kind}  {hit.replication}")
-        stdout.print(f"    {hit.summary}")
+        stdout.line(f"{rank:>2}. {hit.id}  {hit.score:.4f}  {hit.scope}  {hit.kind}  {hit.replication}")
+        stdout.line(f"    {hit.summary}")
 
 
 COMMANDS = (memory, remember, recall)

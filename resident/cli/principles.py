@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 
 import click
 
-from resident.cli.caller import open_as_caller
-from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, print_table, stdout
+from resident.api import routes, wire
+from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
+from resident.cli.target import runtime_for
 from resident.messages.principles import Principle
 
 __all__ = ["COMMANDS"]
@@ -24,7 +25,7 @@ def _done(principle: Principle, as_json: bool) -> None:
         stdout.print(f"principle {principle.id} of {principle.member}: {principle.state}")
 
 
-@click.group(short_help="Member principles: propose; the owner approves or rejects.")
+@click.group()
 def principles() -> None:
     """Member-level rules. A new principle is a candidate until the owner approves it; nothing
     promotes one automatically. Members propose for themselves; an owner's correction proposes
@@ -40,11 +41,8 @@ def principles() -> None:
 @pass_state
 def propose(state: CliState, text: str, basis: str, member: str | None, as_json: bool) -> None:
     """Propose TEXT as a principle candidate, with its --basis."""
-    with open_as_caller(state) as (runtime, caller):
-        if caller.session is not None:
-            principle = runtime.principles.propose(member, text, basis=basis, session=caller.session)
-        else:
-            principle = runtime.principles.propose(caller.acting_as(member), text, basis=basis, by="owner")
+    with runtime_for(state) as runtime:
+        principle = runtime.call(routes.PROPOSE, wire.Propose(member=member, text=text, basis=basis))
     _done(principle, as_json)
 
 
@@ -55,9 +53,9 @@ def propose(state: CliState, text: str, basis: str, member: str | None, as_json:
 @pass_state
 def list_command(state: CliState, member: str | None, wanted: str | None, as_json: bool) -> None:
     """Principles, oldest first, with their state."""
-    with open_as_caller(state) as (runtime, caller):
-        whose = member if caller.is_owner else caller.acting_as(member)
-        found = runtime.principles.list(member=whose, state=wanted)
+    with runtime_for(state) as runtime:
+        query = wire.ListPrinciples(member=member, state=wanted)  # type: ignore[arg-type]  # a --state choice
+        found = runtime.call(routes.PRINCIPLES, query).principles
     if as_json:
         emit_json({"principles": found})
         return
@@ -75,8 +73,8 @@ def list_command(state: CliState, member: str | None, wanted: str | None, as_jso
 @pass_state
 def approve(state: CliState, principle_id: str, reason: str, as_json: bool) -> None:
     """Approve candidate ID (the owner only): it becomes one of its member's principles."""
-    with open_runtime(state) as runtime:
-        principle = runtime.principles.approve(principle_id, reason=reason)
+    with runtime_for(state) as runtime:
+        principle = runtime.call(routes.PRINCIPLE_APPROVE, wire.Decide(reason=reason), principle=principle_id)
     _done(principle, as_json)
 
 
@@ -87,8 +85,8 @@ def approve(state: CliState, principle_id: str, reason: str, as_json: bool) -> N
 @pass_state
 def reject(state: CliState, principle_id: str, reason: str, as_json: bool) -> None:
     """Reject candidate ID (the owner only), saying why."""
-    with open_runtime(state) as runtime:
-        principle = runtime.principles.reject(principle_id, reason=reason)
+    with runtime_for(state) as runtime:
+        principle = runtime.call(routes.PRINCIPLE_REJECT, wire.Reject(reason=reason), principle=principle_id)
     _done(principle, as_json)
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, stdout
-from resident.config import load_config
 from resident.errors import InvalidInput
 from resident.realm.tokens import ADMIN_TOKEN_FILE, read_token_file
 from resident.store.home import CONFIG_FILE, resolve_home
@@ -17,7 +16,7 @@ __all__ = ["COMMANDS"]
 _DATA_HELP = "Realm's own LMDB directory (default: <home>/realm)."
 
 
-@click.group(short_help="Run the Realm server, enroll homes, or act as its governance side.")
+@click.group()
 def realm() -> None:
     """Run the Realm governance server, enroll homes with it, or act as its governance side.
 
@@ -114,6 +113,8 @@ def enroll(state: CliState, name: str, data: Path | None, rotate: bool, as_json:
 
 def _admin_client(state: CliState, realm_url: str | None, token_file: Path | None) -> tuple[str, str]:
     """The Realm URL and admin token a governance command uses."""
+    from resident.config import load_config  # noqa: PLC0415
+
     url = realm_url or load_config(resolve_home(state.home) / CONFIG_FILE).realm_url
     if url is None:
         raise InvalidInput("no Realm URL: pass --realm URL or set it with `resident init --realm URL`")

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import click
 
-from resident.cli.caller import open_as_caller
-from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, stdout
+from resident.api import routes, wire
+from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, stdout
+from resident.cli.target import runtime_for
 from resident.errors import InvalidInput
 from resident.messages.replication import RecordReplication, ReplicationCounts
 
 __all__ = ["COMMANDS"]
 
+_ANSWER_MARGIN = 15.0
 
-@click.group(short_help="Where records stand with Realm; push now.")
+
+@click.group()
 def replication() -> None:
     """Where memory records stand with Realm: pending, synced, conflict, invalidated.
 
@@ -44,8 +47,11 @@ def status_command(state: CliState, record_id: str | None, as_json: bool) -> Non
     Without ID: records per state, the Realm in use, and the last error. With ID: that record's
     state, the reason it is withheld (if it is), push attempts and the last error.
     """
-    with open_runtime(state, create=False) as runtime:
-        result = runtime.replication.status(record_id)
+    with runtime_for(state, create=False) as runtime:
+        if record_id is None:
+            result = runtime.call(routes.REPLICATION_STATUS)
+        else:
+            result = runtime.call(routes.REPLICATION_RECORD, record=record_id)
     if as_json:
         emit_json(result if isinstance(result, RecordReplication) else {**_counts_json(result)})
         return
@@ -71,7 +77,9 @@ def _counts_json(counts: ReplicationCounts) -> dict[str, object]:
 
 
 @replication.command()
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Seconds to wait.")
+@click.option(
+    "--timeout", type=click.FloatRange(min=0.1, max=120), default=30.0, show_default=True, help="Seconds to wait."
+)
 @json_option
 @pass_state
 def sync(state: CliState, timeout: float, as_json: bool) -> None:
@@ -81,8 +89,9 @@ def sync(state: CliState, timeout: float, as_json: bool) -> None:
     after --timeout (Realm down or unset; `resident replication status` says why); with --json
     the counts then carry an "error" object too.
     """
-    with open_runtime(state) as runtime:
-        counts = runtime.replication.sync(timeout=timeout)
+    with runtime_for(state) as runtime:
+        # The request waits a little longer than the sync itself, which answers at its deadline.
+        counts = runtime.call(routes.SYNC, wire.Sync(timeout=timeout), timeout=timeout + _ANSWER_MARGIN)
     pending = counts.pending
     error = f"{pending} record{'s are' if pending != 1 else ' is'} still pending after {timeout:g} s"
     if as_json:
@@ -96,7 +105,7 @@ def sync(state: CliState, timeout: float, as_json: bool) -> None:
         click.get_current_context().exit(1)
 
 
-@click.command(short_help="Settle a withheld record: --rollback or --readmit.")
+@click.command()
 @click.argument("record_id", metavar="ID", type=UTF8)
 @click.option("--rollback", is_flag=True, help="Retract the local write.")
 @click.option("--readmit", is_flag=True, help="Write a corrected version that supersedes it, back to pending.")
@@ -117,14 +126,10 @@ def reconcile(
         raise InvalidInput("choose one: --rollback (retract the local write) or --readmit (write a corrected version)")
     if rollback and (text is not None or no_canonical):
         raise InvalidInput("--text and --no-canonical go with --readmit, not --rollback")
-    canonical = False if no_canonical else None
-    with open_as_caller(state) as (runtime, caller):
-        if caller.is_owner:
-            result = runtime.reconcile(record_id, rollback=rollback, readmit=readmit, text=text, canonical=canonical)
-        else:
-            # A member session settles its own records, under its grant.
-            mine = caller.memory(runtime, None)
-            result = mine.reconcile(record_id, rollback=rollback, readmit=readmit, text=text, canonical=canonical)
+    request = wire.Reconcile(rollback=rollback, readmit=readmit, text=text, canonical=False if no_canonical else None)
+    with runtime_for(state) as runtime:
+        # The owner settles any record; a member session its own, under its grant.
+        result = runtime.call(routes.RECONCILE, request, record=record_id)
     if as_json:
         emit_json(result)
     elif result.action == "rollback":

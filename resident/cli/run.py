@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.table import Table
 
-from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, print_table, stdout
-from resident.config import load_config
-from resident.coordination.default_plan import default_plan
+from resident.api import routes, wire
+from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
+from resident.cli.target import require_closed, runtime_for
+from resident.coordination.default_plan import MAX_WRITES, default_plan
 from resident.coordination.plan import render_plan
-from resident.runner.run import MAX_WRITES, RunOptions, RunReport, run
-from resident.store.home import CONFIG_FILE, resolve_home
+from resident.store.home import CONFIG_FILE, HOME_ENV, resolve_home
 from resident.terminal import printable
+
+if TYPE_CHECKING:
+    from resident.runner.run import RunReport
 
 __all__ = ["COMMANDS"]
 
@@ -75,16 +79,21 @@ def run_command(
     succeeded unless --keep. A home the run creates gets memory turned on; an existing home must
     have memory on already. Exits 1 naming the invariant that failed, if one does.
     """
+    from resident.config import load_config  # noqa: PLC0415
+    from resident.runner.run import RunOptions, run  # noqa: PLC0415
+
     home = run_home if run_home is not None else state.home
     if show_plan:
         config = load_config(resolve_home(home) / CONFIG_FILE)
         chosen = [(m.name, m.role) for m in config.members][: members or None]
         click.echo(render_plan(default_plan(chosen, config.coordinator, writes=writes)))
         return
+    if home is not None or os.environ.get(HOME_ENV):
+        require_closed(home)  # a run opens its home itself; a scratch home is nobody else's
     options = RunOptions(
         plan=plan, members=members, writes=writes, realm=realm, home=home, live=not as_json, keep=keep
     )
-    report = run(options, stdout)
+    report = run(options, stdout.console)
     if as_json:
         emit_json(_report_json(report))
     else:
@@ -107,11 +116,13 @@ def run_command(
 @pass_state
 def progress(state: CliState, as_json: bool) -> None:
     """Progress per member, answered by the coordinator from execution records (live, not memory)."""
-    with open_runtime(state, create=False) as runtime:
-        report = runtime.coordinator.progress()
+    with runtime_for(state, create=False) as runtime:
+        report = runtime.call(routes.PROGRESS)
     if as_json:
         emit_json(report)
         return
+    from rich.table import Table  # noqa: PLC0415 - rich is loaded by the commands that print with it
+
     table = Table(title=f"{report.executions} executions, {report.running} running", title_justify="left")
     for column in ("member", "running", "succeeded", "failed", "steps", "corrections", "last task"):
         table.add_column(column, no_wrap=True)
@@ -137,8 +148,8 @@ def progress(state: CliState, as_json: bool) -> None:
 @pass_state
 def correct(state: CliState, execution_id: str, note: str, as_json: bool) -> None:
     """Record an owner correction on execution EXECUTION_ID (an event; its skill use will score 0)."""
-    with open_runtime(state) as runtime:
-        correction = runtime.coordinator.correct(execution_id, note)
+    with runtime_for(state) as runtime:
+        correction = runtime.call(routes.CORRECT, wire.Correct(execution=execution_id, note=note))
     if as_json:
         emit_json(correction)
     else:

@@ -7,18 +7,22 @@ it. The runtime is imported inside each command, so listing the commands stays q
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import click
 
-from resident.cli.caller import open_as_caller
 from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, print_table, stdout
 from resident.errors import HomeInUse
 from resident.messages.sessions import HARNESSES, SessionRecord, SessionTurn
 from resident.terminal import printable
 
 if TYPE_CHECKING:
+    from resident.runtime import Runtime
+    from resident.runtime.caller import Caller
     from resident.runtime.session_launch import SessionLaunch
 
 __all__ = ["COMMANDS"]
@@ -28,6 +32,16 @@ _DEFAULT_TTL = 12 * 3600.0
 
 def _time(timestamp: float | None) -> str:
     return "-" if timestamp is None else datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%d %H:%M")
+
+
+@contextmanager
+def open_as_caller(state: CliState, *, create: bool = True) -> Iterator[tuple[Runtime, Caller]]:
+    """The runtime opened here, and who is calling (the owner, or the member whose grant token is presented)."""
+    from resident.runtime.caller import presented_token, resolve_caller  # noqa: PLC0415
+
+    token = presented_token(os.environ)
+    with open_runtime(state, create=create) as runtime:
+        yield runtime, resolve_caller(runtime, token)
 
 
 def _summary(record: SessionRecord) -> str:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
-from resident.cli.caller import open_as_caller
-from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, print_table, stdout
+from resident.api import routes, wire
+from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
+from resident.cli.target import runtime_for
 from resident.errors import StateDiverged
-from resident.messages.skills import SkillSetView
-from resident.runtime.skills import MAX_SEARCH, PROJECTED_SKILLS
+from resident.messages.skills import MAX_SEARCH, PROJECTED_SKILLS, SkillSetView
+from resident.runtime.caller import presented_token
 
 __all__ = ["COMMANDS"]
 
@@ -39,7 +41,7 @@ def _print_set(view: SkillSetView) -> None:
     )
 
 
-@click.group(short_help="The team skill library and each member's skill set.")
+@click.group()
 def skills() -> None:
     """The team skill library (SKILL.md folders) and each member's skill set, with weights.
 
@@ -63,9 +65,12 @@ def add_command(state: CliState, path: Path, derived_from: str | None, as_json: 
     folder's name) and `description` (at most 1,024 characters); its Markdown body is what a
     member reads. A rewrite of a skill is a new skill with its own name and --derived-from.
     """
-    with open_as_caller(state) as (runtime, caller):
-        caller.authorize("write_skills")
-        skill = runtime.skills.add(path, derived_from=derived_from, by=caller.member or "owner")
+    # SKILL.md is read here, on this side of the API, and travels whole.
+    from resident.runtime.skill_files import read_skill_file  # noqa: PLC0415
+
+    with runtime_for(state) as runtime:
+        folder, data = read_skill_file(path)
+        skill = runtime.call(routes.SKILL_ADD, wire.AddSkill(folder=folder, data=data, derived_from=derived_from))
     if as_json:
         emit_json(skill)
     else:
@@ -83,20 +88,23 @@ def list_command(state: CliState, member: str | None, include_left: bool, as_jso
     A set lists each skill's current weight, its decay track (sessions or days), how many more
     sessions a new skill is protected for (natives never leave), and its last use.
     """
-    with open_as_caller(state) as (runtime, caller):
-        if member is None and caller.is_owner:
-            library = runtime.skills.library()
-            if as_json:
-                emit_json({"skills": library})
-                return
-            print_table(
-                ("skill", "description", "derived from", "added by"),
-                ((s.name, s.description, s.derived_from or "-", s.added_by) for s in library),
-                ids=("skill",), title=f"team library: {len(library)} skills",
-            )
+    # The owner (no grant token presented) without --member lists the library; a session its own set.
+    library = member is None and presented_token(os.environ) is None
+    with runtime_for(state) as runtime:
+        if library:
+            skills_found = runtime.call(routes.SKILLS).skills
+        else:
+            view = runtime.call(routes.SKILL_SET, wire.SkillSetQuery(member=member, include_left=include_left))
+    if library:
+        if as_json:
+            emit_json({"skills": skills_found})
             return
-        caller.authorize("fetch_skills")
-        view = runtime.skills.skill_set(caller.acting_as(member), include_left=include_left)
+        print_table(
+            ("skill", "description", "derived from", "added by"),
+            ((s.name, s.description, s.derived_from or "-", s.added_by) for s in skills_found),
+            ids=("skill",), title=f"team library: {len(skills_found)} skills",
+        )
+        return
     if as_json:
         emit_json(view)
     else:
@@ -113,8 +121,10 @@ def list_command(state: CliState, member: str | None, include_left: bool, as_jso
 @pass_state
 def give(state: CliState, skill: str, member: str, weight: float, track: str, as_json: bool) -> None:
     """Sync team skill SKILL into MEMBER's set with an initial weight (the owner's call)."""
-    with open_runtime(state) as runtime:
-        view = runtime.skills.give(skill, member, weight=weight, track=track)
+    with runtime_for(state) as runtime:
+        view = runtime.call(
+            routes.SKILL_GIVE, wire.GiveSkill(member=member, weight=weight, track=track), skill=skill  # type: ignore[arg-type]
+        )
     if as_json:
         emit_json(view)
     else:
@@ -128,14 +138,12 @@ def give(state: CliState, skill: str, member: str, weight: float, track: str, as
 @pass_state
 def reclaim(state: CliState, skill: str, member: str | None, as_json: bool) -> None:
     """Take team skill SKILL (back) into a member's set: no approval; an event in the weekly report."""
-    with open_as_caller(state) as (runtime, caller):
-        caller.authorize("fetch_skills")
-        name = caller.acting_as(member)
-        view = runtime.skills.reclaim(skill, name, by=caller.member or "owner")
+    with runtime_for(state) as runtime:
+        view = runtime.call(routes.SKILL_RECLAIM, wire.Whose(member=member), skill=skill)
     if as_json:
         emit_json(view)
     else:
-        stdout.print(f"{name} reclaimed {skill}")
+        stdout.print(f"{view.member} reclaimed {skill}")
 
 
 @skills.command()
@@ -147,11 +155,8 @@ def read(state: CliState, skill: str, as_json: bool) -> None:
 
     Being projected into a session is never a use; reading the body is.
     """
-    with open_as_caller(state) as (runtime, caller):
-        if caller.session is None:
-            found = runtime.skills.skill(skill)
-        else:
-            found = runtime.skills.read(skill, session=caller.session)
+    with runtime_for(state) as runtime:
+        found = runtime.call(routes.SKILL_READ, wire.NoBody(), skill=skill)
     if as_json:
         emit_json(found)
     else:
@@ -166,9 +171,8 @@ def read(state: CliState, skill: str, as_json: bool) -> None:
 @pass_state
 def search(state: CliState, query: str, limit: int, as_json: bool) -> None:
     """Team skills matching QUERY by name and description, best first."""
-    with open_as_caller(state) as (runtime, caller):
-        caller.authorize("fetch_skills")
-        matches = runtime.skills.search(query, limit=limit)
+    with runtime_for(state) as runtime:
+        matches = runtime.call(routes.SKILL_SEARCH, wire.SearchSkills(query=query, limit=limit)).matches
     if as_json:
         emit_json({"query": query, "matches": matches})
         return
@@ -188,8 +192,8 @@ def search(state: CliState, query: str, limit: int, as_json: bool) -> None:
 @pass_state
 def choose(state: CliState, member: str, task: str, limit: int, as_json: bool) -> None:
     """The skills MEMBER's session on TASK would get: relevance first, weight second (at most 10)."""
-    with open_runtime(state) as runtime:
-        chosen = runtime.skills.choose(member, task, limit=limit)
+    with runtime_for(state) as runtime:
+        chosen = runtime.call(routes.SKILL_CHOOSE, wire.ChooseSkills(task=task, limit=limit), member=member).skills
     if as_json:
         emit_json({"member": member, "task": task, "skills": chosen})
         return
@@ -206,8 +210,8 @@ def rebuild(state: CliState, as_json: bool) -> None:
     Exits 1 with StateDiverged, listing the differences, if the store's state no longer matches
     its events (restore the home from a backup then).
     """
-    with open_runtime(state) as runtime:
-        result = runtime.skills.rebuild()
+    with runtime_for(state) as runtime:
+        result = runtime.call(routes.SKILL_REBUILD, wire.NoBody())
     if result.differences:
         shown = "; ".join(result.differences[:5])
         raise StateDiverged(f"{len(result.differences)} skill holdings differ from their events: {shown}")

@@ -6,6 +6,7 @@ import click
 import msgspec
 
 from resident.api.discovery import Discovery, parse_listen
+from resident.api.wire import READ_TIMEOUT
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, stdout
 from resident.store.home import HomeLock, ensure_home, resolve_home
 
@@ -17,7 +18,7 @@ def _announce(discovery: Discovery) -> None:
     click.echo(msgspec.json.encode(discovery).decode("utf-8"))
 
 
-@click.command(short_help="Run the runtime behind its loopback API until stopped.")
+@click.command()
 @click.option(
     "--listen",
     type=UTF8,
@@ -27,9 +28,13 @@ def _announce(discovery: Discovery) -> None:
     help="A loopback address (127.0.0.1, [::1], localhost; port 0 picks a free one) or a unix socket.",
 )
 @click.option("--detach", is_flag=True, help="Run in the background; return once it answers.")
+@click.option(
+    "--read-timeout", type=click.FloatRange(min=0.1, max=3600), default=READ_TIMEOUT, show_default=True,
+    help="Seconds a client has to send a whole request.",
+)
 @json_option
 @pass_state
-def up(state: CliState, listen: str, detach: bool, as_json: bool) -> None:  # noqa: ARG001 - the line is JSON
+def up(state: CliState, listen: str, detach: bool, read_timeout: float, as_json: bool) -> None:  # noqa: ARG001
     """Run the home's runtime as one process, serving the authenticated API on loopback.
 
     Once it answers it writes api.json in the home (private: address, pid, token, API version)
@@ -49,15 +54,15 @@ def up(state: CliState, listen: str, detach: bool, as_json: bool) -> None:  # no
         # marks the folder as a home before the log goes in beside it.
         with HomeLock(home):
             pass
-        _announce(start_detached(home, listen))
+        _announce(start_detached(home, listen, read_timeout=read_timeout))
         return
     # The server stack is imported only by the process that serves.
     from resident.api.server import serve  # noqa: PLC0415
 
-    serve(state.home, target, _announce)
+    serve(state.home, target, _announce, read_timeout=read_timeout)
 
 
-@click.command(short_help="Stop the runtime `resident up` runs for the home.")
+@click.command()
 @click.option(
     "--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="Seconds to wait for it to stop."
 )

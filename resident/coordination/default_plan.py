@@ -22,7 +22,11 @@ from collections.abc import Sequence
 
 from resident.coordination.plan import Plan, Step, TaskPlan
 
-__all__ = ["PLAN_ROLES", "default_plan"]
+__all__ = ["MAX_WRITES", "PLAN_ROLES", "default_plan"]
+
+# The largest `--writes` the built-in plan is tested at (tests/test_run_sizes.py): every size
+# the option allows must pass, so the option allows no more than what is proven.
+MAX_WRITES = 10_000
 
 # The roster's roles (resident.toml) mapped to the grant role their tasks run under.
 PLAN_ROLES = {

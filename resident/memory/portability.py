@@ -18,10 +18,12 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable
+from pathlib import Path
 
 import msgspec
 
 from resident.errors import ExportInvalid, InvalidInput
+from resident.files import write_private_file
 from resident.memory.banks import bank_name, check_part
 from resident.memory.integrity import is_intact
 from resident.memory.records import MAX_BODY_CHARS, MAX_SUMMARY_CHARS, check_unit, clean_text
@@ -39,6 +41,8 @@ __all__ = [
     "imported_records",
     "parse_export",
     "portable",
+    "read_export_file",
+    "write_export_file",
 ]
 
 PORTABLE_SCOPES = frozenset({"AGENT_CORE", "AGENT_DYADIC"})
@@ -113,6 +117,29 @@ def parse_export(data: bytes, source: str, *, now: float) -> MemberExport:
             raise ExportInvalid(f"{source}: record {shown} {problem}; nothing was imported")
         seen.add(record.id)
     return document
+
+
+def read_export_file(path: Path) -> bytes:
+    """The file's bytes, refusing (without reading it all) one larger than any real export."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_EXPORT_BYTES + 1)
+    except FileNotFoundError:
+        raise ExportInvalid(f"{path} does not exist") from None
+    except IsADirectoryError:
+        raise ExportInvalid(f"{path} is a directory, not an export file") from None
+    if len(data) > MAX_EXPORT_BYTES:
+        raise ExportInvalid(f"{path} is larger than {MAX_EXPORT_BYTES} bytes; it is not a member export")
+    return data
+
+
+def write_export_file(path: Path, document: MemberExport) -> None:
+    """Write an export to `path`, atomically and private to its owner."""
+    if path.is_dir():
+        raise InvalidInput(f"{path} is a directory; give a file name for the export")
+    if not path.parent.is_dir():
+        raise InvalidInput(f"cannot write {path}: its directory does not exist")
+    write_private_file(path, msgspec.json.encode(document))
 
 
 def imported_records(document: MemberExport) -> tuple[MemoryRecord, ...]:

@@ -9,6 +9,7 @@ import msgspec
 from resident.messages.base import Event, Message, Record
 
 __all__ = [
+    "PROVIDERS",
     "SCOPES",
     "Activation",
     "Bank",
@@ -52,6 +53,8 @@ Scope = Literal["AGENT_CORE", "AGENT_DYADIC", "WORLD_SHARED", "APP_PRIVATE", "WO
 SCOPES: tuple[Scope, ...] = ("AGENT_CORE", "AGENT_DYADIC", "WORLD_SHARED", "APP_PRIVATE", "WORKSPACE_PRIVATE")
 
 Kind = Literal["world", "experience", "observation"]
+# The memory providers a home may admit (`resident memory enable --provider`).
+PROVIDERS: tuple[str, ...] = ("hindsight",)
 Lifecycle = Literal["active", "superseded", "retracted"]
 # `pending_review`: a version that supersedes a withheld record. Realm has not judged it yet and,
 # unlike `pending`, it is not served until Realm accepts it (fail-closed).

@@ -19,6 +19,8 @@ from resident.messages.base import Event, Message, Record
 from resident.messages.evolution import MemberCommand
 
 __all__ = [
+    "MAX_SEARCH",
+    "PROJECTED_SKILLS",
     "TRACKS",
     "ChooseSkills",
     "ChosenSkill",
@@ -59,6 +61,9 @@ __all__ = [
 ]
 
 Track = Literal["sessions", "days"]
+# A session projects at most this many skills; a search lists at most `MAX_SEARCH`.
+PROJECTED_SKILLS = 10
+MAX_SEARCH = 100
 TRACKS: tuple[Track, ...] = ("sessions", "days")
 
 

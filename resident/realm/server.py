@@ -1,4 +1,4 @@
-"""Serving Realm: the `/v1` app (`resident.realm.app`) under uvicorn, one server per data directory.
+"""Serving Realm: the `/v1` app (`resident.web`) under uvicorn, one server per data directory.
 
 `serve()` takes a lock on the data directory first (a second `realm serve` on it is refused with
 `RealmInUse`), creates the admin token on first start, binds, and only then reports that it
@@ -6,7 +6,7 @@ serves (the ready file, the `on_started` callback with the real URL, `--port 0` 
 
 It is strict with slow clients and quick to stop. A connection that has not finished sending a
 request's headers within the read timeout is closed, and a body that trickles is answered 408
-(`resident.realm.app`). On SIGTERM or SIGINT, connections still waiting for a client's body are
+(`resident.web`). On SIGTERM or SIGINT, connections still waiting for a client's body are
 closed at once (their handlers see the client gone and end normally), requests Realm is already
 working on get a second to finish, and the process exits 0 without a traceback.
 
@@ -17,7 +17,6 @@ tokens already are for every route but health.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import fcntl
 import json
 import logging
@@ -28,16 +27,15 @@ from pathlib import Path
 from types import TracebackType
 
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from resident.errors import InvalidInput, RealmInUse, ResidentError
 from resident.files import write_private_file
 from resident.loopback import is_loopback_host
-from resident.realm.app import READ_TIMEOUT, create_app
+from resident.realm.app import create_app
 from resident.realm.state import RealmState, make_private_dirs
 from resident.realm.tokens import ADMIN_TOKEN_FILE, ensure_admin_token
 from resident.realm.urls import realm_url
-from resident.web import ReadyServer, listen_tcp, stop_on_signals
+from resident.web import READ_TIMEOUT, ReadyServer, listen_tcp, stop_on_signals, strict_http
 
 __all__ = ["GRACE_SECONDS", "LOCK_FILE", "main", "serve"]
 
@@ -46,58 +44,6 @@ logger = logging.getLogger(__name__)
 LOCK_FILE = "serve.lock"
 # What a request Realm is already handling gets to finish once a stop is asked for.
 GRACE_SECONDS = 1
-
-
-def _strict_protocol(read_timeout: float) -> type[H11Protocol]:
-    """uvicorn's HTTP/1.1 protocol, closing connections that trickle and letting go of them on stop."""
-
-    class StrictProtocol(H11Protocol):
-        _deadline: asyncio.TimerHandle | None = None
-        _waiting_for: object = None
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._await_request()
-
-        def _await_request(self) -> None:
-            """Give the client `read_timeout` seconds to complete the next request's headers."""
-            self._cancel_deadline()
-            self._waiting_for = self.cycle
-            self._deadline = self.loop.call_later(read_timeout, self._too_slow)
-
-        def _cancel_deadline(self) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-                self._deadline = None
-
-        def _too_slow(self) -> None:
-            if self.cycle is self._waiting_for and not self.transport.is_closing():
-                self.transport.close()
-
-        def handle_events(self) -> None:
-            super().handle_events()
-            if self.cycle is not self._waiting_for:
-                self._cancel_deadline()  # a new request's headers are complete
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing():
-                self._await_request()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._cancel_deadline()
-            super().connection_lost(exc)
-
-        def shutdown(self) -> None:
-            # A request still waiting for its body would hold the stop until the grace period
-            # ends and its task is cancelled (a traceback); the client is gone as far as Realm
-            # cares, so let its handler see a disconnect now.
-            if self.cycle is not None and not self.cycle.response_complete and self.cycle.more_body:
-                self.transport.close()
-                return
-            super().shutdown()
-
-    return StrictProtocol
 
 
 class _ServeLock:
@@ -180,7 +126,7 @@ def serve(
                 create_app(state, admin_token=admin_token, loopback_only=not allow_remote, read_timeout=read_timeout),
                 log_level="warning",
                 lifespan="off",
-                http=_strict_protocol(read_timeout),
+                http=strict_http(read_timeout),
                 timeout_graceful_shutdown=GRACE_SECONDS,
                 ssl_certfile=None if tls is None else str(tls[0]),
                 ssl_keyfile=None if tls is None else str(tls[1]),

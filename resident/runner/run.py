@@ -25,7 +25,7 @@ from rich.live import Live
 
 from resident.actors.replication import ReplicationSettings
 from resident.config import DEFAULT_TEAM, Config, MemberConfig, load_config, scratch_home, team_of
-from resident.coordination.default_plan import default_plan
+from resident.coordination.default_plan import MAX_WRITES, default_plan
 from resident.coordination.plan import Plan, load_plan
 from resident.errors import ActorUnavailable, InvalidInput, MemoryDisabled
 from resident.messages.replication import ReplicationCounts
@@ -47,9 +47,6 @@ RUN_REPLICATION = ReplicationSettings(
     wait_initial=0.1, wait_max=0.5, jitter=0.1, retry_later=1.0, poll_interval=0.3, request_timeout=1.0
 )
 FINAL_SYNC_TIMEOUT = 30.0
-# The largest `--writes` the built-in plan is tested at (tests/test_run_sizes.py): every size
-# the option allows must pass, so the option allows no more than what is proven.
-MAX_WRITES = 10_000
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,27 @@
-"""The runtime facade: `Runtime.open(home)` and the surfaces hanging off it."""
+"""The runtime facade: `Runtime.open(home)` and the surfaces hanging off it.
 
-from resident.runtime.member import Member
-from resident.runtime.runtime import Runtime
+`Runtime` and `Member` are loaded on first use, so that the light modules of this package (who is
+calling, `resident.runtime.caller`) can be imported without starting on the whole actor tree.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from resident.runtime.member import Member
+    from resident.runtime.runtime import Runtime
 
 __all__ = ["Member", "Runtime"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Runtime":
+        from resident.runtime.runtime import Runtime  # noqa: PLC0415
+
+        return Runtime
+    if name == "Member":
+        from resident.runtime.member import Member  # noqa: PLC0415
+
+        return Member
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

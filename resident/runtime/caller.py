@@ -7,27 +7,32 @@ principles, correct executions, import sessions or members, grant, give skills t
 
 Presenting a token at all gives up the owner's powers: a token that is malformed, unknown, spent
 or expired is refused (`GrantInvalid`) for member calls and does not make its holder the owner
-for owner calls (`OwnerOnlyAction`). This is the one place that decides it; the CLI (and later the
-loopback API) asks here.
+for owner calls (`OwnerOnlyAction`). This is the one place that decides it; the CLI and the
+loopback API (which carries the token in the `Resident-Grant-Token` header) both ask here.
+
+Light on purpose: the `resident` command imports it before it knows whether a runtime opens here.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from resident.coordination.tokens import GRANT_TOKEN_ENV
-from resident.errors import GrantExceeded, InvalidInput, OwnerOnlyAction, ResidentError
-from resident.messages.memory import MemoryRecord, RecallHit, Receipt, Reconciled
+from resident.errors import GrantExceeded, InvalidInput, OwnerOnlyAction
 
 if TYPE_CHECKING:
+    from resident.errors import ResidentError
+    from resident.messages.memory import MemoryRecord, RecallHit, Receipt, Reconciled
     from resident.runtime.coordination import Session
-    from resident.runtime.member import Member
+    from resident.runtime.member import ActivationLike, Member
     from resident.runtime.runtime import Runtime
 
-__all__ = ["Caller", "SessionMemory", "presented_token", "refuse_member_session", "resolve_caller"]
+__all__ = ["Caller", "CallerMemory", "presented_token", "refuse_member_session", "resolve_caller"]
+
+# How a presented grant reached the runtime, for the refusal's message.
+_FROM_ENVIRONMENT = f"${GRANT_TOKEN_ENV} is set"
 
 
 def presented_token(environ: Mapping[str, str]) -> str | None:
@@ -35,38 +40,99 @@ def presented_token(environ: Mapping[str, str]) -> str | None:
     return environ.get(GRANT_TOKEN_ENV)
 
 
-def refuse_member_session(token: str | None, what: str) -> None:
-    """`OwnerOnlyAction` when a grant token is presented: `what` belongs to the owner."""
+def refuse_member_session(token: str | None, what: str, how: str = _FROM_ENVIRONMENT) -> None:
+    """`OwnerOnlyAction` when a grant token is presented: `what` belongs to the owner.
+
+    `how` says how the token was presented (the environment, or a request header).
+    """
     if token is not None:
         raise OwnerOnlyAction(
-            f"{what} belongs to the owner; this call presents a member's grant (${GRANT_TOKEN_ENV} is set), "
-            "so it acts as that member and cannot"
+            f"{what} belongs to the owner; this call presents a member's grant ({how}), so it acts as that "
+            "member and cannot"
         )
 
 
-class SessionMemory:
-    """A member session's memory calls, each checked against its grant (blocking versions)."""
+class CallerMemory(Protocol):
+    """A member's memory calls as one caller may make them (awaitable; a session's are checked against its grant).
 
-    def __init__(self, session: Session) -> None:
-        self._session = session
+    The signatures are `Session`'s; the owner's also take `source` on `remember`.
+    """
 
-    def remember(self, text: str | bytes, **options: Any) -> Receipt:
-        return asyncio.run(self._session.remember(text, **options))
+    async def remember(
+        self,
+        text: str | bytes,
+        *,
+        scope: str = ...,
+        summary: str | bytes | None = ...,
+        kind: str = ...,
+        counterpart: str | None = ...,
+        world: str | None = ...,
+        importance: float = ...,
+        confidence: float = ...,
+        activation: ActivationLike = ...,
+        supersedes: str | None = ...,
+        canonical: bool = ...,
+        occurred_at: float | None = ...,
+        cites: tuple[str, ...] = ...,
+        timeout: float | None = ...,
+    ) -> Receipt: ...
 
-    def remember_many(self, items: Iterable[Mapping[str, Any]], **options: Any) -> list[Receipt | ResidentError]:
-        return asyncio.run(self._session.remember_many(items, **options))
+    async def remember_many(
+        self, items: Iterable[Mapping[str, Any]], *, timeout: float | None = ...
+    ) -> list[Receipt | ResidentError]: ...
 
-    def recall(self, query: str | bytes, k: int = 10, **options: Any) -> list[RecallHit]:
-        return asyncio.run(self._session.recall(query, k, **options))
+    async def recall(
+        self,
+        query: str | bytes,
+        k: int = ...,
+        *,
+        activation: ActivationLike = ...,
+        char_budget: int = ...,
+        include_inactive: bool = ...,
+        timeout: float | None = ...,
+    ) -> list[RecallHit]: ...
 
-    def get(self, record_id: str) -> MemoryRecord:
-        return asyncio.run(self._session.get(record_id))
+    async def get(self, record_id: str, *, timeout: float | None = ...) -> MemoryRecord: ...
 
-    def forget(self, record_id: str, *, reason: str = "") -> None:
-        asyncio.run(self._session.forget(record_id, reason))
+    async def forget(self, record_id: str, reason: str = ..., *, timeout: float | None = ...) -> None: ...
 
-    def reconcile(self, record_id: str, **options: Any) -> Reconciled:
-        return asyncio.run(self._session.reconcile(record_id, **options))
+    async def reconcile(
+        self,
+        record_id: str,
+        *,
+        rollback: bool = ...,
+        readmit: bool = ...,
+        text: str | bytes | None = ...,
+        canonical: bool | None = ...,
+        timeout: float | None = ...,
+    ) -> Reconciled: ...
+
+
+class _OwnersMemory:
+    """The owner's calls on a member's memory: the member's own awaitable twins."""
+
+    def __init__(self, member: Member) -> None:
+        self._member = member
+
+    async def remember(self, text: str | bytes, **options: Any) -> Receipt:
+        return await self._member.aremember(text, **options)
+
+    async def remember_many(
+        self, items: Iterable[Mapping[str, Any]], *, timeout: float | None = None
+    ) -> list[Receipt | ResidentError]:
+        return await self._member.aremember_many(items, timeout=timeout)
+
+    async def recall(self, query: str | bytes, k: int = 10, **options: Any) -> list[RecallHit]:
+        return await self._member.arecall(query, k, **options)
+
+    async def get(self, record_id: str, *, timeout: float | None = None) -> MemoryRecord:
+        return await self._member.aget(record_id, timeout=timeout)
+
+    async def forget(self, record_id: str, reason: str = "", *, timeout: float | None = None) -> None:
+        await self._member.aforget(record_id, reason=reason, timeout=timeout)
+
+    async def reconcile(self, record_id: str, **options: Any) -> Reconciled:
+        return await self._member.areconcile(record_id, **options)
 
 
 @dataclass(frozen=True)
@@ -99,12 +165,12 @@ class Caller:
         if self.session is not None:
             self.session.authorize(action)
 
-    def memory(self, runtime: Runtime, member: str | None) -> Member | SessionMemory:
+    def memory(self, runtime: Runtime, member: str | None) -> CallerMemory:
         """`member`'s memory as this caller may use it."""
         name = self.acting_as(member)
         if self.session is None:
-            return runtime.member(name)
-        return SessionMemory(self.session)
+            return _OwnersMemory(runtime.member(name))
+        return self.session
 
 
 def resolve_caller(runtime: Runtime, token: str | None) -> Caller:

@@ -25,7 +25,7 @@ import msgspec
 
 from resident.config import load_config
 from resident.errors import ConfigError
-from resident.memory.records import content_digest
+from resident.memory.integrity import is_intact
 from resident.messages.memory import MemoryRecord
 from resident.messages.store import PROBLEM_LIMIT, DoctorReport, Finding
 from resident.store.faults import structure_problems
@@ -56,17 +56,7 @@ def examine(home: Path) -> DoctorReport:
 
 def record_problem(record: MemoryRecord) -> str | None:
     """Why `record` does not verify (its content no longer matches its digest), or None."""
-    digest = content_digest(
-        record_id=record.id,
-        summary=record.summary,
-        body=record.body,
-        kind=record.kind,
-        bank=record.bank,
-        canonical=record.canonical,
-        delegated=record.delegated,
-        supersedes=record.supersedes,
-    )
-    if digest != record.digest:
+    if not is_intact(record):
         return f"record {record.id}: its content does not match its digest (changed or damaged on disk)"
     return None
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from resident.errors import ActorUnavailable, InvalidInput, MemoryDisabled, ResidentError
 from resident.memory.embedders import check_embedder_spec
 from resident.messages.memory import (
+    PROVIDERS,
     EmbedderWorkerStatus,
     GetEmbedderWorkerStatus,
     GetSubstrateStatus,
@@ -34,9 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["MemoryControl"]
 
 logger = logging.getLogger(__name__)
-
-PROVIDERS = ("hindsight",)
-
 
 class MemoryControl:
     """Memory is off on a fresh home; turning it on or off is an event, and off deletes nothing."""

@@ -1,4 +1,10 @@
-"""Export a member's portable memory (and its recovered sessions) to a file, and import such a file into this home."""
+"""Export a member's portable memory (with its knowledge and recovered sessions), and import such an export.
+
+Each is split at the file: building or loading the document needs the open runtime, reading or
+writing the file does not (`resident.memory.portability`). The loopback API serves the document
+itself (an export's answer, an import's body), and the `resident` command reads and writes the
+file on its side of the wire.
+"""
 
 from __future__ import annotations
 
@@ -10,31 +16,36 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from resident.config import DEFAULT_WORLD, validate_name
-from resident.errors import ActorUnavailable, ConfigError, ExportInvalid, InvalidInput, KnowledgeDisabled
+from resident.errors import ActorUnavailable, ConfigError, KnowledgeDisabled
 from resident.knowledge.portability import arriving_entry, check_member_knowledge, member_knowledge
 from resident.memory.integrity import corruption_error, is_intact
-from resident.memory.portability import MAX_EXPORT_BYTES, build_export, imported_records, parse_export, portable
+from resident.memory.portability import (
+    build_export,
+    imported_records,
+    parse_export,
+    portable,
+    read_export_file,
+    write_export_file,
+)
 from resident.messages.knowledge import CatchUpIndex, EntryImported, KnowledgeBankCreated, PageAdmitted
 from resident.messages.memory import BankCreated, MemberImported, RecordAdmitted
 from resident.messages.portability import MemberExport, MemberKnowledge
 from resident.messages.store import Commit
 from resident.runtime.knowledge_ingest import held_in_bank
 from resident.runtime.session_portability import exported_sessions, imported_sessions, sessions_checksum
-from resident.store.home import write_private_file
 from resident.store.store import Reader
-from resident.store.tables import (
-    BANKS,
-    KNOWLEDGE_BANKS,
-    KNOWLEDGE_ENTRIES,
-    PAGES,
-    RECORDS,
-    SCHEMA_VERSION,
-)
+from resident.store.tables import BANKS, KNOWLEDGE_BANKS, KNOWLEDGE_ENTRIES, PAGES, RECORDS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from resident.runtime.runtime import Runtime
 
-__all__ = ["ImportResult", "export_member", "import_member"]
+__all__ = [
+    "ImportResult",
+    "export_document",
+    "export_member",
+    "import_document",
+    "import_member",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +61,13 @@ class ImportResult:
 
 def export_member(runtime: Runtime, name: str, path: Path) -> int:
     """Write `name`'s AGENT_CORE and AGENT_DYADIC records to `path` (atomically, 0600); the count."""
+    document = export_document(runtime, name)
+    write_export_file(path, document)
+    return len(document.records)
+
+
+def export_document(runtime: Runtime, name: str) -> MemberExport:
+    """`name`'s export: its intact portable records, banks, knowledge and sessions (corrupted ones logged)."""
     runtime.check_open()
     member = runtime.config.member(name)
     with runtime._internal.store.reader() as reader:
@@ -69,18 +87,19 @@ def export_member(runtime: Runtime, name: str, path: Path) -> int:
         document = msgspec.structs.replace(
             document, sessions=sessions, sessions_checksum=sessions_checksum(member.name, sessions)
         )
-    if path.is_dir():
-        raise InvalidInput(f"{path} is a directory; give a file name for the export")
-    if not path.parent.is_dir():
-        raise InvalidInput(f"cannot write {path}: its directory does not exist")
-    write_private_file(path, msgspec.json.encode(document))
-    return len(document.records)
+    return document
 
 
 def import_member(runtime: Runtime, path: Path, world: str | None = None) -> ImportResult:
-    """Load an export into this home in one transaction; records already here are skipped."""
+    """Load an export file into this home in one transaction; records already here are skipped."""
     runtime.check_open()
-    document = parse_export(_read_bounded(path), str(path), now=runtime.clock.time())
+    return import_document(runtime, read_export_file(path), str(path), world)
+
+
+def import_document(runtime: Runtime, data: bytes, source: str, world: str | None = None) -> ImportResult:
+    """Load an export's bytes (`source` names them in errors) in one transaction; records already here are skipped."""
+    runtime.check_open()
+    document = parse_export(data, source, now=runtime.clock.time())
     if world is not None:
         validate_name("world", world)
     # Known: on the roster of resident.toml, or joined by an earlier import (its records are merged).
@@ -98,7 +117,7 @@ def import_member(runtime: Runtime, path: Path, world: str | None = None) -> Imp
     now = runtime.clock.time()
     runtime.memory.require_enabled()
     # Checked whole before anything is written, and written in the same transaction as the memories.
-    sessions = imported_sessions(runtime, document, str(path))
+    sessions = imported_sessions(runtime, document, source)
     with runtime._internal.store.reader() as reader:
         fresh = [r for r in imported_records(document) if reader.get(RECORDS, r.id) is None]
     events: list[object] = [BankCreated(at=now, bank=bank) for bank in document.banks]
@@ -111,7 +130,7 @@ def import_member(runtime: Runtime, path: Path, world: str | None = None) -> Imp
                 at=now, member=document.member, world=world or DEFAULT_WORLD, records=len(fresh), role=document.role
             )
         )
-    events += _knowledge_events(runtime, document, str(path), now=now)
+    events += _knowledge_events(runtime, document, source, now=now)
     runtime._internal.write(Commit(events=tuple(events)))  # type: ignore[arg-type]
     if document.knowledge is not None and runtime.wiring.knowledge is not None:
         runtime.wiring.knowledge.ask(CatchUpIndex())
@@ -123,20 +142,6 @@ def import_member(runtime: Runtime, path: Path, world: str | None = None) -> Imp
     if joined:
         runtime.add_member(document.member, document.role, (world or DEFAULT_WORLD,))
     return ImportResult(document.member, len(fresh), len(document.records) - len(fresh), joined, len(sessions))
-
-
-def _read_bounded(path: Path) -> bytes:
-    """The file's bytes, refusing (without reading it all) one larger than any real export."""
-    try:
-        with path.open("rb") as file:
-            data = file.read(MAX_EXPORT_BYTES + 1)
-    except FileNotFoundError:
-        raise ExportInvalid(f"{path} does not exist") from None
-    except IsADirectoryError:
-        raise ExportInvalid(f"{path} is a directory, not an export file") from None
-    if len(data) > MAX_EXPORT_BYTES:
-        raise ExportInvalid(f"{path} is larger than {MAX_EXPORT_BYTES} bytes; it is not a member export")
-    return data
 
 
 def _member_knowledge(reader: Reader, member: str) -> MemberKnowledge:

@@ -17,7 +17,7 @@ from pathlib import Path
 from resident.errors import SkillInvalid
 from resident.skills.skill_file import MAX_SKILL_FILE, MAX_SOUL_FILE, ParsedSkill, parse_skill
 
-__all__ = ["SKILL_FILE", "SOUL_FILE", "read_skill_folder", "read_soul", "soul_path"]
+__all__ = ["SKILL_FILE", "SOUL_FILE", "read_skill_file", "read_skill_folder", "read_soul", "soul_path"]
 
 SKILL_FILE = "SKILL.md"
 SOUL_FILE = "soul.md"
@@ -46,15 +46,20 @@ def _read_regular(path: Path, limit: int, what: str) -> bytes:
         return file.read(limit + 1)
 
 
-def read_skill_folder(path: str | os.PathLike[str]) -> ParsedSkill:
-    """The skill in folder `path` (or, given a SKILL.md itself, in its folder)."""
+def read_skill_file(path: str | os.PathLike[str]) -> tuple[str, bytes]:
+    """The name of the skill folder `path` (or, given a SKILL.md itself, of its folder) and its SKILL.md's bytes."""
     # Lexical, not resolved: a folder reached through a link keeps the name the caller gave it.
     folder = Path(os.path.abspath(path))  # noqa: PTH100
     if folder.name == SKILL_FILE and not folder.is_dir():
         folder = folder.parent
     if not folder.is_dir():
         raise SkillInvalid(f"{folder} is not a skill folder; give the folder that holds {SKILL_FILE}")
-    return parse_skill(folder.name, _read_regular(folder / SKILL_FILE, MAX_SKILL_FILE, SKILL_FILE))
+    return folder.name, _read_regular(folder / SKILL_FILE, MAX_SKILL_FILE, SKILL_FILE)
+
+
+def read_skill_folder(path: str | os.PathLike[str]) -> ParsedSkill:
+    """The skill in folder `path` (or, given a SKILL.md itself, in its folder)."""
+    return parse_skill(*read_skill_file(path))
 
 
 def read_soul(home: Path, member: str) -> tuple[bytes, str] | None:

@@ -20,6 +20,8 @@ from resident.errors import InvalidInput, ResidentError, UnknownSkill
 from resident.memory.records import clean_query
 from resident.messages.events import AnyEvent
 from resident.messages.skills import (
+    MAX_SEARCH,
+    PROJECTED_SKILLS,
     TRACKS,
     ChooseSkills,
     ChosenSkill,
@@ -39,9 +41,9 @@ from resident.messages.skills import (
     Track,
 )
 from resident.messages.store import Commit
-from resident.runtime.skill_files import read_skill_folder, read_soul
+from resident.runtime.skill_files import read_skill_file, read_soul
 from resident.skills.ledger import SkillLedger, differences
-from resident.skills.skill_file import check_skill_name, parse_natives
+from resident.skills.skill_file import check_skill_name, parse_natives, parse_skill
 from resident.store.tables import EXECUTIONS, SKILL_HOLDINGS, SKILLS
 
 if TYPE_CHECKING:
@@ -51,9 +53,6 @@ if TYPE_CHECKING:
 __all__ = ["MAX_SEARCH", "PROJECTED_SKILLS", "SkillsControl"]
 
 logger = logging.getLogger(__name__)
-
-PROJECTED_SKILLS = 10
-MAX_SEARCH = 100
 
 
 def _track(value: str) -> Track:
@@ -81,9 +80,15 @@ class SkillsControl:
 
     def add(self, path: str | os.PathLike[str], *, derived_from: str | None = None, by: str = "owner") -> TeamSkill:
         """Import the skill folder at `path` into the team library (`SkillInvalid` naming what is wrong)."""
+        self._runtime.check_open()
+        folder, data = read_skill_file(path)
+        return self.add_file(folder, data, derived_from=derived_from, by=by)
+
+    def add_file(self, folder: str, data: bytes, *, derived_from: str | None = None, by: str = "owner") -> TeamSkill:
+        """Import a skill from its SKILL.md's bytes and its folder's name (how the loopback API receives one)."""
         runtime = self._runtime
         runtime.check_open()
-        parsed = read_skill_folder(path)
+        parsed = parse_skill(folder, data)
         if derived_from is not None:
             check_skill_name(derived_from, "--derived-from")
         skill = TeamSkill(

@@ -26,8 +26,6 @@ import fcntl
 import os
 from pathlib import Path
 
-import platformdirs
-
 from resident.errors import HomeInUse, HomeNotFound, InvalidInput, NotAHome
 from resident.files import fsync_dir, private_file, write_private_file
 
@@ -67,6 +65,9 @@ def resolve_home(explicit: str | os.PathLike[str] | None = None) -> Path:
     from_env = os.environ.get(HOME_ENV, "")
     if from_env:
         return Path(from_env).expanduser().absolute()
+    # Imported here: most commands name their home, and each one resolves it before anything else.
+    import platformdirs  # noqa: PLC0415
+
     return Path(platformdirs.user_data_dir("resident", appauthor=False)).absolute()
 
 

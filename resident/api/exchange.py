@@ -1,0 +1,80 @@
+"""One request of the operation table and its answer, whichever HTTP client carries them.
+
+A request is the operation's method, its path with the segments filled in, the body encoded as JSON
+and the headers that go with it (the home's token, and a member session's grant token). An answer
+is decoded into the operation's reply struct, or raised as the same `ResidentError` the runtime
+raised (`statuses.error_from_body`); a body that is neither is `ApiError`. Both the Python client
+(`transport`, over httpx) and the `resident` command (`oneshot`, over the standard library) use
+these, so they read the wire the same way.
+
+Light on purpose: msgspec and the message structs only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from resident.api import routes
+from resident.api.discovery import Discovery
+from resident.api.statuses import error_from_body, os_error_from_body
+from resident.api.wire import GRANT_HEADER, ErrorBody
+from resident.errors import ApiError, RuntimeNotUp
+
+__all__ = ["Request", "auth_headers", "decode_answer", "decode_error", "unreachable"]
+
+_JSON = "application/json"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What to send for one operation: method, path, body (None for none) and its headers."""
+
+    method: str
+    path: str
+    content: bytes | None
+    headers: dict[str, str]
+
+    @classmethod
+    def of(cls, op: routes.Operation, body: Any, params: dict[str, str]) -> Request:
+        content = None if body is None else msgspec.json.encode(body)
+        headers = {} if content is None else {"Content-Type": _JSON}
+        return cls(op.method, op.url(**params), content, headers)
+
+
+def auth_headers(discovery: Discovery, grant: str | None = None) -> dict[str, str]:
+    """The home's token, and the grant token of a member session when there is one."""
+    headers = {"Authorization": f"Bearer {discovery.token}"}
+    if grant is not None:
+        headers[GRANT_HEADER] = grant
+    return headers
+
+
+def decode_answer(op: routes.Operation, status: int, content: bytes) -> Any:
+    """The reply struct of a 200 answer; any other answer raised as its typed error."""
+    if status == 200:
+        try:
+            return msgspec.json.decode(content, type=op.reply)
+        except msgspec.DecodeError as error:
+            raise ApiError(f"the answer to {op.name} is not what the API promises ({error})") from None
+    raise decode_error(status, content)
+
+
+def decode_error(status: int, content: bytes) -> Exception:
+    """The `ResidentError` an error answer stands for (`ApiError` for a body that is not an API error)."""
+    try:
+        body = msgspec.json.decode(content, type=ErrorBody)
+    except msgspec.DecodeError:
+        shown = content[:200].decode("utf-8", "replace")
+        return ApiError(f"HTTP {status} with a body that is not an API error: {shown!r}")
+    return os_error_from_body(body.error) or error_from_body(body.error, status)
+
+
+def unreachable(discovery: Discovery, error: BaseException) -> RuntimeNotUp:
+    """The error for a server that did not answer at all."""
+    return RuntimeNotUp(
+        f"the runtime of {discovery.home} at {discovery.address} does not answer "
+        f"({type(error).__name__}: {error}); is `resident up` still running?"
+    )

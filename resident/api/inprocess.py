@@ -1,0 +1,62 @@
+"""The operation table run in this process, against a runtime opened here, exactly as the server runs it.
+
+When no runtime is up for a home, the `resident` command opens one itself and runs each command's
+operations through `InProcess.call`: the same handlers as the API (`handlers.perform`, which also
+resolves who is calling from a grant token), after the same checks of the body against the
+operation's struct, with the answer passed through its JSON form. So a command prints the same
+bytes, exits with the same status and refuses bad input with the same typed error whether a
+`resident up` served it or not; the only difference is who opened the runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from resident.api import routes
+from resident.api.handlers import perform
+from resident.api.statuses import error_from_body
+from resident.api.wire import ErrorDetail
+from resident.web.decoding import Refusal, decode_json
+
+if TYPE_CHECKING:
+    from resident.runtime import Runtime
+
+__all__ = ["InProcess"]
+
+
+async def _inline(function: Callable[[], Any]) -> Any:
+    # Nothing else runs on this loop: a blocking facade call may run in place.
+    return function()
+
+
+class InProcess:
+    """Operations on a runtime open in this process; `grant` acts as a member session."""
+
+    def __init__(self, runtime: Runtime, grant: str | None = None) -> None:
+        self.runtime = runtime
+        self._grant = grant
+
+    def call(
+        self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str  # noqa: ARG002
+    ) -> Any:
+        """Run `op` and return its answer struct, or raise the error the server would have answered.
+
+        `timeout` bounds the wait of a request over the wire; here the runtime's own deadlines apply.
+        """
+        checked = None if op.body is None else self._checked(op.body, body)
+        result = asyncio.run(
+            perform(self.runtime, op, params=params, body=checked, grant=self._grant, blocking=_inline)
+        )
+        return msgspec.json.decode(msgspec.json.encode(result), type=op.reply)
+
+    @staticmethod
+    def _checked(kind: type[Any], body: Any) -> Any:
+        """`body` as the server would decode it: within the bounds its struct declares."""
+        try:
+            return decode_json(msgspec.json.encode({} if body is None else body), kind)
+        except Refusal as refusal:
+            raise error_from_body(ErrorDetail(type=refusal.kind, message=refusal.message), refusal.status) from None

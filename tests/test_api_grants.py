@@ -1,0 +1,193 @@
+"""Member sessions over the loopback API: a grant token in `Resident-Grant-Token` acts as that member, within
+that grant, exactly as `$RESIDENT_GRANT_TOKEN` does in-process; it never reaches an owner's route, never
+acts as another member, and never falls back to the owner when it stands for no session.
+
+Against a real `resident up` with a real HTTP client; the sessions are dispatched on the home before the
+server opens it, as a runtime that started them would have recorded them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from resident import Runtime
+from resident.api import routes
+from resident.api.wire import GRANT_HEADER
+from resident.clock import ManualClock
+from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token
+from resident.runtime.coordination import Session
+from tests.api_helpers import UpProcess, raw_client
+from tests.cli_helpers import expect_error, run_process
+from tests.evolution_helpers import SESSION_ACTIONS, session, skill_folder
+
+PARAMS = {
+    "member": "deven", "record": "mem_missing", "skill": "triage", "principle": "prn_missing",
+    "question": "q_missing", "change": "deven@1",
+}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    up: UpProcess
+    deven: str  # a running session of deven, AGENT_CORE only
+    expired: str
+    spent: str
+    alice_record: str
+    deven_record: str
+
+
+def core_only(rt: Runtime, member: str) -> Session:
+    actions = {*SESSION_ACTIONS, "forget", "reconcile"}
+    grant = rt.coordinator.issue_grant(actions=actions, scopes={"AGENT_CORE"})
+    return rt.coordinator.dispatch(
+        "work", member, role="implement", parent_grant=grant, actions=actions, scopes={"AGENT_CORE"}
+    )
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prepared]:
+    root = tmp_path_factory.mktemp("grants")
+    home = root / "home"
+    with Runtime.open(home, realm="none") as rt:
+        rt.memory.enable()
+        rt.skills.add(skill_folder(root / "skills", "triage", "Triage incoming bug reports"))
+        alice_record = rt.member("alice").remember("alice keeps the release calendar").id
+        deven_record = rt.member("deven").remember("deven's own note about the build cache").id
+        deven = core_only(rt, "deven").token
+        ended = session(rt, "deven")
+        ended.finish("succeeded")
+    # Dispatched two hours ago, for one hour: expired by the time the server sees it.
+    with Runtime.open(home, realm="none", clock=ManualClock(wall_start=time.time() - 7_200)) as rt:
+        expired = session(rt, "deven", ttl=3_600).token
+    with UpProcess(home) as up:
+        yield Prepared(up, deven, expired, ended.token, alice_record, deven_record)
+
+
+@pytest.fixture
+def http(prepared: Prepared) -> Iterator[httpx.Client]:
+    with prepared.up.client() as client:
+        yield client
+
+
+def send(client: httpx.Client, op: routes.Operation, body: Any = None, grant: str | None = None,
+         **params: str) -> httpx.Response:
+    headers = {} if grant is None else {GRANT_HEADER: grant}
+    path = op.url(**{**PARAMS, **params})
+    if op.method == "GET":
+        return client.get(path, headers=headers)
+    return client.post(path, json={} if body is None else body, headers=headers)
+
+
+def refused(response: httpx.Response, status: int, kind: str) -> str:
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["type"] == kind, response.text
+    return str(error["message"])
+
+
+def records(client: httpx.Client) -> int:
+    return int(client.get("/v1/memory").json()["records"])
+
+
+def test_a_session_s_calls_act_as_its_member_and_are_marked_as_its_execution_s(
+    prepared: Prepared, http: httpx.Client
+) -> None:
+    written = send(http, routes.REMEMBER, {"text": "the cache key includes the lockfile"}, prepared.deven)
+    assert written.status_code == 200, written.text
+    record_id = written.json()["id"]
+    record = send(http, routes.GET_RECORD, record=record_id).json()  # read back by the owner
+    assert record["owner"] == "deven"
+    assert record["delegated"] is True
+    assert record["source"].startswith("execution:exec_")
+    hits = send(http, routes.RECALL, {"query": "cache key lockfile"}, prepared.deven).json()["hits"]
+    assert record_id in [hit["id"] for hit in hits]
+    shown = send(http, routes.ENGAGEMENT, {}, prepared.deven)
+    assert shown.json()["member"] == "deven"  # without a member named, its own
+
+
+OWNER_OPERATIONS = [op for op in routes.OPERATIONS if not op.member and op is not routes.HEALTH]
+
+
+@pytest.mark.parametrize("op", OWNER_OPERATIONS, ids=[op.name for op in OWNER_OPERATIONS])
+def test_a_grant_token_on_an_owner_s_route_is_refused_before_anything_is_read(
+    prepared: Prepared, http: httpx.Client, op: routes.Operation
+) -> None:
+    before = records(http)
+    # Even a body the route would take is never read: the refusal comes first.
+    body = {"provider": "hindsight", "dest": "/nowhere", "text": "x", "execution": "exe_x", "note": "x"}
+    message = refused(send(http, op, body, prepared.deven), 403, "OwnerOnlyAction")
+    assert "belongs to the owner" in message
+    assert records(http) == before
+
+
+@pytest.mark.parametrize("path", [routes.EVENTS_PATH, routes.OPENAPI_PATH])
+def test_the_event_stream_and_the_api_document_refuse_a_grant_token(http: httpx.Client, prepared: Prepared,
+                                                                     path: str) -> None:
+    refused(http.get(path, headers={GRANT_HEADER: prepared.deven}), 403, "OwnerOnlyAction")
+
+
+def test_a_session_cannot_act_as_another_member_with_the_home_s_token(prepared: Prepared, http: httpx.Client) -> None:
+    before = records(http)
+    alice = {"member": "alice"}
+    refused(send(http, routes.REMEMBER, {"text": "written as alice"}, prepared.deven, **alice), 403, "GrantExceeded")
+    refused(send(http, routes.RECALL, {"query": "release calendar"}, prepared.deven, **alice), 403, "GrantExceeded")
+    refused(send(http, routes.GET_RECORD, grant=prepared.deven, record=prepared.alice_record, **alice), 403,
+            "GrantExceeded")
+    refused(send(http, routes.FORGET, {}, prepared.deven, record=prepared.alice_record, **alice), 403, "GrantExceeded")
+    for op, body in ((routes.SKILL_SET, alice), (routes.ENGAGE, {**alice, "domain": "work"}),
+                     (routes.ENGAGEMENT, alice), (routes.EVOLUTION_LOG, alice), (routes.SKILL_RECLAIM, alice)):
+        refused(send(http, op, body, prepared.deven), 403, "GrantExceeded")
+    # Settling by record id goes through the session too: alice's record is not deven's even to see.
+    refused(send(http, routes.RECONCILE, {"rollback": True}, prepared.deven, record=prepared.alice_record), 404,
+            "RecordNotFound")
+    assert records(http) == before
+    assert send(http, routes.GET_RECORD, record=prepared.alice_record, **alice).json()["lifecycle"] == "active"
+
+
+def test_a_session_stays_within_its_grant_s_scopes(prepared: Prepared, http: httpx.Client) -> None:
+    shared = {"text": "a team-wide note", "scope": "WORLD_SHARED", "world": "team"}
+    message = refused(send(http, routes.REMEMBER, shared, prepared.deven), 403, "GrantExceeded")
+    assert "WORLD_SHARED" in message
+
+
+def test_a_session_cannot_choose_where_its_memories_come_from(prepared: Prepared, http: httpx.Client) -> None:
+    body = {"text": "claims to be manual", "source": "manual"}
+    refused(send(http, routes.REMEMBER, body, prepared.deven), 400, "InvalidInput")
+
+
+@pytest.mark.parametrize("which", ["forged", "malformed", "empty", "expired", "spent"])
+def test_a_token_that_stands_for_no_running_session_is_refused_and_never_acts_as_the_owner(
+    prepared: Prepared, http: httpx.Client, which: str
+) -> None:
+    grant = {"forged": new_token(), "malformed": "rgt_short", "empty": "", "expired": prepared.expired,
+             "spent": prepared.spent}[which]
+    # The owner could read this record; a refused token must not read it as the owner either.
+    refused(send(http, routes.GET_RECORD, grant=grant, record=prepared.deven_record), 403, "GrantInvalid")
+    refused(send(http, routes.REMEMBER, {"text": "must not be stored"}, grant), 403, "GrantInvalid")
+    refused(send(http, routes.SKILLS, grant=grant), 403, "OwnerOnlyAction")
+
+
+def test_a_grant_token_alone_is_not_the_home_s_token(prepared: Prepared) -> None:
+    with raw_client(prepared.up) as client:
+        refused(send(client, routes.RECALL, {"query": "x"}, prepared.deven), 401, "Unauthorized")
+
+
+def test_a_member_session_s_cli_acts_as_its_member_through_the_running_api(prepared: Prepared) -> None:
+    as_deven = {GRANT_TOKEN_ENV: prepared.deven}
+    home: Path = prepared.up.home
+    written = run_process(home, "remember", "deven", "noted from the harness", env=as_deven)
+    assert written.code == 0, written.describe()
+    record_id, state = written.stdout.split()
+    assert state == "pending"
+    shown = run_process(home, "memory", "show", record_id, "--as", "deven", "--json", env=as_deven)
+    assert '"delegated": true' in shown.stdout
+    expect_error(run_process(home, "remember", "alice", "as alice", env=as_deven), "GrantExceeded")
+    expect_error(run_process(home, "memory", "enable", env=as_deven), "OwnerOnlyAction")
+    expect_error(run_process(home, "recall", "deven", "x", env={GRANT_TOKEN_ENV: "rgt_not-a-token"}), "GrantInvalid")
