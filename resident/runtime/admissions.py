@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_BATCH", "Admissions", "Outcome"]
 
 # Items one `remember_many` admits at most: they are one transaction, and one message to the writer.
-MAX_BATCH = 10_000
+MAX_BATCH = wire.MAX_REMEMBER_ITEMS
 # What one item of `remember_many` came to: its receipt, or the error that refused it.
 Outcome = Receipt | ResidentError
 
@@ -118,7 +118,7 @@ def remember_item(item: Mapping[str, Any]) -> Remember:
     return remember_message(
         fields.text, scope=fields.scope, summary=fields.summary, kind=fields.kind, counterpart=fields.counterpart,
         world=fields.world, importance=fields.importance, confidence=fields.confidence, activation=fields.activation,
-        supersedes=fields.supersedes, canonical=fields.canonical, source=fields.source,
+        supersedes=fields.supersedes, canonical=fields.canonical, source=fields.source or "manual",
         occurred_at=fields.occurred_at, cites=fields.cites,
     )
 
