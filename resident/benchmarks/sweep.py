@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from resident.benchmarks.workloads import Tally, Writer, run_batches, run_sqlite, run_tasks, run_threads
+from resident.benchmarks.workloads import Tally, Writer, run_batches, run_sqlite, run_tasks, run_threads, text_of_size
 from resident.config import scratch_home, team_of
 from resident.errors import InvalidInput, PlotUnavailable
 from resident.ids import new_id
@@ -32,9 +32,14 @@ from resident.messages.memory import Activation, RecordAdmitted
 from resident.runtime import Runtime
 from resident.store.tables import RECORDS
 
-__all__ = ["KINDS", "MAX_LEVEL", "SweepPoint", "parse_levels", "plot", "run_sweep", "sqlite_payload", "text_of_size"]
+__all__ = [
+    "KINDS", "MAX_LEVEL", "SWEEP_SECONDS", "SweepPoint", "parse_levels", "plot", "pyplot", "run_sweep",
+    "sqlite_payload",
+]
 
 KINDS = ("threads", "asyncio", "remember_many", "sqlite")
+# Seconds each point runs unless told.
+SWEEP_SECONDS = 2.0
 MAX_LEVEL = 4096
 _MEMBERS = 5
 _LABELS = {
@@ -75,16 +80,6 @@ def parse_levels(text: str) -> list[int]:
     if not levels or any(not 1 <= level <= MAX_LEVEL for level in levels):
         raise InvalidInput(f"--sweep levels must be 1..{MAX_LEVEL}, like 1,8,64,256,1024; not {text!r}")
     return sorted(set(levels))
-
-
-def text_of_size(size: int) -> Callable[[int], str]:
-    """Distinct memory texts of `size` characters (the write's number first)."""
-    filler = "the quick brown fox jumps over the lazy dog " * (size // 44 + 1)
-
-    def text(number: int) -> str:
-        return (f"bench write {number}: " + filler)[:size]
-
-    return text
 
 
 def sqlite_payload(text: Callable[[int], str], member: str = "deven") -> Callable[[int], tuple[str, bytes, bytes]]:
@@ -175,16 +170,25 @@ def _point(kind: str, level: int, tally: Tally, seconds: float, cpu: float) -> S
     )
 
 
-def plot(points: Sequence[SweepPoint], path: Path, title: str = "durable writes") -> Path:
-    """Draw throughput and p99 latency against concurrency, one line per kind, as an SVG file."""
+def pyplot() -> Any:
+    """matplotlib's pyplot, drawing SVG; `PlotUnavailable` naming the extra when it is not installed.
+
+    Called before a sweep that is to be drawn too, so the sweep is refused before it runs, not after.
+    """
     try:
         import matplotlib  # noqa: PLC0415 - an optional extra, loaded only to draw
 
         matplotlib.use("svg")
-        from matplotlib import pyplot  # noqa: PLC0415
+        from matplotlib import pyplot as drawing  # noqa: PLC0415
     except ImportError:
         raise PlotUnavailable("drawing the plot needs matplotlib: pip install 'resident-runtime[bench]'") from None
-    figure, (rate, tail) = pyplot.subplots(1, 2, figsize=(11, 4.2))
+    return drawing
+
+
+def plot(points: Sequence[SweepPoint], path: Path, title: str = "durable writes") -> Path:
+    """Draw throughput and p99 latency against concurrency, one line per kind, as an SVG file."""
+    drawing = pyplot()
+    figure, (rate, tail) = drawing.subplots(1, 2, figsize=(11, 4.2))
     for kind in KINDS:
         mine = sorted((p for p in points if p.kind == kind and p.writes), key=lambda p: p.concurrency)
         if not mine:
@@ -204,5 +208,5 @@ def plot(points: Sequence[SweepPoint], path: Path, title: str = "durable writes"
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, format="svg")
-    pyplot.close(figure)
+    drawing.close(figure)
     return path

@@ -21,7 +21,8 @@ from pathlib import Path
 from resident.errors import ResidentError
 from resident.runtime import Runtime
 
-__all__ = ["SQLITE_TIMEOUT", "Payload", "Tally", "Writer", "run_batches", "run_sqlite", "run_tasks", "run_threads"]
+__all__ = ["SQLITE_TIMEOUT", "Payload", "Tally", "Writer", "run_batches", "run_sqlite", "run_tasks", "run_threads",
+           "text_of_size"]
 
 # A writer: the member it writes as, and the options of its remembers (scope, counterpart, world).
 Writer = tuple[str, dict[str, str]]
@@ -168,6 +169,16 @@ def run_sqlite(directory: Path, threads: int, payload: Payload, tally: Tally) ->
             connection.close()
 
     _each([("sqlite", {})] * threads, write, "bench-sqlite")
+
+
+def text_of_size(size: int) -> Callable[[int], str]:
+    """Distinct memory texts of `size` characters (the write's number first)."""
+    filler = "the quick brown fox jumps over the lazy dog " * (size // 44 + 1)
+
+    def text(number: int) -> str:
+        return (f"bench write {number}: " + filler)[:size]
+
+    return text
 
 
 class _Serial:
