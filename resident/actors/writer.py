@@ -9,12 +9,11 @@ records, replication pushes them), and then the replies settled, together (one h
 waiting event loop). A write may carry the answer its caller gets (a remember's receipt); the
 caller then hears from the writer itself, with no stage in between.
 
-When a commit fails for want of room (`DiskFull`, `MapFull`), the writer stops trying: it
-answers every write at once with the same refusal, and its statistics show it `degraded` with
-the reason. A probe, scheduled on the clock with exponential backoff, asks the store whether a
-write of the refused size fits now; once it does the writer takes writes again by itself. A
-write that still does not fit starts the refusal over with the next, longer delay. Nothing is
-held back meanwhile: a refused write was not committed, and its caller hears so.
+A write of derived entries alone (no event) told without a reply (nobody waits for it: the
+substrate's stored terms and hash vectors) does not start a commit of its own at once: it waits up
+to `UNWAITED_DELAY` for a write somebody waits for and shares that commit. A single caller's
+remember then costs one fsync, not two (its record, and the derived entries of the one before, in
+one transaction). Asking for the writer's statistics, and stopping it, commit everything buffered.
 """
 
 from __future__ import annotations
@@ -30,16 +29,24 @@ from resident.messages.store import Commit, CommitEach, GetWriterStatistics, Pub
 from resident.store.store import Outcome, Store
 from resident.supervisor import Address, Backoff, ChildContext, Reply, SupervisedActor, flush_outbox, settle_all
 
-__all__ = ["ROOM_BACKOFF", "StoreWriter"]
+__all__ = ["ROOM_BACKOFF", "UNWAITED_DELAY", "StoreWriter"]
 
 # How long a writer that ran out of room waits before it checks again: from a tenth of a second
 # (space freed by a user shows up quickly) to half a minute (a full disk costs one statvfs then).
 ROOM_BACKOFF = Backoff(min=0.1, max=30.0, jitter=0.2)
+# How long derived entries nobody waits for (the substrate's stored terms and vectors) may wait for
+# a write somebody does, to share its commit and fsync, before they are committed alone.
+UNWAITED_DELAY = 0.05
 
 
 @dataclass(frozen=True, slots=True)
 class _Flush:
     """Commit whatever is buffered (told by the writer to itself)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _FlushLater:
+    """The delay given to writes nobody waits for is over: commit them (scheduled by the writer)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +64,16 @@ class StoreWriter(SupervisedActor):
         context: ChildContext,
         store: Store,
         subscribers: Mapping[type, Sequence[Address]] | None = None,
+        *,
+        unwaited_delay: float = UNWAITED_DELAY,
     ) -> None:
         super().__init__(context)
         self.store = store
+        self.unwaited_delay = unwaited_delay
         self.subscribers = dict(subscribers or {})
         self._pending: list[tuple[Commit | CommitEach, Reply | None]] = []
         self._flush_queued = False
+        self._later_armed = False
         self._commits = 0
         self._writes = 0
         self._refused = 0
@@ -78,6 +89,9 @@ class StoreWriter(SupervisedActor):
             case Commit() | CommitEach():
                 return self._queue(message)
             case _Flush():
+                self._flush()
+            case _FlushLater():
+                self._later_armed = False
                 self._flush()
             case _CheckRoom(token=token):
                 self._check_room(token)
@@ -103,9 +117,18 @@ class StoreWriter(SupervisedActor):
                 settle_all([(reply, answer, None if answer is not None else _again(refusal))])
             return
         self._pending.append((message, reply))
-        if not self._flush_queued:
+        if self._flush_queued:
+            return
+        if reply is not None or not isinstance(message, Commit) or message.events:
             self._flush_queued = True
             self.tell_self(_Flush())
+        elif not self._later_armed:
+            # Derived entries nobody waits for (no event: they change no state anyone reads): they
+            # ride with the next write somebody does wait for (a caller's remember is usually right
+            # behind the derived entries of the one before), and are committed alone only if none
+            # comes soon. One fsync then serves both.
+            self._later_armed = True
+            self.schedule(self.unwaited_delay, _FlushLater())
 
     def _statistics(self) -> WriterStatistics:
         return WriterStatistics(
