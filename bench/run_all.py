@@ -70,6 +70,11 @@ def _writes(report: dict[str, Any]) -> list[Row]:
             f"{median['per_s']:.0f}/s, p50 {median['p50_ms']:.2f} ms, p99 {median['p99_ms']:.1f} ms, "
             f"{median['cpu_us_per_write']:.0f} µs CPU/write{per_commit}", "",
         ))
+    for median in report["medians"].values():
+        shares = median.get("cpu_us_per_write_by_thread")
+        if shares:
+            where = ", ".join(f"{name} {share:.0f}" for name, share in shares.items())
+            rows.append(("remember", f"where the CPU goes, {median['label']} (µs/write, last round)", where, ""))
     for target in report["targets"]:
         low, high = target["spread"]
         value = (f"{target['ratio']:.2f} (rounds {low:.2f} to {high:.2f}; {target['cpu_us_per_write']:.0f} vs "

@@ -64,7 +64,7 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import store_writes
 from bench.store_writes import prepared_store
-from bench.timing import Stopwatch
+from bench.timing import Stopwatch, thread_cpu
 
 MEMBERS = ("samuel", "deven", "alice", "oliver", "victor")
 THREADS_PER_MEMBER = 8
@@ -226,6 +226,7 @@ def through_runtime(directory: Path, seconds: float, mode: str) -> dict[str, Any
         before = _writer_statistics(rt)
         tally = Tally(None, time.monotonic() + seconds)
         summary: Callable[[int], str] = text
+        threads_before = thread_cpu()
         watch = Stopwatch()
         match mode:
             case "asyncio":
@@ -238,10 +239,25 @@ def through_runtime(directory: Path, seconds: float, mode: str) -> dict[str, Any
                 run_threads(rt, [("deven", {})], summary, tally)
         rt.memory.wait_indexed(TIMEOUT)
         elapsed, cpu = watch.stop()
+        threads_after = thread_cpu()
         after = _writer_statistics(rt)
     assert not tally.errors, tally.errors
     commits = after.commits - before.commits
-    return _figures(mode, tally.latencies, elapsed, cpu, (after.writes - before.writes) / commits if commits else None)
+    per_commit = (after.writes - before.writes) / commits if commits else None
+    figures = _figures(mode, tally.latencies, elapsed, cpu, per_commit)
+    figures["cpu_us_per_write_by_thread"] = _by_thread(threads_before, threads_after, cpu, len(tally.latencies))
+    return figures
+
+
+def _by_thread(before: dict[str, float], after: dict[str, float], cpu: float, writes: int) -> dict[str, float]:
+    """Where a write's CPU went: each live thread's share (µs per write); the callers' threads, which
+    have ended by now, are the rest of the process's CPU."""
+    if not writes or not after:
+        return {}
+    shares = {name: 1e6 * (seconds - before.get(name, 0.0)) / writes for name, seconds in after.items()}
+    shares = {name: share for name, share in shares.items() if share >= 0.5}
+    shares["callers' threads (ended)"] = max(0.0, 1e6 * cpu / writes - sum(shares.values()))
+    return dict(sorted(shares.items(), key=lambda item: -item[1]))
 
 
 def _spread(count: int) -> list[Writer]:
@@ -321,6 +337,7 @@ def run(seconds: float, rounds: int, base: Path | None) -> dict[str, Any]:
             "p99_ms": statistics.median(r["runs"][mode]["p99_ms"] for r in played),
             "cpu_us_per_write": statistics.median(r["runs"][mode]["cpu_us_per_write"] for r in played),
             "writes_per_commit": played[-1]["runs"][mode]["writes_per_commit"],
+            "cpu_us_per_write_by_thread": played[-1]["runs"][mode].get("cpu_us_per_write_by_thread", {}),
         }
         for mode in LABELS
     }
@@ -343,6 +360,12 @@ def print_table(report: dict[str, Any]) -> None:
             cpu = f"{item['cpu_us_per_write']:.1f}" if item["cpu_us_per_write"] else "-"
             print(f"{played['round']:>5} {LABELS[mode]:<46} {item['per_s']:>9.0f} {item['p50_ms']:>8.2f} "
                   f"{item['p99_ms']:>8.2f} {per_commit:>8} {cpu:>8} {item['load']:>5.1f}")
+    for played in report["rounds"]:
+        for mode, item in played["runs"].items():
+            shares = item.get("cpu_us_per_write_by_thread")
+            if shares:
+                where = ", ".join(f"{name} {share:.0f}" for name, share in shares.items())
+                print(f"{played['round']:>5} CPU µs per write by thread, {LABELS[mode]}: {where}")
     naive = ", ".join(f"{rate:.0f}" for rate in report["naive_lmdb_per_s"])
     print(f"\nthe disk: naive LMDB {naive} writes/s (one put+sync each)")
     for target in report["targets"]:
