@@ -135,7 +135,7 @@ def _home(base: Path, name: str) -> Iterator[Path]:
 
 
 def _substrate_status(rt: Runtime) -> SubstrateStatus:
-    status: SubstrateStatus = rt.wiring.substrate.ask(GetSubstrateStatus(), TIMEOUT)
+    status: SubstrateStatus = rt._internal.wiring.substrate.ask(GetSubstrateStatus(), TIMEOUT)
     return status
 
 
@@ -342,7 +342,7 @@ def _throughput(
 
 
 def _writer_statistics(rt: Runtime) -> WriterStatistics:
-    stats: WriterStatistics = rt.wiring.writer.ask(GetWriterStatistics(), TIMEOUT)
+    stats: WriterStatistics = rt._internal.wiring.writer.ask(GetWriterStatistics(), TIMEOUT)
     return stats
 
 

@@ -65,7 +65,7 @@ def releases() -> Iterator[list[HeldCommit]]:
 
 
 def _status(rt: Runtime) -> SubstrateStatus:
-    status: SubstrateStatus = rt.wiring.substrate.ask(GetSubstrateStatus(), 10.0)
+    status: SubstrateStatus = rt._internal.wiring.substrate.ask(GetSubstrateStatus(), 10.0)
     return status
 
 

@@ -89,7 +89,7 @@ class Apps:
             canonical=False, delegated=False, source=f"app:{app_or_workspace}", occurred_at=None, cites=(),
             now=now, author=app_or_workspace,
         )
-        receipt: Receipt = runtime.wiring.substrate.ask(Retain(record=record), timeout)
+        receipt: Receipt = runtime._internal.wiring.substrate.ask(Retain(record=record), timeout)
         return receipt
 
     def recall(
@@ -109,5 +109,5 @@ class Apps:
         principal = _principal(app_or_workspace, scope)
         message = recall_message(query, k, activation=activation, char_budget=char_budget, principal=principal)
         runtime.memory.require_enabled()
-        hits: list[RecallHit] = runtime.wiring.substrate.ask(message, timeout)
+        hits: list[RecallHit] = runtime._internal.wiring.substrate.ask(message, timeout)
         return hits
