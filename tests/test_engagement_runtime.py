@@ -98,6 +98,28 @@ def test_a_judge_that_fails_decides_nothing_and_the_owner_is_asked(rt) -> None:
     assert [q.member for q in rt.engagement.questions()] == ["oliver"]
 
 
+def test_a_restricted_recall_finds_k_allowed_records_below_many_it_may_not_return(rt) -> None:
+    class Broken:
+        name = "broken"
+
+        def decide(self, context, examples):
+            raise RuntimeError("model unreachable")
+
+    member = rt.member("oliver")
+    # Forty scoped notes that match the query best, then the few unscoped ones restriction allows.
+    for n in range(40):
+        member.remember(f"queue restart runbook queue restart steps {n}", activation={"project": "billing"})
+    allowed = {member.remember(f"queue restart note {n}").id for n in range(6)}
+    rt.engagement.use_judge(Broken())
+    rt.engagement.resolve("oliver", EngagementContext(task="restart the queue"))
+    state = rt.engagement.state("oliver")
+    assert state is not None
+    assert state.restricted
+    hits = member.recall("queue restart runbook steps", k=5)
+    assert len(hits) == 5
+    assert {hit.id for hit in hits} <= allowed
+
+
 def test_a_bad_switch_is_refused(rt) -> None:
     with pytest.raises(InvalidInput, match="work or personal"):
         rt.engagement.engage("deven", domain="office")
