@@ -28,7 +28,7 @@ from resident.messages.engagement import (
     GetEngagement,
     MemberEngagement,
 )
-from resident.messages.memory import Principal, Recall, RecallHit
+from resident.messages.memory import NoteRecalled, Principal, Recall, RecallHit
 from resident.store.store import Store
 from resident.store.tables import ENGAGEMENT, RECORDS
 from resident.supervisor import Address, ForwardReply, Reply
@@ -95,7 +95,8 @@ class EngagementKeeper:
         if not plan.filter_hits or state is None:
             substrate.tell(recall, reply)
             return
-        wider = msgspec.structs.replace(recall, k=min(max_k, recall.k * OVERFETCH))
+        # The substrate counts no use of these hits: the member reports the ones it keeps.
+        wider = msgspec.structs.replace(recall, k=min(max_k, recall.k * OVERFETCH), count_usage=False)
         substrate.tell(wider, ForwardReply(home, Narrowed(reply, state, message.k, wider, substrate, home, max_k)))
 
     def narrowed(self, context: Narrowed, hits: Any, error: BaseException | None) -> None:
@@ -121,4 +122,6 @@ class EngagementKeeper:
                              context.max_k)
             context.substrate.tell(wider, ForwardReply(context.home, again))
             return
+        if kept:
+            context.substrate.tell(NoteRecalled(ids=tuple(hit.id for hit in kept)))
         context.reply.resolve(kept)
