@@ -91,7 +91,7 @@ def _home(base: Path, name: str) -> Iterator[Path]:
 
 
 def _substrate_status(rt: Runtime) -> SubstrateStatus:
-    status: SubstrateStatus = rt.wiring.substrate.ask(GetSubstrateStatus(), TIMEOUT)
+    status: SubstrateStatus = rt._internal.wiring.substrate.ask(GetSubstrateStatus(), TIMEOUT)
     return status
 
 

@@ -213,7 +213,7 @@ def remember_alone(directory: Path, seconds: float, batch: int) -> dict[str, Any
 
 
 def _writer_statistics(rt: Runtime) -> WriterStatistics:
-    stats: WriterStatistics = rt.wiring.writer.ask(GetWriterStatistics(), TIMEOUT)
+    stats: WriterStatistics = rt._internal.wiring.writer.ask(GetWriterStatistics(), TIMEOUT)
     return stats
 
 

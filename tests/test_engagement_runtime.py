@@ -18,6 +18,7 @@ from resident.messages.engagement import EngagementContext, EngagementDecision
 from resident.messages.memory import Activation, Principal
 from resident.store.tables import RECORDS
 from tests.evolution_helpers import evolving, session
+from tests.replication_support import wait_until
 
 RULES_TOML = """
 [engagement]
@@ -96,6 +97,43 @@ def test_a_judge_that_fails_decides_nothing_and_the_owner_is_asked(rt) -> None:
     assert state is not None
     assert state.restricted
     assert [q.member for q in rt.engagement.questions()] == ["oliver"]
+
+
+def test_a_restricted_recall_finds_k_allowed_records_below_many_it_may_not_return(rt, clock) -> None:
+    class Broken:
+        name = "broken"
+
+        def decide(self, context, examples):
+            raise RuntimeError("model unreachable")
+
+    member = rt.member("oliver")
+    # Forty scoped notes that match the query best, then the few unscoped ones restriction allows.
+    hidden = [
+        member.remember(f"queue restart runbook queue restart steps {n}", activation={"project": "billing"}).id
+        for n in range(40)
+    ]
+    allowed = {member.remember(f"queue restart note {n}").id for n in range(6)}
+    rt.engagement.use_judge(Broken())
+    rt.engagement.resolve("oliver", EngagementContext(task="restart the queue"))
+    state = rt.engagement.state("oliver")
+    assert state is not None
+    assert state.restricted
+    hits = member.recall("queue restart runbook steps", k=5)
+    assert len(hits) == 5
+    assert {hit.id for hit in hits} <= allowed
+
+    def counts() -> dict[str, int]:
+        with rt._internal.store.reader() as reader:
+            return {record_id: reader.get(RECORDS, record_id).recall_count for record_id in [*allowed, *hidden]}
+
+    # The hits it returned count as recalled; those the engagement dropped were never served, and are
+    # counted in the same usage commit if at all, so once the first show the second are settled.
+    def counted() -> bool:
+        clock.advance(1.0)  # the substrate commits usage on a timer of the runtime's clock
+        return all(counts()[hit.id] == 1 for hit in hits)
+
+    wait_until(counted, 10.0, "the returned hits counted as recalled")
+    assert [record_id for record_id in hidden if counts()[record_id]] == []
 
 
 def test_a_bad_switch_is_refused(rt) -> None:

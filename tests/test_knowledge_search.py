@@ -153,8 +153,8 @@ CRASHING_INGEST = textwrap.dedent(
     rt = Runtime.open(sys.argv[1], realm="none")
     rt.knowledge.create_bank("handbook")
     # Keep the indexer from hearing of the ingest, as if the process died between commit and index.
-    rt.wiring.knowledge.tell = lambda message, reply=None: None
-    rt.wiring.knowledge.ask = lambda message, timeout=None: None
+    rt._internal.wiring.knowledge.tell = lambda message, reply=None: None
+    rt._internal.wiring.knowledge.ask = lambda message, timeout=None: None
     report = rt.knowledge.ingest("handbook", [sys.argv[2]])
     print(report.admitted, flush=True)
     os.kill(os.getpid(), signal.SIGKILL)

@@ -98,7 +98,7 @@ def test_the_valid_items_of_one_call_share_one_commit(rt: Runtime) -> None:
     rt.member("deven").remember("deven's bank exists before the batch")
     outcomes = rt.member("deven").remember_many([{"text": f"note {n}"} for n in range(50)])
     assert all(isinstance(outcome, Receipt) for outcome in outcomes)
-    statistics: WriterStatistics = rt.wiring.writer.ask(GetWriterStatistics(), 10.0)
+    statistics: WriterStatistics = rt._internal.wiring.writer.ask(GetWriterStatistics(), 10.0)
     assert statistics.largest_commit >= 50
 
 

@@ -57,6 +57,34 @@ def test_resident_run_on_a_fresh_machine_finishes_within_a_minute_and_every_inva
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.timeout(240)
+def test_a_run_against_a_realm_given_by_url_passes_with_or_without_its_admin_token(tmp_path, monkeypatch):
+    from resident.realm.process import start_realm  # noqa: PLC0415
+    from resident.realm.tokens import TOKEN_ENV  # noqa: PLC0415
+
+    with start_realm(tmp_path / "realm") as realm:
+        monkeypatch.setenv(TOKEN_ENV, realm.enroll("user-home"))  # the home token, as a user would set it
+        plain = resident(tmp_path, "run", "--realm", realm.url, "--members", "3", "--writes", "6", "--json")
+        with_admin = resident(
+            tmp_path, "run", "--realm", realm.url, "--members", "3", "--writes", "6", "--json",
+            "--realm-admin-token-file", str(realm.data_dir / "admin.token"),
+        )
+        misplaced = resident(tmp_path, "run", "--realm", "none", "--realm-admin-token-file",
+                             str(realm.data_dir / "admin.token"))
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    report = json.loads(plain.stdout)
+    assert report["ok"] is True
+    assert report["replication"]["invalidated"] == 0
+    assert any("--realm-admin-token-file" in note for note in report["notes"])
+    assert with_admin.returncode == 0, with_admin.stdout + with_admin.stderr
+    report = json.loads(with_admin.stdout)
+    assert report["ok"] is True
+    assert report["replication"]["invalidated"] >= 1
+    assert misplaced.returncode == 1
+    assert "goes with --realm URL" in misplaced.stderr
+    assert "Traceback" not in misplaced.stderr
+
+
 @pytest.mark.timeout(120)
 def test_a_run_without_realm_skips_what_needs_realm_and_says_so(tmp_path):
     result = resident(tmp_path, "run", "--realm", "none", "--members", "3", "--writes", "6", "--json")

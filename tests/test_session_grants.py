@@ -27,6 +27,8 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, multi
 from resident.cli.main import cli
 from resident.errors import GrantExceeded, InvalidInput, RecordNotFound
 from resident.messages.memory import MemoryRecord
+from resident.messages.replication import RecordConflicted
+from resident.messages.store import Commit
 from resident.runtime import Runtime
 from resident.runtime.coordination import Session
 from resident.store.tables import RECORDS
@@ -91,6 +93,23 @@ def test_a_session_granted_agent_core_cannot_recall_get_forget_or_supersede_a_wo
     assert asyncio.run(session.get(core)).id == core
     asyncio.run(session.forget(core))
     assert stored(rt, core).lifecycle == "retracted"  # type: ignore[union-attr]
+
+
+def test_a_session_cannot_reconcile_a_withheld_record_outside_its_grants_scopes(rt: Runtime) -> None:
+    shared = write(rt, "deven", "WORLD_SHARED")
+    core = write(rt, "deven", "AGENT_CORE")
+    for record_id in (shared, core):
+        conflicted = RecordConflicted(at=rt.clock.time(), id=record_id, reason="refused by Realm", rule="test")
+        rt._internal.write(Commit(events=(conflicted,)))
+    session = session_for(rt, "deven", actions={"reconcile", "recall"}, scopes={"AGENT_CORE"})
+    before = content(rt, shared)
+    with pytest.raises(GrantExceeded, match="WORLD_SHARED"):
+        asyncio.run(session.reconcile(shared, rollback=True))
+    with pytest.raises(GrantExceeded, match="WORLD_SHARED"):
+        asyncio.run(session.reconcile(shared, readmit=True, text="harbour note, corrected"))
+    assert content(rt, shared) == before
+    # Within its scopes the same session settles its own conflict.
+    assert asyncio.run(session.reconcile(core, rollback=True)).action == "rollback"
 
 
 def test_a_callback_outside_the_grants_actions_is_refused_before_anything_happens(rt: Runtime) -> None:

@@ -31,7 +31,7 @@ def disk(tmp_path: Path) -> Iterator[SmallFilesystem]:
 
 
 def _writer(runtime: Runtime) -> WriterStatistics:
-    statistics: WriterStatistics = runtime.wiring.writer.ask(GetWriterStatistics(), 10.0)
+    statistics: WriterStatistics = runtime._internal.wiring.writer.ask(GetWriterStatistics(), 10.0)
     return statistics
 
 

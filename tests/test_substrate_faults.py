@@ -36,7 +36,7 @@ def _substrate(rt: Runtime) -> tuple[str, int]:
 
 
 def _substrate_status(rt: Runtime) -> SubstrateStatus:
-    status: SubstrateStatus = rt.wiring.substrate.ask(GetSubstrateStatus(), timeout=10.0)
+    status: SubstrateStatus = rt._internal.wiring.substrate.ask(GetSubstrateStatus(), timeout=10.0)
     return status
 
 

@@ -177,7 +177,7 @@ def test_the_analysis_tables_are_built_while_the_substrate_starts_not_by_the_fir
         "from resident.messages.memory import GetSubstrateStatus\n"
         "from resident.runtime import Runtime\n"
         "with Runtime.open(sys.argv[1], realm='none') as rt:\n"
-        "    rt.wiring.substrate.ask(GetSubstrateStatus(), 60.0)  # answered once setup is done\n"
+        "    rt._internal.wiring.substrate.ask(GetSubstrateStatus(), 60.0)  # answered once setup is done\n"
         "    print(text._tables.cache_info().currsize)\n"
     )
     result = subprocess.run(

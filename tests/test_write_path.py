@@ -71,18 +71,18 @@ def releases() -> Iterator[list[HeldCommit]]:
 
 
 def _substrate(rt: Runtime) -> SubstrateStatus:
-    status: SubstrateStatus = rt.wiring.substrate.ask(GetSubstrateStatus(), 10.0)
+    status: SubstrateStatus = rt._internal.wiring.substrate.ask(GetSubstrateStatus(), 10.0)
     return status
 
 
 def _writer(rt: Runtime) -> WriterStatistics:
-    statistics: WriterStatistics = rt.wiring.writer.ask(GetWriterStatistics(), 10.0)
+    statistics: WriterStatistics = rt._internal.wiring.writer.ask(GetWriterStatistics(), 10.0)
     return statistics
 
 
 def _writer_inbox(rt: Runtime) -> int:
     """Messages waiting in the writer's inbox (the writer is held inside a commit, so none is handled)."""
-    ref = rt.wiring.writer._ref
+    ref = rt._internal.wiring.writer._ref
     assert ref is not None
     inbox = ref.actor_inbox
     assert isinstance(inbox, queue.SimpleQueue)

@@ -4,14 +4,17 @@ The state is read from the store at each recall (one short read): every switch i
 actor, but reading keeps no second copy to go stale. A recall whose activation and engagement
 combine into one activation goes to the substrate as it is; otherwise (the restricted state, or
 a caller asking for a domain or project the engagement excludes) the substrate is asked for more
-hits and the member keeps only those whose record the engagement allows. Either way a recall under
-engagement returns a subset of what it would return without it.
+hits and the member keeps only those whose record the engagement allows, asking again for more
+while the allowed ones fall short of k and the substrate had more to give (up to its maximum).
+Either way a recall under engagement returns a subset of what it would return without it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from resident.clock import Clock
 from resident.engagement.narrowing import allows, narrowing
@@ -25,7 +28,7 @@ from resident.messages.engagement import (
     GetEngagement,
     MemberEngagement,
 )
-from resident.messages.memory import Principal, Recall, RecallHit
+from resident.messages.memory import NoteRecalled, Principal, Recall, RecallHit
 from resident.store.store import Store
 from resident.store.tables import ENGAGEMENT, RECORDS
 from resident.supervisor import Address, ForwardReply, Reply
@@ -38,11 +41,15 @@ OVERFETCH = 4
 
 @dataclass(frozen=True, slots=True)
 class Narrowed:
-    """The context a filtered recall's hits come back with."""
+    """The context a filtered recall's hits come back with, and what asking for more needs."""
 
     reply: Reply | None
     state: EngagementState
     k: int
+    asked: Recall
+    substrate: Address
+    home: Address
+    max_k: int
 
 
 class EngagementKeeper:
@@ -88,11 +95,9 @@ class EngagementKeeper:
         if not plan.filter_hits or state is None:
             substrate.tell(recall, reply)
             return
-        wider = Recall(
-            query=recall.query, k=min(max_k, recall.k * OVERFETCH), char_budget=recall.char_budget,
-            activation=recall.activation, include_inactive=recall.include_inactive, principal=principal,
-        )
-        substrate.tell(wider, ForwardReply(home, Narrowed(reply, state, message.k)))
+        # The substrate counts no use of these hits: the member reports the ones it keeps.
+        wider = msgspec.structs.replace(recall, k=min(max_k, recall.k * OVERFETCH), count_usage=False)
+        substrate.tell(wider, ForwardReply(home, Narrowed(reply, state, message.k, wider, substrate, home, max_k)))
 
     def narrowed(self, context: Narrowed, hits: Any, error: BaseException | None) -> None:
         """Keep the hits the engagement allows (reading each record's activation), and answer."""
@@ -109,4 +114,14 @@ class EngagementKeeper:
                     kept.append(hit)
                     if len(kept) == context.k:
                         break
+        asked = context.asked
+        if len(kept) < context.k and len(hits) >= asked.k and asked.k < context.max_k:
+            # The substrate filled the page it was asked for, so more may be allowed further down.
+            wider = msgspec.structs.replace(asked, k=min(context.max_k, asked.k * OVERFETCH))
+            again = Narrowed(context.reply, context.state, context.k, wider, context.substrate, context.home,
+                             context.max_k)
+            context.substrate.tell(wider, ForwardReply(context.home, again))
+            return
+        if kept:
+            context.substrate.tell(NoteRecalled(ids=tuple(hit.id for hit in kept)))
         context.reply.resolve(kept)

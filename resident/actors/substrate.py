@@ -61,6 +61,7 @@ from resident.messages.memory import (
     MemoryRecord,
     MemorySwitchedOff,
     MemorySwitchedOn,
+    NoteRecalled,
     Principal,
     Recall,
     RecallHit,
@@ -383,6 +384,8 @@ class Substrate(SupervisedActor):
         match message:
             case Recall():
                 return self._recall(message)
+            case NoteRecalled(ids=ids):
+                self._note_usage(ids)
             case Completed(outcomes=outcomes):
                 self._completed(outcomes)
             case Published():
@@ -800,7 +803,8 @@ class Substrate(SupervisedActor):
                 include_inactive=message.include_inactive,
             )
         self._learn_from(served)
-        self._note_usage(served.used)
+        if message.count_usage:
+            self._note_usage(served.used)
         return served.hits
 
     def _learn_from(self, served: Served) -> None:

@@ -141,7 +141,7 @@ def _measure(
     if len(names) < bench.members:
         raise InvalidInput(f"the home's roster has {len(names)} members; --members asks for {bench.members}")
     scope = parse_scope(bench.scope)
-    before: WriterStatistics = runtime.wiring.writer.ask(GetWriterStatistics())
+    before: WriterStatistics = runtime._internal.wiring.writer.ask(GetWriterStatistics())
     deadline = time.monotonic() + bench.duration if bench.duration is not None else None
     tally = Tally(bench.count, deadline)
     started = time.monotonic()
@@ -161,7 +161,7 @@ def _measure(
         if progress is not None:
             reporter.join(timeout=5.0)
     seconds = time.monotonic() - started
-    after: WriterStatistics = runtime.wiring.writer.ask(GetWriterStatistics())
+    after: WriterStatistics = runtime._internal.wiring.writer.ask(GetWriterStatistics())
     commits = after.commits - before.commits
     notes: list[str] = []
     lag = _replication_lag(runtime, realm_url, notes)

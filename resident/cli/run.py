@@ -60,6 +60,9 @@ def _report_json(report: RunReport) -> dict[str, object]:
               help="Notes each member writes in the built-in plan (about).")
 @click.option("--realm", default="auto", show_default=True, metavar="auto|URL|none",
               help="auto: start a loopback Realm for the run; URL: use a running one; none: no replication.")
+@click.option("--realm-admin-token-file", "admin_token_file", type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE", help="With --realm URL: that Realm's admin token (its admin.token), for the plan's "
+              "invalidation; without it the invalidation is left out.")
 @click.option("--show-plan", is_flag=True, help="Print the plan as TOML (a starting point for your own) and exit.")
 @click.option("--home", "run_home", type=click.Path(file_okay=False, path_type=str),
               help="Run in this home (as the global --home does) instead of a scratch home.")
@@ -67,8 +70,8 @@ def _report_json(report: RunReport) -> dict[str, object]:
 @json_option
 @pass_state
 def run_command(
-    state: CliState, plan: Path | None, members: int | None, writes: int, realm: str, show_plan: bool,
-    run_home: str | None, keep: bool, as_json: bool,
+    state: CliState, plan: Path | None, members: int | None, writes: int, realm: str, admin_token_file: Path | None,
+    show_plan: bool, run_home: str | None, keep: bool, as_json: bool,
 ) -> None:
     """Run a multi-member coordination plan with live progress, then check its invariants.
 
@@ -91,7 +94,8 @@ def run_command(
     if home is not None or os.environ.get(HOME_ENV):
         require_closed(home)  # a run opens its home itself; a scratch home is nobody else's
     options = RunOptions(
-        plan=plan, members=members, writes=writes, realm=realm, home=home, live=not as_json, keep=keep
+        plan=plan, members=members, writes=writes, realm=realm, home=home, live=not as_json, keep=keep,
+        realm_admin_token_file=admin_token_file,
     )
     report = run(options, stdout.console)
     if as_json:

@@ -90,13 +90,16 @@ def _member_steps(member: str, role: str, peer: str, writes: int) -> list[Step]:
 
 
 def default_plan(
-    members: Sequence[tuple[str, str]], coordinator: str, *, writes: int = 30, with_realm: bool = True
+    members: Sequence[tuple[str, str]], coordinator: str, *, writes: int = 30, with_realm: bool = True,
+    with_invalidation: bool = True,
 ) -> Plan:
     """The demo plan for `members` (name, roster role); `writes` notes per member, about.
 
     Without a Realm nothing is ever withheld, so the conflict, invalidation and outage parts
-    are left out rather than expected to fail.
+    are left out rather than expected to fail; without Realm's admin token (`with_invalidation`
+    false) the invalidation alone is left out.
     """
+    invalidating = with_realm and with_invalidation
     workers = [(name, PLAN_ROLES.get(role, "implement")) for name, role in members if name != coordinator]
     if not workers:
         return Plan(name="default", tasks=(), source="<default plan>")
@@ -117,7 +120,7 @@ def default_plan(
                 Step(do="wait-for", ref="promotion-v2", state="synced"),
                 Step(do="expect-state", ref="promotion", state="conflict"),
             ]
-        if name == invalidated and with_realm:
+        if name == invalidated and invalidating:
             steps += [
                 Step(do="remember", text="the on-call runbook lives in the old wiki under ops/oncall",
                      kind="world", as_="stale-fact"),
@@ -126,11 +129,14 @@ def default_plan(
             ]
         tasks.append(TaskPlan(id=f"{name}-work", member=name, role=role, steps=tuple(steps)))
     first = names[0]
+    invalidation = (
+        Step(do="wait-for", ref="stale-fact", state="synced"),
+        Step(do="invalidate", ref="stale-fact", reason="governance: the runbook moved to the handbook"),
+    )
     realm_steps = (
         Step(do="realm-outage", seconds=1.5),
         Step(do="crash", actor=f"members/{first}"),
-        Step(do="wait-for", ref="stale-fact", state="synced"),
-        Step(do="invalidate", ref="stale-fact", reason="governance: the runbook moved to the handbook"),
+        *(invalidation if invalidating else ()),
     )
     coordination = (
         Step(do="remember", text="plan {run} for the week: payments release, checkout fixes, staging migration",

@@ -30,6 +30,7 @@ __all__ = [
     "MemoryStatus",
     "MemorySwitchedOff",
     "MemorySwitchedOn",
+    "NoteRecalled",
     "Principal",
     "Recall",
     "RecallHit",
@@ -245,6 +246,14 @@ class Recall(Message, frozen=True, tag="recall"):
     include_inactive: bool = False
     principal: Principal | None = None
     delegation: Delegation | None = None
+    # False when the asker keeps only some of the hits (engagement narrowing) and reports those itself.
+    count_usage: bool = True
+
+
+class NoteRecalled(Message, frozen=True, tag="recall.noted"):
+    """Records a recall served after filtering its hits: each counts one recall, as a served hit does."""
+
+    ids: tuple[str, ...]
 
 
 class GetRecord(Message, frozen=True, tag="record.get"):

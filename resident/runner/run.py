@@ -31,6 +31,7 @@ from resident.errors import ActorUnavailable, InvalidInput, MemoryDisabled
 from resident.messages.replication import ReplicationCounts
 from resident.messages.supervision import SupervisorStatistics
 from resident.realm.process import realm_for
+from resident.realm.tokens import read_token_file
 from resident.runner.display import live_view, summary_view
 from resident.runner.harness import RunHarness, RunMetrics
 from resident.runner.invariants import Invariant, check_cli_read_surfaces, check_invariants, withheld_records
@@ -58,6 +59,8 @@ class RunOptions:
     home: str | None = None
     live: bool = True
     keep: bool = False
+    # With a Realm given by URL: a file holding its admin token, for the plan's invalidation.
+    realm_admin_token_file: Path | None = None
 
 
 @dataclass
@@ -139,10 +142,22 @@ def _plan(options: RunOptions, config: Config) -> Plan:
     plan = default_plan(
         [(m.name, m.role) for m in chosen], config.coordinator, writes=options.writes,
         with_realm=options.realm != "none",
+        with_invalidation=options.realm == "auto" or options.realm_admin_token_file is not None,
     )
     if not plan.tasks:
         raise InvalidInput(f"the default plan needs a member besides the coordinator; the members are {names}")
     return plan
+
+
+def _admin_token(options: RunOptions) -> str | None:
+    """The admin token of a Realm given by URL, from --realm-admin-token-file (None without it)."""
+    if options.realm_admin_token_file is None:
+        return None
+    if options.realm in ("auto", "none"):
+        raise InvalidInput(
+            "--realm-admin-token-file goes with --realm URL; a Realm the run starts (auto) lends its own token"
+        )
+    return read_token_file(options.realm_admin_token_file)
 
 
 def _prepare(options: RunOptions) -> tuple[Path, bool, Plan, bool]:
@@ -160,19 +175,24 @@ def _prepare(options: RunOptions) -> tuple[Path, bool, Plan, bool]:
 def run(options: RunOptions, console: Console) -> RunReport:
     """Play the plan; everything is checked (plan, roster, memory) before anything runs."""
     home, scratch, plan, enable_memory = _prepare(options)
+    given_admin_token = _admin_token(options)
     started = time.monotonic()
     url, process = realm_for(options.realm, home / "run-realm")
     try:
         # A Realm the run started gets this home enrolled, and lends the run its admin token for
         # the plan's invalidations; a Realm given by URL uses the home's own token.
         token = process.enroll("run", rotate=True) if process is not None else None
-        admin_token = process.admin_token() if process is not None else None
+        admin_token = process.admin_token() if process is not None else given_admin_token
         with Runtime.open(home, realm=url or "none", realm_token=token, replication=RUN_REPLICATION) as runtime:
             if enable_memory:
                 runtime.memory.enable()
             else:
                 runtime.memory.require_enabled()
             harness = RunHarness(runtime, plan, realm_url=url, realm_process=process, admin_token=admin_token)
+            if url is not None and admin_token is None and options.plan is None:
+                harness.metrics.notes.append(
+                    "the plan's invalidation was left out: give --realm-admin-token-file for a Realm given by URL"
+                )
             asyncio.run(_play(runtime, harness, console if options.live else None))
             counts = runtime.replication.sync(timeout=FINAL_SYNC_TIMEOUT) if url else None
             report = RunReport(

@@ -28,6 +28,7 @@ from resident.messages.store import CommitEach
 from resident.runtime.member import remember_message
 from resident.store.admission_reads import StoredReads
 from resident.store.store import Store
+from resident.supervisor import Address
 
 if TYPE_CHECKING:
     from resident.messages.memory import Delegation
@@ -44,9 +45,10 @@ Outcome = Receipt | ResidentError
 class Admissions:
     """Remembers of the runtime's members, admitted in the caller's thread (blocking and awaitable)."""
 
-    def __init__(self, runtime: Runtime, store: Store) -> None:
+    def __init__(self, runtime: Runtime, store: Store, writer: Address) -> None:
         self._runtime = runtime
         self._reads = StoredReads(store)
+        self._writer = writer
 
     def _member(self, name: str) -> Principal:
         self._runtime.check_open()
@@ -59,13 +61,13 @@ class Admissions:
     def remember(self, name: str, message: Remember, timeout: float | None) -> Receipt:
         """Admit `message` as member `name`'s and wait until it is durable."""
         commit = self._admit(self._member(name), message).commit
-        receipt: Receipt = self._runtime.wiring.writer.ask(commit, timeout)
+        receipt: Receipt = self._writer.ask(commit, timeout)
         return receipt
 
     async def aremember(self, name: str, message: Remember, timeout: float | None) -> Receipt:
         """`remember` for asyncio hosts: the event loop never blocks on the write."""
         commit = self._admit(self._member(name), message).commit
-        receipt: Receipt = await self._runtime.wiring.writer.ask_async(commit, timeout)
+        receipt: Receipt = await self._writer.ask_async(commit, timeout)
         return receipt
 
     def remember_many(
@@ -75,7 +77,7 @@ class Admissions:
         """Admit every item; the valid ones become durable together. One outcome per item, in order."""
         admitted = self._admit_all(name, items, delegation)
         writes = tuple(entry.commit for entry in admitted if isinstance(entry, Admission))
-        answers = self._runtime.wiring.writer.ask(CommitEach(writes=writes), timeout) if writes else []
+        answers = self._writer.ask(CommitEach(writes=writes), timeout) if writes else []
         return _outcomes(admitted, answers)
 
     async def aremember_many(
@@ -84,7 +86,7 @@ class Admissions:
     ) -> list[Outcome]:
         admitted = self._admit_all(name, items, delegation)
         writes = tuple(entry.commit for entry in admitted if isinstance(entry, Admission))
-        answers = await self._runtime.wiring.writer.ask_async(CommitEach(writes=writes), timeout) if writes else []
+        answers = await self._writer.ask_async(CommitEach(writes=writes), timeout) if writes else []
         return _outcomes(admitted, answers)
 
     def _admit_all(

@@ -112,5 +112,5 @@ class Apps:
         principal = _principal(app_or_workspace, scope)
         message = recall_message(query, k, activation=activation, char_budget=char_budget, principal=principal)
         runtime.memory.require_enabled()
-        hits: list[RecallHit] = runtime.wiring.substrate.ask(message, timeout)
+        hits: list[RecallHit] = runtime._internal.wiring.substrate.ask(message, timeout)
         return hits

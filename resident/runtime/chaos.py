@@ -20,11 +20,11 @@ class Chaos:
         self._runtime = runtime
 
     def names(self) -> list[str]:
-        return sorted(self._runtime.wiring.addresses)
+        return sorted(self._runtime._internal.wiring.addresses)
 
     def crash(self, name: str, *, kind: Literal["error", "exit"] = "error", reason: str = "chaos") -> None:
         """Queue a crash for `name`: an exception (`error`) or a `SystemExit` (`exit`) in its thread."""
-        address = self._runtime.wiring.addresses.get(name)
+        address = self._runtime._internal.wiring.addresses.get(name)
         if address is None:
             raise ActorUnavailable(f"no actor is named {name!r}; crashable actors: {', '.join(self.names())}")
         address.tell(Crash(reason=reason, kind=kind))

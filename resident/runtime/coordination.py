@@ -309,7 +309,7 @@ class CoordinatorControl:
             expires_at=expires_at, parent_grant=parent_grant.id, token_digest=token_digest(token),
             work=work, reviews=reviews or "", fingerprint=fingerprint(work) if work is not None else "",
         )
-        dispatched: Dispatched = runtime.wiring.coordinator.ask(message)
+        dispatched: Dispatched = runtime._internal.wiring.coordinator.ask(message)
         # A session starts: decide the member's engagement for it (rules, then the judge, else ask).
         runtime.engagement.resolve_quietly(dispatched.execution.member, context or EngagementContext(task=task))
         return Session(runtime, dispatched, token)
@@ -394,7 +394,7 @@ class CoordinatorControl:
                 # The step fails before anything is written: its own outcome records why.
                 outcome, error = "failed", "; ".join(filter(None, (error, f"invalid knowledge_candidate: {invalid}")))
         runtime.check_open()
-        runtime.wiring.coordinator.ask(FinishExecution(
+        runtime._internal.wiring.coordinator.ask(FinishExecution(
             id=execution_id, outcome=outcome, result_digest=result_digest, error=error, steps=steps, result=result,
             verdict=verdict, proposed=proposed,
         ))
@@ -408,7 +408,7 @@ class CoordinatorControl:
         """The owner accepts a step that succeeded; candidates it proposed are then put to the gate."""
         runtime = self._runtime
         self.execution(check_record_id(execution_id, "execution id"))
-        runtime.wiring.coordinator.ask(AcceptExecution(id=execution_id))
+        runtime._internal.wiring.coordinator.ask(AcceptExecution(id=execution_id))
         if runtime.knowledge.enabled:
             promote_candidates_of(runtime, execution_id)
         return self.execution(execution_id)
@@ -416,7 +416,7 @@ class CoordinatorControl:
     def progress(self) -> Progress:
         """Per-member progress from the execution records, as of now."""
         self._runtime.check_open()
-        progress: Progress = self._runtime.wiring.coordinator.ask(GetProgress())
+        progress: Progress = self._runtime._internal.wiring.coordinator.ask(GetProgress())
         return progress
 
     def correct(self, execution_id: str, note: str, *, by: str = "owner") -> Correction:
@@ -424,7 +424,7 @@ class CoordinatorControl:
         self._runtime.check_open()
         if not note.strip():
             raise InvalidInput("a correction needs a note saying what was wrong")
-        correction: Correction = self._runtime.wiring.coordinator.ask(
+        correction: Correction = self._runtime._internal.wiring.coordinator.ask(
             CorrectExecution(id=check_record_id(execution_id, "execution id"), note=note.strip(), by=by)
         )
         # A corrected session's skill uses score 0.

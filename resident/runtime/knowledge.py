@@ -101,7 +101,7 @@ class KnowledgeControl:
 
     def _indexer(self) -> Address:
         self._runtime.check_open()
-        indexer = self._runtime.wiring.knowledge
+        indexer = self._runtime._internal.wiring.knowledge
         if indexer is None:
             raise KnowledgeDisabled(KNOWLEDGE_OFF)
         return indexer

@@ -90,7 +90,7 @@ def ingest(
     total = len(sources)
     if progress is not None:
         progress(0, total)
-    indexer = runtime.wiring.knowledge
+    indexer = runtime._internal.wiring.knowledge
     # One window is read and planned while the previous one's writes commit.
     in_flight: tuple[list[_Plan], PendingWrites] | None = None
     for start in range(0, total, WINDOW_FILES):

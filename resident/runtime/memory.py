@@ -103,9 +103,9 @@ class MemoryControl:
         """
         runtime = self._runtime
         runtime.check_open()
-        runtime.wiring.writer.ask(GetWriterStatistics(), timeout)
-        runtime.wiring.substrate.ask(GetSubstrateStatus(), timeout)
-        runtime.wiring.writer.ask(GetWriterStatistics(), timeout)
+        runtime._internal.wiring.writer.ask(GetWriterStatistics(), timeout)
+        runtime._internal.wiring.substrate.ask(GetSubstrateStatus(), timeout)
+        runtime._internal.wiring.writer.ask(GetWriterStatistics(), timeout)
 
     def wait_vectors(self, timeout: float = 60.0) -> bool:
         """Wait until every memory has a vector of the current embedder; False if `timeout` passed first.
@@ -115,7 +115,7 @@ class MemoryControl:
         """
         self._runtime.check_open()
         try:
-            self._runtime.wiring.substrate.ask(WaitForVectors(), timeout)
+            self._runtime._internal.wiring.substrate.ask(WaitForVectors(), timeout)
         except ActorUnavailable:
             return False
         return True
@@ -128,14 +128,15 @@ class MemoryControl:
             config = reader.get(MEMORY_CONFIG, "memory")
         statistics = runtime.statistics()
         worker = statistics.child("embedder")
+        wiring = runtime._internal.wiring
         try:
-            substrate: SubstrateStatus | None = runtime.wiring.substrate.ask(GetSubstrateStatus(), timeout=5.0)
+            substrate: SubstrateStatus | None = wiring.substrate.ask(GetSubstrateStatus(), timeout=5.0)
         except ActorUnavailable:
             substrate = None
         embedder = config.embedder if config else "hash"
         configured = runtime.config.memory_embedder
         try:
-            model: EmbedderWorkerStatus | None = runtime.wiring.embedder.ask(GetEmbedderWorkerStatus(), timeout=1.0)
+            model: EmbedderWorkerStatus | None = wiring.embedder.ask(GetEmbedderWorkerStatus(), timeout=1.0)
         except ActorUnavailable:
             # Busy inside a request to a slow embedder: its model pid is not worth waiting for.
             model = None

@@ -132,8 +132,8 @@ def import_document(runtime: Runtime, data: bytes, source: str, world: str | Non
         )
     events += _knowledge_events(runtime, document, source, now=now)
     runtime._internal.write(Commit(events=tuple(events)))  # type: ignore[arg-type]
-    if document.knowledge is not None and runtime.wiring.knowledge is not None:
-        runtime.wiring.knowledge.ask(CatchUpIndex())
+    if document.knowledge is not None and runtime._internal.wiring.knowledge is not None:
+        runtime._internal.wiring.knowledge.ask(CatchUpIndex())
     try:
         # Recall right after an import should find the records: wait until the substrate has them.
         runtime.memory.wait_indexed()

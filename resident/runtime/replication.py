@@ -34,7 +34,7 @@ class ReplicationControl:
     ) -> ReplicationCounts | RecordReplication:
         """Counts per state; with `id`, that record's state, reason, attempts and last error."""
         self._runtime.check_open()
-        result: ReplicationCounts | RecordReplication = self._runtime.wiring.replication.ask(
+        result: ReplicationCounts | RecordReplication = self._runtime._internal.wiring.replication.ask(
             GetReplicationStatus(id=None if id is None else check_record_id(id)),
             STATUS_TIMEOUT if timeout is None else timeout,
         )
@@ -50,7 +50,7 @@ class ReplicationControl:
         number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
         if not number or not math.isfinite(timeout) or timeout <= 0:
             raise InvalidInput(f"timeout must be a positive number of seconds, not {timeout!r}")
-        address = self._runtime.wiring.replication
+        address = self._runtime._internal.wiring.replication
         try:
             counts: ReplicationCounts = address.ask(SyncNow(timeout=float(timeout)), timeout + ANSWER_MARGIN)
         except ActorUnavailable:

@@ -71,22 +71,24 @@ logger = logging.getLogger(__name__)
 
 
 class Internals:
-    """What the facade keeps to itself: the store and the raw write path.
+    """What the facade keeps to itself: the store, the actors' addresses and the raw write path.
 
     Neither checks visibility, withholding or grants, so they are not part of the public API;
     the facade's own modules, tests and benchmarks reach them through `Runtime._internal`.
     """
 
-    def __init__(self, runtime: Runtime, store: Store) -> None:
+    def __init__(self, runtime: Runtime, store: Store, wiring: Wiring) -> None:
         self._runtime = runtime
         self.store = store
+        # The actors' addresses, the writer's and the store's among them: asking them directly skips the facade.
+        self.wiring = wiring
         # Members' remembers, checked and shaped in the caller's thread (`resident.runtime.admissions`).
-        self.admissions = Admissions(runtime, store)
+        self.admissions = Admissions(runtime, store, wiring.writer)
 
     def write(self, commit: Commit, timeout: float | None = None) -> Any:
         """Commit events through the writer and wait for durability."""
         self._runtime.check_open()
-        return self._runtime.wiring.writer.ask(commit, timeout)
+        return self._runtime._internal.wiring.writer.ask(commit, timeout)
 
     def write_each(self, commits: Sequence[Commit], timeout: float | None = None) -> list[Exception | None]:
         """Hand several independent writes to the writer at once (they share commits), then wait for each.
@@ -99,7 +101,7 @@ class Internals:
     def send_each(self, commits: Sequence[Commit]) -> PendingWrites:
         """Hand several independent writes to the writer and return at once; their outcomes come later."""
         self._runtime.check_open()
-        writer = self._runtime.wiring.writer
+        writer = self._runtime._internal.wiring.writer
         replies = [ThreadReply(writer.name) for _ in commits]
         writer.deliver(list(zip(commits, replies, strict=True)))
         return PendingWrites(replies, writer.default_timeout)
@@ -142,10 +144,9 @@ class Runtime:
         wiring: Wiring,
     ) -> None:
         self.home = home
-        self._internal = Internals(self, store)
+        self._internal = Internals(self, store, wiring)
         self.config = config
         self.clock = clock
-        self.wiring = wiring
         self._lock = lock
         self._owns_clock = owns_clock
         self._tree = SupervisionTree(wiring.spec, clock, self._escalated)
@@ -251,7 +252,7 @@ class Runtime:
         try:
             self._tree.stop(timeout=timeout)
         finally:
-            for address in self.wiring.addresses.values():
+            for address in self._internal.wiring.addresses.values():
                 address.close("the runtime is closed", RuntimeStopped)
             self._internal.store.close()
             if self._lock is not None:
@@ -270,7 +271,7 @@ class Runtime:
     def _escalated(self, reason: str) -> None:
         self._stopped = reason
         logger.error("the runtime stopped because its root supervisor gave up: %s", reason)
-        for address in self.wiring.addresses.values():
+        for address in self._internal.wiring.addresses.values():
             address.close(f"the runtime stopped: {reason}", RuntimeStopped)
 
     def check_open(self) -> None:
@@ -317,14 +318,14 @@ class Runtime:
     def add_member(self, name: str, role: str, worlds: tuple[str, ...]) -> None:
         """Start the actor of a member that just joined this home (by import)."""
         self.check_open()
-        if name in self.wiring.members:
+        if name in self._internal.wiring.members:
             raise InvalidInput(f"member {name} is already running in this home")
         member = MemberConfig(name, role, worlds)
-        spec = self.wiring.member_spec(member)
+        spec = self._internal.wiring.member_spec(member)
         try:
-            self.wiring.addresses["members"].ask(StartChild(spec), timeout=30.0)
+            self._internal.wiring.addresses["members"].ask(StartChild(spec), timeout=30.0)
         except BaseException:
-            self.wiring.forget_member(name)
+            self._internal.wiring.forget_member(name)
             raise
         self.config = self.config.with_imported([*self.config.extra_members, member])
 
@@ -368,7 +369,7 @@ class Runtime:
 
     def ask_member(self, name: str, message: Any, timeout: float | None) -> Any:
         self.check_open()
-        address = self.wiring.members[self.config.member(name).name]
+        address = self._internal.wiring.members[self.config.member(name).name]
         try:
             return address.ask(message, timeout if timeout is not None else DEFAULT_TIMEOUT)
         except AskTimeout as error:
@@ -376,7 +377,7 @@ class Runtime:
 
     async def ask_member_async(self, name: str, message: Any, timeout: float | None) -> Any:
         self.check_open()
-        address = self.wiring.members[self.config.member(name).name]
+        address = self._internal.wiring.members[self.config.member(name).name]
         try:
             return await address.ask_async(message, timeout if timeout is not None else DEFAULT_TIMEOUT)
         except AskTimeout as error:
@@ -385,9 +386,9 @@ class Runtime:
     def _explain_timeout(self, error: AskTimeout) -> Exception:
         # A member hands memory work to the substrate; a timeout while the substrate is down
         # or rebuilding is the substrate's unavailability, and the caller should hear so.
-        if self.wiring.substrate.state != "running":
+        if self._internal.wiring.substrate.state != "running":
             return SubstrateUnavailable(
-                f"the memory substrate is {self.wiring.substrate.state} (restarting or rebuilding its index) "
+                f"the memory substrate is {self._internal.wiring.substrate.state} (restarting or rebuilding its index) "
                 f"and did not answer in time; retry shortly ({error})"
             )
         return error

@@ -118,7 +118,7 @@ class SkillsControl:
         """Team skills matching `query` by name and description, best first."""
         self._runtime.check_open()
         message = SearchSkills(query=clean_query(query), limit=_limit(limit, MAX_SEARCH, "a search limit"))
-        matches: list[SkillMatch] = self._runtime.wiring.skills.ask(message)
+        matches: list[SkillMatch] = self._runtime._internal.wiring.skills.ask(message)
         return matches
 
     # -- member skill sets ------------------------------------------------------------------------
