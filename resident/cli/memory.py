@@ -282,7 +282,9 @@ def remember(
         _remember_lines(ctx, state, member, jsonl, as_json)
         return
     if text is None:
-        raise click.UsageError("give TEXT to remember (or - to read it from stdin), or --jsonl FILE")
+        raise click.UsageError(
+            "Missing argument 'TEXT': give the text to remember (- reads it from stdin), or --jsonl FILE"
+        )
     request = wire.Remember(
         text=read_text_argument(text),
         scope=scope,  # type: ignore[arg-type]  # one of MEMBER_SCOPES
