@@ -143,23 +143,39 @@ def payload(_serial: int) -> tuple[str, bytes, bytes]:
     return event.record.id, _ENCODER.encode(event.record), _ENCODER.encode(event)
 
 
-def naive_lmdb(directory: Path, seconds: float, shaped: Payload = payload) -> Result:
+class NaiveLmdb:
     """One durable write transaction per write (`sync=True`): the record into its table, the event into the log."""
-    env = lmdb.open(str(directory), map_size=1 << 30, max_dbs=4, sync=True, metasync=True)
-    records, events = env.open_db(b"records"), env.open_db(b"events")
+
+    def __init__(self, directory: Path, shaped: Payload = payload) -> None:
+        self._env = lmdb.open(str(directory), map_size=1 << 30, max_dbs=4, sync=True, metasync=True)
+        self._records, self._events = self._env.open_db(b"records"), self._env.open_db(b"events")
+        self._shaped = shaped
+        self.writes = 0
+
+    def write(self) -> None:
+        key, record, event = self._shaped(self.writes)
+        self.writes += 1
+        with self._env.begin(write=True) as txn:
+            txn.put(key.encode(), record, db=self._records)
+            txn.put(event_key(self.writes), event, db=self._events, append=True)
+
+    def close(self) -> None:
+        self._env.close()
+
+
+def naive_lmdb(directory: Path, seconds: float, shaped: Payload = payload) -> Result:
+    """Naive LMDB writes for `seconds`: the disk's pace, one fsync a write."""
+    naive = NaiveLmdb(directory, shaped)
     latencies: list[float] = []
     watch = Stopwatch()
     deadline = watch.started + seconds
     try:
         while (now := time.perf_counter()) < deadline:
-            key, record, event = shaped(len(latencies))
-            with env.begin(write=True) as txn:
-                txn.put(key.encode(), record, db=records)
-                txn.put(event_key(len(latencies) + 1), event, db=events, append=True)
+            naive.write()
             latencies.append(time.perf_counter() - now)
     finally:
         elapsed, cpu = watch.stop()
-        env.close()
+        naive.close()
     return _result("naive lmdb", 1, latencies, elapsed, 1.0, cpu)
 
 

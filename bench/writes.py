@@ -47,7 +47,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import lmdb
 import msgspec
 
 from resident.benchmarks.workloads import Tally, Writer, run_batches, run_tasks, run_threads
@@ -61,7 +60,6 @@ from resident.memory.text import analyse, terms_of
 from resident.messages.memory import Activation, MemoryRecord, RecordAdmitted
 from resident.messages.store import Commit, GetWriterStatistics, WriterStatistics
 from resident.runtime import Runtime
-from resident.store.store import event_key
 
 if not __package__:
     # Run as `python bench/writes.py`: make the repository root importable for the sibling modules.
@@ -267,8 +265,7 @@ def _by_thread(before: dict[str, float], after: dict[str, float], cpu: float, wr
 def single_beside_naive(directory: Path, seconds: float) -> dict[str, Any]:
     """One blocking caller's `remember`s and naive LMDB's put+syncs, in alternating blocks of `BLOCK` s."""
     directory.mkdir(mode=0o700)
-    env = lmdb.open(str(directory / "naive"), map_size=1 << 30, max_dbs=4, sync=True, metasync=True)
-    records, events = env.open_db(b"records"), env.open_db(b"events")
+    naive = store_writes.NaiveLmdb(directory / "naive", payload)
     ours: list[float] = []
     theirs: list[float] = []
     cpu = 0.0
@@ -281,10 +278,7 @@ def single_beside_naive(directory: Path, seconds: float) -> dict[str, Any]:
             while time.perf_counter() < watch.started + seconds:
                 block = time.perf_counter() + BLOCK
                 while (now := time.perf_counter()) < block:
-                    key, record, event = payload(len(theirs))
-                    with env.begin(write=True) as txn:
-                        txn.put(key.encode(), record, db=records)
-                        txn.put(event_key(len(theirs) + 1), event, db=events, append=True)
+                    naive.write()
                     theirs.append(time.perf_counter() - now)
                 block, cpu_started = time.perf_counter() + BLOCK, time.process_time()
                 while (now := time.perf_counter()) < block:
@@ -294,7 +288,7 @@ def single_beside_naive(directory: Path, seconds: float) -> dict[str, Any]:
             rt.memory.wait_indexed(TIMEOUT)
             elapsed, _ = watch.stop()
     finally:
-        env.close()
+        naive.close()
     figures = _figures("single", ours, elapsed / 2, cpu, 1.0)
     figures["beside_naive_p50_ms"] = 1000 * statistics.median(theirs) if theirs else 0.0
     return figures
