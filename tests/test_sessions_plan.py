@@ -106,6 +106,11 @@ def test_the_example_plan_runs_two_members_through_the_command_harness_on_a_scra
             turns = runtime.sessions.turns(session.id)
             assert turns[0].text.startswith(task), "the member read its task from the projected AGENTS.md"
             assert session.directory == str((work / "repo").resolve())
+        # Deven's command called back through the run's API (`resident remember` with its grant token).
+        hits = runtime.member("deven").recall("greet.py greet(name) returns", k=5)
+        learned = next(hit for hit in hits if hit.body.startswith("greet.py in the scratch repository"))
+        record = runtime.member("deven").get(learned.id)
+        assert (record.delegated, record.author) == (True, "deven")
 
 
 def test_a_harness_task_whose_command_fails_fails_its_task_and_execution(tmp_path: Path, private_tmp: Path):
