@@ -187,6 +187,9 @@ def test_progress_from_another_process_shows_the_plans_execution_and_session_liv
     assert shown.returncode == 0, shown.stderr
     assert session["id"] in shown.stdout
     assert "1 sessions at work" in shown.stdout
+    second = resident(home, "up", "--json")
+    assert second.returncode == 1
+    assert "a runtime is already up" in json.loads(second.stdout)["error"]["message"]
     go.touch()
     stdout, stderr = process.communicate(timeout=STOP_TIMEOUT)
     assert process.returncode == 0, stderr
@@ -200,12 +203,18 @@ def test_progress_from_another_process_shows_the_plans_execution_and_session_liv
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("signum", "status"), [(signal.SIGTERM, EXIT_TERMINATED), (signal.SIGINT, EXIT_INTERRUPTED)], ids=["term", "int"]
+    ("how", "status"), [("SIGTERM", EXIT_TERMINATED), ("SIGINT", EXIT_INTERRUPTED), ("down", EXIT_TERMINATED)]
 )
-def test_a_run_stopped_by_a_signal_removes_its_discovery_file(waiting_run, signum: int, status: int):
+def test_a_run_stopped_by_a_signal_removes_its_discovery_file(waiting_run, how: str, status: int):
     process, home, _ = waiting_run
     assert (home / DISCOVERY_FILE).exists()
-    process.send_signal(signum)
+    if how == "down":
+        # `resident down` stops a run as it stops `up`: the run holds the home's lock, so it is signalled.
+        down = resident(home, "down", "--json")
+        assert down.returncode == 0, down.stdout
+        assert json.loads(down.stdout)["pid"] == process.pid
+    else:
+        process.send_signal(getattr(signal, how))
     stdout, stderr = process.communicate(timeout=STOP_TIMEOUT)
     assert process.returncode == status, stderr
     assert "Traceback" not in stderr, stderr
