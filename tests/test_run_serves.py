@@ -15,7 +15,6 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -78,14 +77,6 @@ def plan_file(folder: Path, script: str, *args: Path, role: str = "implement", m
         f'harness = "command"\ndir = "{{scratch}}"\ntext = "Do the work."\ncommand = {command}\n'
     )
     return plan
-
-
-@pytest.fixture
-def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
 
 
 @pytest.mark.slow

@@ -3,7 +3,6 @@ session; the example plan runs two members through the command harness on a scra
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -73,14 +72,6 @@ def test_command_and_dir_belong_to_a_task_that_names_a_harness():
     text = WORK.replace('harness = "claude-code"\n', 'command = ["make"]\n')
     with pytest.raises(PlanInvalid, match="`command` belongs to a task that names a `harness`"):
         parse(text)
-
-
-@pytest.fixture
-def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
 
 
 def test_the_example_plan_runs_two_members_through_the_command_harness_on_a_scratch_repository(
