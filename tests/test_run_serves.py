@@ -18,12 +18,16 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from rich.console import Console
 
 from resident import Runtime
-from resident.api.discovery import DISCOVERY_FILE, read_discovery, running
+from resident.api import routes
+from resident.api.discovery import DISCOVERY_FILE, Discovery, read_discovery, running
+from resident.api.wire import GRANT_HEADER
 from resident.cli.main import EXIT_TERMINATED
+from resident.coordination.tokens import new_token
 from resident.runner.run import RunOptions, run
 from resident.store.tables import RECORDS
 
@@ -178,6 +182,7 @@ def test_progress_from_another_process_shows_the_plans_execution_and_session_liv
     assert shown.returncode == 0, shown.stderr
     assert session["id"] in shown.stdout
     assert "1 sessions at work" in shown.stdout
+    refusals_of_the_runs_api(found)
     second = resident(home, "up", "--json")
     assert second.returncode == 1
     assert "a runtime is already up" in json.loads(second.stdout)["error"]["message"]
@@ -190,6 +195,19 @@ def test_progress_from_another_process_shows_the_plans_execution_and_session_liv
     assert not (home / DISCOVERY_FILE).exists(), "api.json goes when the run ends"
     after = json.loads(resident(home, "progress", "--json").stdout)
     assert (after["running"], after["sessions"]) == (0, []), "in-process once the run has ended"
+
+
+def refusals_of_the_runs_api(found: Discovery) -> None:
+    """The run's API is `up`'s: nothing without the home's token, and a forged grant token acts as no one."""
+    with httpx.Client(base_url=found.base_url, trust_env=False, timeout=STOP_TIMEOUT) as client:
+        for headers in ({}, {"Authorization": "Bearer " + "x" * len(found.token)}):
+            answer = client.get(routes.PROGRESS.url(), headers=headers)
+            assert (answer.status_code, answer.json()["error"]["type"]) == (401, "Unauthorized")
+        forged = client.post(
+            routes.REMEMBER.url(member="deven"), json={"text": "must not be stored"},
+            headers={"Authorization": f"Bearer {found.token}", GRANT_HEADER: new_token()},
+        )
+        assert (forged.status_code, forged.json()["error"]["type"]) == (403, "GrantInvalid")
 
 
 @pytest.mark.slow
