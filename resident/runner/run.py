@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.live import Live
 
 from resident.actors.replication import ReplicationSettings
+from resident.api.server import serving
 from resident.config import DEFAULT_TEAM, Config, MemberConfig, load_config, scratch_home, team_of
 from resident.coordination.default_plan import MAX_WRITES, default_plan
 from resident.coordination.plan import Plan, load_plan
@@ -188,22 +189,26 @@ def run(options: RunOptions, console: Console) -> RunReport:
                 runtime.memory.enable()
             else:
                 runtime.memory.require_enabled()
-            harness = RunHarness(runtime, plan, realm_url=url, realm_process=process, admin_token=admin_token)
-            if url is not None and admin_token is None and options.plan is None:
-                harness.metrics.notes.append(
-                    "the plan's invalidation was left out: give --realm-admin-token-file for a Realm given by URL"
+            # While the plan plays the run is "up" for its home: its members' own `resident` calls
+            # (with their grant tokens) and `resident progress` from another shell go through the API.
+            with serving(runtime):
+                harness = RunHarness(runtime, plan, realm_url=url, realm_process=process, admin_token=admin_token)
+                if url is not None and admin_token is None and options.plan is None:
+                    harness.metrics.notes.append(
+                        "the plan's invalidation was left out: give --realm-admin-token-file for a Realm given by URL"
+                    )
+                asyncio.run(_play(runtime, harness, console if options.live else None))
+                counts = runtime.replication.sync(timeout=FINAL_SYNC_TIMEOUT) if url else None
+                report = RunReport(
+                    home=home, scratch=scratch, removed=False, plan=plan.name, realm=url,
+                    seconds=time.monotonic() - started, metrics=harness.metrics, replication=counts,
+                    statistics=runtime.statistics(),
                 )
-            asyncio.run(_play(runtime, harness, console if options.live else None))
-            counts = runtime.replication.sync(timeout=FINAL_SYNC_TIMEOUT) if url else None
-            report = RunReport(
-                home=home, scratch=scratch, removed=False, plan=plan.name, realm=url,
-                seconds=time.monotonic() - started, metrics=harness.metrics, replication=counts,
-                statistics=runtime.statistics(),
-            )
-            report.invariants = check_invariants(runtime, harness.metrics, counts)
-            report.statistics = runtime.statistics()
-            withheld = withheld_records(runtime)
-        # The CLI opens the home itself, so its read surfaces are probed once the run has closed it.
+                report.invariants = check_invariants(runtime, harness.metrics, counts)
+                report.statistics = runtime.statistics()
+                withheld = withheld_records(runtime)
+        # The CLI's read surfaces are probed in this process on the closed home (no API by then:
+        # api.json went when the block above ended), as a command run after the run would see them.
         report.invariants.append(check_cli_read_surfaces(home, withheld))
     finally:
         if process is not None:
