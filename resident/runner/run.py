@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,7 +199,7 @@ def run(options: RunOptions, console: Console) -> RunReport:
                     harness.metrics.notes.append(
                         "the plan's invalidation was left out: give --realm-admin-token-file for a Realm given by URL"
                     )
-                asyncio.run(_play(runtime, harness, console if options.live else None))
+                _play_until_done_or_stopped(runtime, harness, console if options.live else None)
                 counts = runtime.replication.sync(timeout=FINAL_SYNC_TIMEOUT) if url else None
                 report = RunReport(
                     home=home, scratch=scratch, removed=False, plan=plan.name, realm=url,
@@ -231,6 +233,41 @@ def _quiet_interrupts(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) 
     if isinstance(context.get("exception"), KeyboardInterrupt):
         return
     loop.default_exception_handler(context)
+
+
+def _play_until_done_or_stopped(runtime: Runtime, harness: RunHarness, console: Console | None) -> None:
+    """Play the plan on an event loop; SIGTERM cancels it there, then stops the run as SIGTERM does elsewhere.
+
+    Left to the Python handler, the exception SIGTERM raises (see `resident.cli.main`) lands in
+    whichever of the plan's tasks runs at that moment, and asyncio's shutdown then reports the
+    tasks it interrupted as tracebacks. The loop's own handler cancels the plan instead, the way
+    asyncio treats Ctrl-C; once the loop has closed, the handler that was there runs as it would have.
+    """
+    previous = signal.getsignal(signal.SIGTERM)
+    received: list[int] = []
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        if callable(previous) and task is not None and threading.current_thread() is threading.main_thread():
+
+            def cancel() -> None:
+                received.append(signal.SIGTERM)
+                task.cancel()
+
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, cancel)
+        await _play(runtime, harness, console)
+
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        if not received:
+            raise
+    finally:
+        # Closing the loop reset SIGTERM to the default action; the run's own handler comes back.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous)
+    if received and callable(previous):
+        previous(signal.SIGTERM, None)
 
 
 async def _play(runtime: Runtime, harness: RunHarness, console: Console | None) -> None:
