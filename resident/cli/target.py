@@ -48,13 +48,14 @@ class Target(Protocol):
 
 
 @contextmanager
-def runtime_for(state: CliState, *, create: bool = True) -> Iterator[Target]:
+def runtime_for(state: CliState, *, create: bool = True, grant_token: str | None = None) -> Iterator[Target]:
     """The runtime of the selected home: the one up for it, else one opened here and closed at the end.
 
     `create=False` is for commands that only read: in-process, they never create a home.
+    `grant_token` is presented instead of `$RESIDENT_GRANT_TOKEN` (`mcp serve --grant`).
     """
     home = resolve_home(state.home)
-    grant = presented_token(os.environ)
+    grant = presented_token(os.environ) if grant_token is None else grant_token
     found = running(home)
     if found is not None:
         from resident.api.oneshot import OneShot  # noqa: PLC0415 - the remote path's own client

@@ -40,6 +40,7 @@ from resident.knowledge.visibility import Subject, may_read
 from resident.memory.records import MAX_QUERY_CHARS
 from resident.messages.knowledge import (
     ENTRY_STATES,
+    MAX_SEARCH_K,
     ContextEntry,
     EntryImported,
     GetIndexStatus,
@@ -69,7 +70,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_LEGACY_BYTES", "MAX_SEARCH_K", "KnowledgeControl", "LegacyImport", "SubjectLike"]
 
-MAX_SEARCH_K = 100
 MAX_LEGACY_BYTES = 64 * 1024 * 1024
 KNOWLEDGE_OFF = "knowledge is off for this home; set `[knowledge] enabled = true` in its resident.toml"
 # A member's name, a `Subject`, or None for the home's owner.

@@ -64,11 +64,19 @@ class SessionsControl:
         role: str = "implement",
         ttl: float = DEFAULT_TTL,
         dispatched: Session | None = None,
+        process: int | None = None,
+        search_path: str | None = None,
     ) -> SessionLaunch:
         """Start `member`'s session (a new execution on `task`, or the running execution `task` names,
-        or the one `dispatched` already records) and project it into `directory`."""
+        or the one `dispatched` already records) and project it into `directory`.
+
+        The harness runs in this process unless `process` names the one that will run it (the
+        `resident session start` a running runtime serves); `search_path` is where its command is
+        looked up (this process's PATH by default).
+        """
         request = SessionRequest(
-            member=member, harness=harness, command=tuple(command), directory=directory, task=task, role=role, ttl=ttl
+            member=member, harness=harness, command=tuple(command), directory=directory, task=task, role=role, ttl=ttl,
+            process=process, search_path=search_path,
         )
         return start_session(self._runtime, request, dispatched=dispatched)
 
