@@ -14,11 +14,10 @@ Either way the answers are the same structs, so the printing code is shared and 
 the same bytes and exits with the same status. The remote path imports neither the runtime nor the
 server stack, which is what makes it quick (bench/cli.py). Commands that need the home closed
 (`restore`, `salvage`, `doctor`, `init` that rewrites the configuration, ...) call `require_closed`,
-which refuses with `RuntimeIsUp` while a runtime is up; so does `open_runtime` (`resident.cli.common`),
-which commands not yet served by the API use.
+which refuses with `RuntimeIsUp` while a runtime is up.
 
-A new command group joins by calling its operations through `runtime_for`; one that opens the
-runtime with `open_runtime` keeps working in-process and says `resident down` while one is up.
+A new command group calls its operations through `runtime_for`: one row in `resident.api.routes`
+and a handler each, and it works both ways.
 """
 
 from __future__ import annotations
