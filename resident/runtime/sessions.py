@@ -12,9 +12,11 @@
 
 Starting projects the member into the working directory and leaves a manifest behind; ending
 restores the directory, recovers the transcript (redacted) as the member's experience and ends the
-execution. Between the two the runtime need not be open — the `resident session start` command
-closes it while the harness runs, so the member's callbacks can open the home themselves. A
-session whose process died is ended by `recover()` (and by every start). See `docs/sessions.md`.
+execution. Between the two the runtime need not be open, nor be in the process that runs the
+harness: the `resident session start` command closes it while the harness runs (so the member's
+callbacks can open the home themselves), or asks a running `resident up` to start and end the
+session and runs the harness itself in between (`process` names it). A session whose process
+died is ended by `recover()` (and by every start). See `docs/sessions.md`.
 """
 
 from __future__ import annotations
