@@ -83,7 +83,7 @@ def _start_request(
         command = (_absolute(command[0]), *command[1:])
     return wire_sessions.StartSession(
         member=member, harness=cast("Harness", harness), directory=_absolute(directory), process=os.getpid(),
-        command=command, task=task, role=role, ttl=ttl, search_path=os.environ.get("PATH"),
+        command=command, task=task, role=role, ttl=ttl, search_path=os.environ.get("PATH", os.defpath),
     )
 
 
