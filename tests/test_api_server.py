@@ -243,6 +243,7 @@ BAD_INPUT: list[tuple[routes.Operation, dict[str, str], Any, int, str]] = [
     (routes.SESSION_START, {}, {"member": "nobody", "harness": "command", "directory": "/", "process": 1}, 404,
      "UnknownMember"),
     (routes.SESSION_END, {}, {}, 404, "UnknownSession"),
+    (routes.SESSION_END, {"session": "not-a-session"}, {}, 404, "UnknownSession"),
     (routes.SESSION_END, {}, {"exit_code": "x"}, 400, "InvalidInput"),
     (routes.SESSION_RECOVER, {}, {"session": 5}, 400, "InvalidInput"),
     (routes.SESSIONS, {}, {"state": 5}, 400, "InvalidInput"),
@@ -271,6 +272,13 @@ def test_bad_input_gets_a_typed_4xx(
     http: httpx.Client, op: routes.Operation, params: dict[str, str], body: Any, status: int, kind: str
 ) -> None:
     assert_typed(send(http, op, body, **params), status, kind)
+
+
+def test_a_session_named_dot_dot_is_no_session_and_no_folder_of_the_home(http: httpx.Client, up: UpProcess) -> None:
+    # Escaped, the dots reach the route as the segment `..` (a client would otherwise resolve them away).
+    before = sorted(path.name for path in up.home.iterdir())
+    assert_typed(http.post("/v1/sessions/%2E%2E/end", json={}), 404, "UnknownSession")
+    assert sorted(path.name for path in up.home.iterdir()) == before
 
 
 def test_every_route_with_input_has_bad_input_rows() -> None:
