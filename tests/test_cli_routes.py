@@ -26,6 +26,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from resident import Runtime
+from resident.api import routes, wire_knowledge
+from resident.api.inprocess import InProcess
+from resident.api.local import INGEST_PROGRESS
 from resident.children.orphans import wait_gone
 from resident.coordination.tokens import GRANT_TOKEN_ENV
 from resident.runtime.mcp_server import CONTEXT_TOOL
@@ -391,3 +394,18 @@ def test_mcp_serve_calls_the_running_runtime_with_the_session_s_token(tmp_path: 
     assert sorted(entry["title"] for entry in result.structured_content["entries"]) == ["alpha shared"]
     assert smuggled.is_error is True
     assert "unknown field" in smuggled.content[0].text
+
+
+def test_an_ingest_run_in_process_reports_its_files_to_the_command_s_progress_callback(tmp_path: Path) -> None:
+    docs = write_docs(tmp_path / "docs")
+    seen: list[tuple[int, int]] = []
+    with Runtime.open(enable_knowledge(tmp_path / "home"), realm="none") as rt:
+        rt.knowledge.create_bank("handbook")
+        reporting = INGEST_PROGRESS.set(lambda done, total: seen.append((done, total)))
+        try:
+            report = InProcess(rt).call(routes.KNOWLEDGE_INGEST, wire_knowledge.Ingest(paths=(str(docs),)),
+                                        bank="handbook")
+        finally:
+            INGEST_PROGRESS.reset(reporting)
+    assert report.files == 3
+    assert seen[-1] == (3, 3)
