@@ -15,8 +15,11 @@ from typing import Literal
 from resident.messages.base import Event, Message, Record
 
 __all__ = [
+    "DEFAULT_CONTEXT_K",
     "ENTRY_KINDS",
     "ENTRY_STATES",
+    "MAX_CONTEXT_K",
+    "MAX_SEARCH_K",
     "PAGE_STATES",
     "CatchUpIndex",
     "ContextEntry",
@@ -58,6 +61,11 @@ __all__ = [
     "SourceRecord",
     "Visibility",
 ]
+
+# A search answers at most this many pages; context preparation hands out 20 entries, at most 100.
+MAX_SEARCH_K = 100
+DEFAULT_CONTEXT_K = 20
+MAX_CONTEXT_K = 100
 
 OwnerKind = Literal["member", "app", "workspace"]
 PageKind = Literal["markdown", "text"]
