@@ -19,6 +19,7 @@ import pytest
 
 from resident import Runtime
 from resident.actors import knowledge as indexer_module
+from resident.knowledge import tokens
 from resident.knowledge.search_index import Cursor, IndexedPage, SearchIndex
 from resident.messages.knowledge import CatchUpIndex, IndexStatus, PageAdmitted, PageSuperseded
 from resident.messages.store import Commit
@@ -56,6 +57,15 @@ def rt(tmp_path: Path) -> Iterator[Runtime]:
     with open_knowledge(tmp_path / "home") as runtime:
         runtime.knowledge.create_bank("handbook")
         yield runtime
+
+
+def test_a_batch_analysed_in_chunks_gives_each_text_the_tokens_it_gets_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [*DOCS.values(), "", "the of and", "Canción " * 40, *DOCS.values()]
+    alone = [tokens.token_texts([text])[0] for text in texts]
+    monkeypatch.setattr(tokens, "CHUNK_CHARS", 150)  # chunks of one to three texts; one text exceeds it
+    assert tokens.token_texts(texts) == alone
+    assert alone[3] == alone[4] == ""
+    assert len(alone[5].split()) == 40
 
 
 def test_a_page_staged_then_replaced_before_the_commit_is_indexed_once_in_its_last_state(tmp_path: Path) -> None:

@@ -54,8 +54,9 @@ __all__ = ["REBUILD_BATCH", "STAGE_LIMIT", "KnowledgeIndexer"]
 
 logger = logging.getLogger(__name__)
 
-# Pages analysed and handed to the index per commit during a rebuild: large enough that the
-# analysis runs on both cores (see `resident.memory.text`), small enough to bound memory.
+# Pages handed to the index per commit during a rebuild, and events read per catch-up batch:
+# few commits, bounded memory. (The analysis works through a batch in chunks of its own size,
+# `resident.knowledge.tokens.CHUNK_CHARS`, while the index writer's thread indexes the last chunk.)
 REBUILD_BATCH = 20_000
 # Staged pages after which a catch-up commits even if not asked to: bounds what a crash makes the
 # next start index again, and how much the writer holds beyond its memory budget's segments.
