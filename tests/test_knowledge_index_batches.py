@@ -7,25 +7,20 @@ pages. None of these boundaries may change what a search finds or what survives 
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-import msgspec
 import pytest
 
 from resident import Runtime
 from resident.actors import knowledge as indexer_module
 from resident.knowledge import tokens
 from resident.knowledge.search_index import Cursor, IndexedPage, SearchIndex
-from resident.messages.knowledge import CatchUpIndex, IndexStatus, PageAdmitted, PageSuperseded
+from resident.messages.knowledge import CatchUpIndex, IndexStatus, PageSuperseded
 from resident.messages.store import Commit
 from resident.runtime import knowledge_ingest
-from resident.store.tables import PAGES
-from tests.knowledge_helpers import DOCS, enable_knowledge, open_knowledge, write_docs
+from tests.knowledge_helpers import DOCS, admit_copy, killed_ingest, open_knowledge, write_docs
 
 
 def titles(rt: Runtime, query: str, state: str = "active") -> list[str]:
@@ -107,13 +102,7 @@ def test_files_whose_pages_straddle_batches_and_commits_are_indexed_as_one_commi
 def test_a_page_superseded_while_its_admission_is_staged_is_found_only_as_superseded(rt: Runtime) -> None:
     write_docs(rt.home.parent / "docs", {"deploy.md": DOCS["deploy.md"]})
     rt.knowledge.ingest("handbook", [rt.home.parent / "docs"])
-    [hit] = rt.knowledge.search("handbook", "rollback release", 1)
-    with rt._internal.store.reader() as reader:
-        page = reader.get(PAGES, hit.id)
-    assert page is not None
-    rt.knowledge.create_bank("second")
-    staged = msgspec.structs.replace(page, id="page_staged", bank="second")
-    rt._internal.write(Commit(events=(PageAdmitted(at=0.0, page=staged),)))
+    admit_copy(rt, "rollback release", "second", "page_staged")
     indexer = rt.wiring.knowledge
     assert indexer is not None
     before: IndexStatus = indexer.ask(CatchUpIndex(commit=False))
@@ -148,14 +137,8 @@ STAGING_INGEST = textwrap.dedent(
 def test_a_process_killed_with_pages_staged_but_not_committed_indexes_them_at_the_next_start(
     tmp_path: Path,
 ) -> None:
-    home = enable_knowledge(tmp_path / "home")
-    docs = write_docs(tmp_path / "docs")
-    child = subprocess.run(
-        [sys.executable, "-c", STAGING_INGEST, str(home), str(docs)], capture_output=True, text=True, timeout=60,
-        check=False,
-    )
-    assert child.returncode == -signal.SIGKILL, child.stderr
-    assert child.stdout.split() == ["6", "0"]
+    home, printed = killed_ingest(tmp_path, STAGING_INGEST)
+    assert printed.split() == ["6", "0"]
     with Runtime.open(home, realm="none") as rt:
         status = rt.knowledge.index_status()
         assert (status.pages, status.rebuilt) == (6, False)
