@@ -56,7 +56,7 @@ logger = logging.getLogger(__name__)
 
 # Pages handed to the index per commit during a rebuild, and events read per catch-up batch:
 # few commits, bounded memory. (The analysis works through a batch in chunks of its own size,
-# `resident.knowledge.tokens.CHUNK_CHARS`, while the index writer's thread indexes the last chunk.)
+# `resident.knowledge.tokens.CHUNK_CHARS`, so a large batch costs no more per page than a small one.)
 REBUILD_BATCH = 20_000
 # Staged pages after which a catch-up commits even if not asked to: bounds what a crash makes the
 # next start index again, and how much the writer holds beyond its memory budget's segments.
