@@ -313,7 +313,14 @@ class PagesFound(Message, frozen=True, tag="knowledge.pages.found"):
 
 
 class CatchUpIndex(Message, frozen=True, tag="knowledge.index.catch_up"):
-    """Index every page change committed so far; the answer is the index's status after it."""
+    """Index every page change committed so far; the answer is the index's status after it.
+
+    With `commit` false the changes are only staged: handed to the index writer, which indexes
+    them on its own thread, and committed by the next catch-up that commits (a search, a status, the
+    end of an ingest). An ingest stages window by window and commits once, at its end.
+    """
+
+    commit: bool = True
 
 
 class Reindex(Message, frozen=True, tag="knowledge.index.rebuild"):
