@@ -103,7 +103,7 @@ def test_a_page_superseded_while_its_admission_is_staged_is_found_only_as_supers
     write_docs(rt.home.parent / "docs", {"deploy.md": DOCS["deploy.md"]})
     rt.knowledge.ingest("handbook", [rt.home.parent / "docs"])
     admit_copy(rt, "rollback release", "second", "page_staged")
-    indexer = rt.wiring.knowledge
+    indexer = rt._internal.wiring.knowledge
     assert indexer is not None
     before: IndexStatus = indexer.ask(CatchUpIndex(commit=False))
     rt._internal.write(Commit(events=(PageSuperseded(at=1.0, id="page_staged", by=None),)))
@@ -123,7 +123,7 @@ STAGING_INGEST = textwrap.dedent(
     rt.knowledge.create_bank("handbook")
     # The ingest's closing catch-up only stages: the process dies with its pages in LMDB and
     # their documents handed to the index writer, but no index commit covering them.
-    indexer = rt.wiring.knowledge
+    indexer = rt._internal.wiring.knowledge
     ask = indexer.ask
     indexer.ask = lambda message, timeout=None: ask(CatchUpIndex(commit=False), timeout)
     report = rt.knowledge.ingest("handbook", [sys.argv[2]])
