@@ -21,14 +21,18 @@
   which a runtime would have to rebuild at every open).
 
 Targets: search p99 <= 20 ms at 100k pages and <= FTS5's; ingest >= 2,000 pages/s and >= FTS5's.
+Each size reports both ratios against the peer: pages/s (wall clock, which the machine's load
+moves) and CPU per page (the work itself), with the load average before the size's first round.
 
-    python bench/knowledge.py [--json] [--sizes 10000,100000] [--searches 300] [--engines] [--dir DIR]
+    python bench/knowledge.py [--json] [--sizes 10000,100000] [--searches 300] [--rounds 3]
+                              [--large-rounds 1] [--engines] [--dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sqlite3
 import statistics
@@ -174,6 +178,7 @@ def run_size(size: int, workdir: Path, queries: Sequence[str], rounds: int) -> d
     """Ingest rounds, ours and the peer's alternating on fresh stores, then searches on the last of each."""
     folder = workdir / f"corpus-{size}"
     write_corpus(folder, page_texts(size))
+    load = os.getloadavg()[0]
     ours: list[Ingest] = []
     theirs: list[Ingest] = []
     runtime: Runtime | None = None
@@ -198,9 +203,11 @@ def run_size(size: int, workdir: Path, queries: Sequence[str], rounds: int) -> d
     return {
         "pages": size,
         "rounds": rounds,
+        "load_average": load,
         "resident": {**mine, **search["resident"]},
         "fts5": {**peer, **search["fts5"]},
         "ingest_ratio": mine["ingest_pages_per_s"] / peer["ingest_pages_per_s"],
+        "cpu_ratio": mine["ingest_cpu_us_per_page"] / peer["ingest_cpu_us_per_page"],
         "queries_with_hits": search["queries_with_hits"],
     }
 
@@ -360,7 +367,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--sizes", default="10000,100000", help="page counts, comma-separated")
     parser.add_argument("--searches", type=int, default=300)
-    parser.add_argument("--rounds", type=int, default=3, help="ingest rounds per size up to 20k pages (1 above)")
+    parser.add_argument("--rounds", type=int, default=3, help="ingest rounds per size up to 20k pages")
+    parser.add_argument("--large-rounds", type=int, default=1, help="ingest rounds per size above 20k pages")
     parser.add_argument("--engines", action="store_true", help="also compare the candidate index engines")
     parser.add_argument("--dir", type=Path, default=None, help="where to work (default: a temporary directory)")
     args = parser.parse_args()
@@ -371,7 +379,8 @@ def main() -> None:
         report: dict[str, Any] = {"targets": TARGETS, "sizes": [], "searches": len(queries)}
         for size in sizes:
             print(f"knowledge: {size} pages ...", file=sys.stderr, flush=True)
-            report["sizes"].append(run_size(size, workdir, queries, args.rounds if size <= 20_000 else 1))
+            rounds = args.rounds if size <= 20_000 else args.large_rounds
+            report["sizes"].append(run_size(size, workdir, queries, rounds))
             print(json.dumps(report["sizes"][-1]), file=sys.stderr, flush=True)
         report["context"] = context_latency(workdir)
         if args.engines:
@@ -383,9 +392,10 @@ def main() -> None:
         return
     for entry in report["sizes"]:
         ours, theirs = entry["resident"], entry["fts5"]
-        print(f"{entry['pages']:>7} pages  ingest {ours['ingest_pages_per_s']:6.0f} vs fts5 "
-              f"{theirs['ingest_pages_per_s']:6.0f} pages/s ({entry['ingest_ratio']:.2f}x; CPU "
-              f"{ours['ingest_cpu_us_per_page']:.0f} vs {theirs['ingest_cpu_us_per_page']:.0f} µs/page)   "
+        print(f"{entry['pages']:>7} pages (load {entry['load_average']:.1f}, {entry['rounds']} rounds)  ingest "
+              f"{ours['ingest_pages_per_s']:6.0f} vs fts5 {theirs['ingest_pages_per_s']:6.0f} pages/s "
+              f"({entry['ingest_ratio']:.2f}x; CPU {ours['ingest_cpu_us_per_page']:.0f} vs "
+              f"{theirs['ingest_cpu_us_per_page']:.0f} µs/page, {entry['cpu_ratio']:.2f}x)   "
               f"search p50/p99 {ours['p50_ms']:.1f}/{ours['p99_ms']:.1f} vs fts5 "
               f"{theirs['p50_ms']:.1f}/{theirs['p99_ms']:.1f} ms   hits {entry['queries_with_hits']}")
     context = report["context"]

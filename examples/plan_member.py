@@ -5,8 +5,11 @@
 It stands in for a coding agent the way the runtime sees one: it runs in the scratch repository
 the member was projected into, reads its task from the projected AGENTS.md, does the work, and
 writes its transcript (plain `{"role", "text"}` lines) to `$RESIDENT_TRANSCRIPT`. `implement`
-writes `greet.py`; `test` imports it and checks `greet("Ada")`, exiting 1 when the check fails, so
-the execution fails with it.
+writes `greet.py` and remembers that it did, calling back into the runtime the way a member session
+does: `resident remember` with the session's grant token (`$RESIDENT_GRANT_TOKEN`, set by the
+runtime; `resident run` serves the API for its home while it runs, so the call reaches it). `test`
+imports `greet.py` and checks `greet("Ada")`, exiting 1 when the check fails, so the execution fails
+with it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,15 @@ from pathlib import Path
 
 GREET = 'def greet(name: str) -> str:\n    return f"Hello, {name}!"\n'
 CHECK = "from greet import greet; assert greet('Ada') == 'Hello, Ada!', greet('Ada')"
+LEARNED = "greet.py in the scratch repository: greet(name) returns 'Hello, NAME!'."
+
+
+def remember(text: str) -> subprocess.CompletedProcess[str]:
+    """`resident remember` as this session's member: the environment carries the home and the grant token."""
+    member = os.environ["RESIDENT_MEMBER"]
+    return subprocess.run(  # noqa: S603 - this interpreter, the resident command, fixed arguments
+        [sys.executable, "-m", "resident.cli", "remember", member, text], capture_output=True, text=True, check=False
+    )
 
 
 def task() -> str:
@@ -35,9 +47,15 @@ def main(mode: str) -> int:
         said += [
             {"role": "assistant", "tool": "write_file", "text": f"greet.py:\n{GREET}"},
             {"role": "tool", "tool": "write_file", "text": f"wrote {len(GREET)} bytes to greet.py"},
-            {"role": "assistant", "text": "greet.py is written: greet(name) returns a greeting with the name in it."},
         ]
-        status = 0
+        remembered = remember(LEARNED)
+        said += [
+            {"role": "assistant", "tool": "resident", "text": f"resident remember: {LEARNED}"},
+            {"role": "tool", "tool": "resident", "text": remembered.stdout or remembered.stderr},
+            {"role": "assistant", "text": "greet.py is written: greet(name) returns a greeting with the name in it."
+             + ("" if remembered.returncode == 0 else " Remembering it failed.")},
+        ]
+        status = remembered.returncode
     else:
         # This interpreter and a fixed check: nothing here comes from outside.
         result = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, check=False)  # noqa: S603

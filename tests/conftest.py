@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pykka
 import pytest
@@ -38,3 +40,12 @@ def _no_leaked_threads() -> Iterator[None]:
         thread.join(timeout=max(0.0, deadline - time.monotonic()))
     leaked = [thread.name for thread in new if thread.is_alive()]
     assert not leaked, f"threads still running {THREAD_EXIT_DEADLINE:g} s after the test: {leaked}"
+
+
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary folder of the test's own for what the code under test puts in the temporary folder."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder

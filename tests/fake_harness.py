@@ -2,7 +2,7 @@
 
     python tests/fake_harness.py [--as claude-code|codex|pi|command] [--format claude|plain]
                                  [--secrets FILE] [--exit N] [--wait] [--edit-agents] [--make FILE]
-                                 [--call-back] [--say TEXT]
+                                 [--call-back] [--call-back-together N] [--say TEXT]
 
 It does what a harness does where the runtime can see it: reads the projected AGENTS.md (and
 CLAUDE.md and a SKILL.md when there), writes its transcript where its harness would — Claude
@@ -156,6 +156,17 @@ def main(argv: list[str]) -> int:
         found = subprocess.run([sys.executable, "-m", "resident.cli", "recall", member, "task", "--json"],
                                capture_output=True, text=True, check=False)
         Path("callback.json").write_text(found.stdout or found.stderr, encoding="utf-8")
+    if "--call-back-together" in argv:
+        # Several of the member's own calls at the same moment, as a harness running tools in parallel does.
+        member = os.environ["RESIDENT_MEMBER"]
+        calls = [
+            subprocess.Popen([sys.executable, "-m", "resident.cli", "remember", member, f"parallel note {n}", "--json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for n in range(int(option("--call-back-together")))
+        ]
+        answers = [call.communicate() for call in calls]
+        results = [{"code": c.returncode, "out": out, "err": err} for c, (out, err) in zip(calls, answers, strict=True)]
+        Path("callbacks.json").write_text(json.dumps(results), encoding="utf-8")
     if "--wait" in argv:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         Path("ready").write_text(str(os.getpid()), encoding="utf-8")

@@ -4,24 +4,32 @@ full chain of real execution records that verifies a candidate (implement, revie
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from resident import Runtime
 from resident.messages.coordination import Execution, Grant, WorkItem
-from resident.messages.knowledge import KnowledgeEntry
+from resident.messages.knowledge import KnowledgeEntry, PageAdmitted
+from resident.messages.store import Commit
 from resident.runtime.coordination import Session
-from resident.store.tables import KNOWLEDGE_ENTRIES
+from resident.store.tables import KNOWLEDGE_ENTRIES, PAGES
 
 __all__ = [
     "DOCS",
     "Chain",
+    "admit_copy",
     "candidate",
     "enable_knowledge",
     "entries_of",
     "evidence_chain",
+    "killed_ingest",
     "open_knowledge",
     "owner_grant",
     "work_item",
@@ -62,6 +70,30 @@ def write_docs(folder: Path, docs: dict[str, str] = DOCS) -> Path:
     for name, text in docs.items():
         (folder / name).write_text(text, encoding="utf-8")
     return folder
+
+
+def admit_copy(rt: Runtime, query: str, bank: str, page_id: str) -> None:
+    """Copy the handbook's best page for `query` into a new `bank` as `page_id`, written straight to
+    LMDB as a crashed ingest leaves it: nothing tells the indexer."""
+    [hit] = rt.knowledge.search("handbook", query, 1)
+    with rt._internal.store.reader() as reader:
+        page = reader.get(PAGES, hit.id)
+    assert page is not None
+    rt.knowledge.create_bank(bank)
+    copy = msgspec.structs.replace(page, id=page_id, bank=bank)
+    rt._internal.write(Commit(events=(PageAdmitted(at=0.0, page=copy),)))
+
+
+def killed_ingest(tmp_path: Path, script: str) -> tuple[Path, str]:
+    """Run `script` (argv: a home with knowledge on, a folder of `DOCS`) in a child process that
+    ingests and then kills itself with SIGKILL; the home and what the child printed."""
+    home = enable_knowledge(tmp_path / "home")
+    docs = write_docs(tmp_path / "docs")
+    child = subprocess.run(
+        [sys.executable, "-c", script, str(home), str(docs)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    return home, child.stdout
 
 
 def entries_of(rt: Runtime) -> dict[str, KnowledgeEntry]:

@@ -8,6 +8,7 @@ server opens it, as a runtime that started them would have recorded them.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +30,8 @@ from tests.evolution_helpers import SESSION_ACTIONS, session, skill_folder
 
 PARAMS = {
     "member": "deven", "record": "mem_missing", "skill": "triage", "principle": "prn_missing",
-    "question": "q_missing", "change": "deven@1",
+    "question": "q_missing", "change": "deven@1", "bank": "handbook", "entry": "ke_missing",
+    "session": "ses_missing", "excerpt": "ses_missing#1",
 }
 
 
@@ -41,6 +43,7 @@ class Prepared:
     spent: str
     alice_record: str
     deven_record: str
+    alice_session: str  # a session of alice's, recovered
 
 
 def core_only(rt: Runtime, member: str) -> Session:
@@ -63,11 +66,16 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prepared]:
         deven = core_only(rt, "deven").token
         ended = session(rt, "deven")
         ended.finish("succeeded")
+        (root / "work").mkdir()
+        started = rt.sessions.start("alice", harness="command", command=(sys.executable, "-c", "print('done')"),
+                                    directory=str(root / "work"), task="release notes")
+        alice_session = rt.sessions.run(started, log=root / "alice.log")
+        assert alice_session is not None
     # Dispatched two hours ago, for one hour: expired by the time the server sees it.
     with Runtime.open(home, realm="none", clock=ManualClock(wall_start=time.time() - 7_200)) as rt:
         expired = session(rt, "deven", ttl=3_600).token
     with UpProcess(home) as up:
-        yield Prepared(up, deven, expired, ended.token, alice_record, deven_record)
+        yield Prepared(up, deven, expired, ended.token, alice_record, deven_record, alice_session.id)
 
 
 @pytest.fixture
@@ -149,6 +157,26 @@ def test_a_session_cannot_act_as_another_member_with_the_home_s_token(prepared: 
             "RecordNotFound")
     assert records(http) == before
     assert send(http, routes.GET_RECORD, record=prepared.alice_record, **alice).json()["lifecycle"] == "active"
+
+
+def test_a_session_sees_only_its_own_sessions_and_knows_itself_by_its_token(
+    prepared: Prepared, http: httpx.Client
+) -> None:
+    everyone = send(http, routes.SESSIONS, {}).json()["sessions"]
+    assert prepared.alice_session in [found["id"] for found in everyone]
+    assert send(http, routes.SESSIONS, {}, prepared.deven).json()["sessions"] == []
+    assert send(http, routes.SESSIONS, {"member": "alice"}, prepared.deven).json()["sessions"] == []
+    for op in (routes.SESSION_SHOW, routes.SESSION_RAW):
+        refused(send(http, op, {}, prepared.deven, session=prepared.alice_session), 404, "UnknownSession")
+    # The owner sees it (its `command` harness wrote no transcript, so there is no part 0 to show raw).
+    assert send(http, routes.SESSION_SHOW, {}, session=prepared.alice_session).json()["session"]["member"] == "alice"
+    assert "0 transcript parts" in refused(send(http, routes.SESSION_RAW, {}, session=prepared.alice_session), 400,
+                                           "InvalidInput")
+    mine = send(http, routes.SESSION_GRANT, grant=prepared.deven).json()
+    assert (mine["member"], mine["knowledge"]) == ("deven", False)
+    # Without a grant token there is no session to speak of: the owner is not one.
+    refused(send(http, routes.SESSION_GRANT), 403, "GrantInvalid")
+    refused(send(http, routes.SESSION_GRANT, grant=prepared.spent), 403, "GrantInvalid")
 
 
 def test_a_session_stays_within_its_grant_s_scopes(prepared: Prepared, http: httpx.Client) -> None:

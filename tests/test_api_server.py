@@ -33,7 +33,8 @@ FORM_REFUSALS = {
 }
 PARAMS = {
     "member": "deven", "record": "mem_missing", "skill": "no-such-skill", "principle": "prn_missing",
-    "question": "q_missing", "change": "deven@999",
+    "question": "q_missing", "change": "deven@999", "bank": "handbook", "entry": "ke_missing",
+    "session": "ses_missing", "excerpt": "ses_missing#1",
 }
 
 
@@ -219,6 +220,51 @@ BAD_INPUT: list[tuple[routes.Operation, dict[str, str], Any, int, str]] = [
     (routes.ROLLBACK, {}, {}, 404, "UnknownChange"),
     (routes.ROLLBACK, {}, {"reason": ["x"]}, 400, "InvalidInput"),
     (routes.WEEKLY_REPORT, {}, {"week": "last week"}, 400, "InvalidInput"),
+    # knowledge (off for this home: a well-formed call says so) and sessions
+    (routes.KNOWLEDGE_BANK_CREATE, {}, {}, 400, "InvalidInput"),
+    (routes.KNOWLEDGE_BANK_CREATE, {}, {"name": "notes"}, 409, "KnowledgeDisabled"),
+    (routes.KNOWLEDGE_INGEST, {}, {"paths": []}, 400, "InvalidInput"),
+    (routes.KNOWLEDGE_INGEST, {}, {"paths": ["relative/docs"]}, 400, "InvalidInput"),
+    (routes.KNOWLEDGE_SEARCH, {}, {"query": "x", "state": "deleted"}, 400, "InvalidInput"),
+    (routes.KNOWLEDGE_SEARCH, {}, {"query": "x", "k": 0}, 400, "InvalidInput"),
+    (routes.KNOWLEDGE_REINDEX, {}, {"now": True}, 400, "InvalidInput"),
+    (routes.KNOWLEDGE_REPOSITORY_ADD, {}, {"repository": "r", "path": "relative/tree"}, 400, "InvalidInput"),
+    (routes.KNOWLEDGE_REPOSITORY_ADD, {}, {"repository": "r"}, 400, "InvalidInput"),
+    (routes.KNOWLEDGE_ENTRIES, {}, {"state": 3}, 400, "InvalidInput"),
+    (routes.KNOWLEDGE_PROMOTE, {}, {"now": True}, 400, "InvalidInput"),
+    (routes.KNOWLEDGE_PROMOTE, {}, {}, 409, "KnowledgeDisabled"),
+    (routes.KNOWLEDGE_CONTEXT, {}, {"member": "deven", "project": "p"}, 400, "InvalidInput"),
+    (routes.KNOWLEDGE_IMPORT_LEGACY, {}, {"path": "old.jsonl"}, 400, "InvalidInput"),
+    (routes.SESSION_CONTEXT, {}, {"project_id": "p"}, 400, "InvalidInput"),
+    (routes.SESSION_CONTEXT, {}, {"project_id": "p", "repository_id": "r"}, 403, "GrantInvalid"),
+    (routes.SESSION_START, {}, {"member": "deven", "harness": "vim", "directory": "/", "process": 1}, 400,
+     "InvalidInput"),
+    (routes.SESSION_START, {}, {"member": "deven", "harness": "command", "directory": "/", "process": 0}, 400,
+     "InvalidInput"),
+    (routes.SESSION_START, {}, {"member": "deven", "harness": "command", "directory": "relative", "process": 1},
+     400, "InvalidInput"),
+    (routes.SESSION_START, {}, {"member": "nobody", "harness": "command", "directory": "/", "process": 1}, 404,
+     "UnknownMember"),
+    (routes.SESSION_END, {}, {}, 404, "UnknownSession"),
+    (routes.SESSION_END, {"session": "not-a-session"}, {}, 404, "UnknownSession"),
+    (routes.SESSION_END, {}, {"exit_code": "x"}, 400, "InvalidInput"),
+    (routes.SESSION_RECOVER, {}, {"session": 5}, 400, "InvalidInput"),
+    (routes.SESSIONS, {}, {"state": 5}, 400, "InvalidInput"),
+    (routes.SESSION_SHOW, {}, {}, 404, "UnknownSession"),
+    (routes.SESSION_SHOW, {}, {"limit": 0}, 400, "InvalidInput"),
+    (routes.SESSION_RAW, {}, {}, 404, "UnknownSession"),
+    (routes.SESSION_RAW, {}, {"part": -1}, 400, "InvalidInput"),
+    (routes.SESSION_CANDIDATES, {}, {"harness": "codex", "path": "relative"}, 400, "InvalidInput"),
+    (routes.SESSION_CANDIDATES, {}, {"harness": "codex", "path": "/nonexistent/codex"}, 400, "InvalidInput"),
+    (routes.SESSION_IMPORT, {}, {"ids": [], "member": "deven", "harness": "codex", "path": "/nonexistent"}, 400,
+     "InvalidInput"),
+    (routes.SESSION_IMPORT, {}, {"ids": ["x"], "member": "nobody", "harness": "codex", "path": "/nonexistent"}, 404,
+     "UnknownMember"),
+    (routes.EXCERPTS, {"member": "nobody"}, {}, 404, "UnknownMember"),
+    (routes.EXCERPTS, {}, {"limit": 0}, 400, "InvalidInput"),
+    (routes.EXCERPT_ADMIT, {}, {}, 404, "UnknownSession"),
+    (routes.EXCERPT_ADMIT, {"excerpt": "not-an-excerpt"}, {}, 400, "InvalidInput"),
+    (routes.EXCERPT_ADMIT, {}, {"importance": 2}, 400, "InvalidInput"),
 ]
 
 
@@ -229,6 +275,13 @@ def test_bad_input_gets_a_typed_4xx(
     http: httpx.Client, op: routes.Operation, params: dict[str, str], body: Any, status: int, kind: str
 ) -> None:
     assert_typed(send(http, op, body, **params), status, kind)
+
+
+def test_a_session_named_dot_dot_is_no_session_and_no_folder_of_the_home(http: httpx.Client, up: UpProcess) -> None:
+    # Escaped, the dots reach the route as the segment `..` (a client would otherwise resolve them away).
+    before = sorted(path.name for path in up.home.iterdir())
+    assert_typed(http.post("/v1/sessions/%2E%2E/end", json={}), 404, "UnknownSession")
+    assert sorted(path.name for path in up.home.iterdir()) == before
 
 
 def test_every_route_with_input_has_bad_input_rows() -> None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from resident.knowledge.gate import MAX_TITLE_CHARS, Admit, Duplicate, Refuse, judge, page_digest
+from resident.knowledge.gate import (
+    MAX_TITLE_CHARS,
+    Admit,
+    Duplicate,
+    Refuse,
+    holds_control_characters,
+    judge,
+    page_digest,
+)
 from resident.knowledge.pages import MAX_PAGE_CHARS, Draft, kind_of, split_document
 
 
@@ -84,6 +92,12 @@ def test_the_gate_refuses_each_unsound_page_with_a_reason() -> None:
         verdict = judge(case, nothing_held)
         assert isinstance(verdict, Refuse), name
         assert verdict.reason, name
+
+
+def test_control_characters_are_exactly_c0_but_tab_newline_and_return_del_and_c1() -> None:
+    controls = {*range(0x20), 0x7F, *range(0x80, 0xA0)} - {ord("\t"), ord("\n"), ord("\r")}
+    for codepoint in (*range(0x300), 0xD800, 0xDFFF, 0xFEFF, 0x2028, 0xFFFF, 0x10FFFF):
+        assert holds_control_characters(f"text {chr(codepoint)} text") == (codepoint in controls), hex(codepoint)
 
 
 def test_a_text_the_bank_holds_is_a_duplicate_not_a_refusal() -> None:

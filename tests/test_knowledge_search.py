@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import shutil
-import signal
 import stat
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-import msgspec
 import pytest
 
 from resident import Runtime
 from resident.errors import InvalidInput, TextInvalid
 from resident.knowledge.search_index import INDEX_DIR
-from resident.messages.knowledge import PageAdmitted
-from resident.messages.store import Commit
 from resident.store.home import current_store_dir
-from resident.store.tables import PAGES
-from tests.knowledge_helpers import enable_knowledge, open_knowledge, write_docs
+from tests.knowledge_helpers import admit_copy, killed_ingest, open_knowledge, write_docs
 
 
 @pytest.fixture
@@ -134,14 +127,7 @@ def test_reindex_rebuilds_the_same_answers(rt: Runtime) -> None:
 
 
 def test_pages_committed_behind_the_index_are_caught_up_from_the_event_log(rt: Runtime) -> None:
-    # A page written straight to LMDB, as a crashed ingest leaves it: nothing tells the indexer.
-    [hit] = rt.knowledge.search("handbook", "rollback release", 1)
-    with rt._internal.store.reader() as reader:
-        page = reader.get(PAGES, hit.id)
-    assert page is not None
-    rt.knowledge.create_bank("second")
-    written = msgspec.structs.replace(page, id="page_direct", bank="second")
-    rt._internal.write(Commit(events=(PageAdmitted(at=0.0, page=written),)))
+    admit_copy(rt, "rollback release", "second", "page_direct")
     assert [h.id for h in rt.knowledge.search("second", "rollback")] == ["page_direct"]
 
 
@@ -163,14 +149,8 @@ CRASHING_INGEST = textwrap.dedent(
 
 
 def test_a_process_killed_after_its_commit_leaves_pages_the_next_start_indexes(tmp_path: Path) -> None:
-    home = enable_knowledge(tmp_path / "home")
-    docs = write_docs(tmp_path / "docs")
-    child = subprocess.run(
-        [sys.executable, "-c", CRASHING_INGEST, str(home), str(docs)], capture_output=True, text=True, timeout=60,
-        check=False,
-    )
-    assert child.returncode == -signal.SIGKILL, child.stderr
-    assert child.stdout.strip() == "6"
+    home, printed = killed_ingest(tmp_path, CRASHING_INGEST)
+    assert printed.strip() == "6"
     with Runtime.open(home, realm="none") as rt:
         assert titles(rt, "迁移数据库")[0] == "部署指南"
         assert rt.knowledge.index_status().pages == 6

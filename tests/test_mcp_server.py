@@ -17,6 +17,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from resident import Runtime
+from resident.api.inprocess import InProcess
 from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token
 from resident.errors import GrantInvalid
 from resident.runtime.coordination import Session
@@ -45,16 +46,20 @@ def session(rt: Runtime, member: str, repository: str = "alpha") -> Session:
 
 
 def call(rt: Runtime, token: str, arguments: dict[str, Any], tool: str = CONTEXT_TOOL) -> Any:
+    server = knowledge_server(InProcess(rt, token))
+
     async def run() -> Any:
-        async with Client(knowledge_server(rt, token)) as client:
+        async with Client(server) as client:
             return await client.call_tool(tool, arguments)
 
     return asyncio.run(run())
 
 
 def tools(runtime: Runtime, token: str) -> list[Any]:
+    server = knowledge_server(InProcess(runtime, token))
+
     async def run() -> list[Any]:
-        async with Client(knowledge_server(runtime, token)) as client:
+        async with Client(server) as client:
             return list((await client.list_tools()).tools)
 
     return asyncio.run(run())
@@ -112,7 +117,7 @@ def test_a_session_gets_context_only_for_the_repository_of_its_work(rt: Runtime)
 
 def test_an_ended_session_gets_nothing_more(rt: Runtime) -> None:
     alice = session(rt, "alice")
-    server = knowledge_server(rt, alice.token)
+    server = knowledge_server(InProcess(rt, alice.token))
     arguments = {"project_id": "alpha", "repository_id": "alpha"}
 
     async def run() -> tuple[Any, Any]:
@@ -126,7 +131,7 @@ def test_an_ended_session_gets_nothing_more(rt: Runtime) -> None:
     assert result.is_error is True
     assert "GrantInvalid" in result.content[0].text
     with pytest.raises(GrantInvalid):
-        knowledge_server(rt, new_token())
+        knowledge_server(InProcess(rt, new_token()))
 
 
 def test_there_is_no_other_tool_to_call(rt: Runtime) -> None:

@@ -83,7 +83,7 @@ def test_the_cli_runs_a_harness_that_plants_secrets_none_reach_the_store_and_cal
     assert outcome.code == 0, outcome.describe()
     session = json.loads(outcome.stdout)
     assert (session["state"], session["outcome"], session["turns"]) == ("recovered", "succeeded", 5)
-    # While the harness ran, the home was free: the member's own `resident recall` ran as deven.
+    # While the harness ran, the session served the home: the member's own `resident recall` ran as deven.
     callback = json.loads((repo / "callback.json").read_text())
     assert callback["member"] == "deven"
     (repo / "callback.json").unlink()
@@ -97,6 +97,20 @@ def test_the_cli_runs_a_harness_that_plants_secrets_none_reach_the_store_and_cal
     assert files_holding(home / "store.1", secrets.values()) == []
     # The harness's own transcript stays in deven's Claude Code home, as Claude Code wrote it.
     assert files_holding(home / "harness" / "deven" / "claude-code", secrets.values())
+
+
+@pytest.mark.slow
+def test_the_members_calls_at_the_same_moment_all_reach_the_runtime_the_session_serves(home: Path, repo: Path):
+    outcome = run_process(home, "session", "start", "deven", "--harness", "command", "--dir", str(repo), "--json",
+                          "--", *fake("--call-back-together", "4"))
+    assert outcome.code == 0, outcome.describe()
+    results = json.loads((repo / "callbacks.json").read_text())
+    assert [r["code"] for r in results] == [0, 0, 0, 0], results
+    written = {json.loads(r["out"])["id"] for r in results}
+    assert len(written) == 4
+    with Runtime.open(home) as rt:
+        assert {rt.member("deven").get(record_id).delegated for record_id in written} == {True}
+    assert not (home / "api.json").exists(), "the session's API went when the session ended"
 
 
 @pytest.mark.slow

@@ -3,7 +3,6 @@ session; the example plan runs two members through the command harness on a scra
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -75,14 +74,6 @@ def test_command_and_dir_belong_to_a_task_that_names_a_harness():
         parse(text)
 
 
-@pytest.fixture
-def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
-
-
 def test_the_example_plan_runs_two_members_through_the_command_harness_on_a_scratch_repository(
     tmp_path: Path, private_tmp: Path
 ):
@@ -106,6 +97,11 @@ def test_the_example_plan_runs_two_members_through_the_command_harness_on_a_scra
             turns = runtime.sessions.turns(session.id)
             assert turns[0].text.startswith(task), "the member read its task from the projected AGENTS.md"
             assert session.directory == str((work / "repo").resolve())
+        # Deven's command called back through the run's API (`resident remember` with its grant token).
+        hits = runtime.member("deven").recall("greet.py greet(name) returns", k=5)
+        learned = next(hit for hit in hits if hit.body.startswith("greet.py in the scratch repository"))
+        record = runtime.member("deven").get(learned.id)
+        assert (record.delegated, record.author) == (True, "deven")
 
 
 def test_a_harness_task_whose_command_fails_fails_its_task_and_execution(tmp_path: Path, private_tmp: Path):

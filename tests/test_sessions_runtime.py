@@ -308,3 +308,15 @@ def test_a_forged_manifest_cannot_make_a_restore_touch_anything_outside_the_dire
     assert outside.read_text() == "keep me\n"
     assert len(notes) == 4
     assert all("was not touched" in note for note in notes)
+
+
+@pytest.mark.parametrize("name", ["..", ".", "ses_forged/../..", ""])
+def test_ending_a_session_by_a_name_that_is_no_session_id_touches_no_folder(rt: Runtime, tmp_path: Path, name: str):
+    # A manifest where `sessions/..` would find one: the home's own folder, which an end would tidy away.
+    forged = Manifest(session="ses_" + "0" * 28, member="deven", harness="command", directory=str(tmp_path),
+                      process=0, process_start="0", started_at=0.0)
+    (rt.home / "manifest.json").write_bytes(msgspec.json.encode(forged))
+    before = sorted(path.name for path in rt.home.iterdir())
+    with pytest.raises(UnknownSession, match="not a session id"):
+        rt.sessions.end(name, 0)
+    assert sorted(path.name for path in rt.home.iterdir()) == before

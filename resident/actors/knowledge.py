@@ -3,9 +3,20 @@
 The index (`resident.knowledge.search_index`) is a cache of LMDB that persists between runs. It
 is caught up from the event log itself, never from messages: the index remembers the last event it
 took in, and before every search (and whenever asked) the indexer reads the events committed
-since, re-indexes the pages they touched as LMDB holds them now, and moves its cursor, all in one
-index commit. A search therefore sees every page committed before it was asked, and nothing is
-lost if a tell is: the next catch-up reads the log again.
+since, indexes the pages they touched, and moves its cursor, all in one index commit. A search
+therefore sees every page committed before it was asked, and nothing is lost if a tell is: the
+next catch-up reads the log again.
+
+An ingest asks for catch-ups that only *stage* (`CatchUpIndex(commit=False)`): the documents go to
+the index writer, whose own thread indexes them while the ingest reads the next files, and the
+staged cursor moves in memory only. The next catch-up that commits (the end of the ingest, a
+search, a status, or `STAGE_LIMIT` staged pages) commits them with that cursor. One commit per
+ingest instead of one per window of files makes fewer, larger segments: less CPU per page in
+tantivy (segment serialisation, merges, searcher reloads). A crash loses only staged documents,
+never a cursor that covers them, so the next start stages them again.
+
+A page admitted by one of the events read is indexed as its `PageAdmitted` event carries it, which
+is what the projection inserted; a page superseded by one of them is re-read from LMDB.
 
 `setup()` opens the index before the first request is handled (the address holds requests
 meanwhile). An index that is missing, of another format, or whose cursor names an event this store
@@ -39,13 +50,17 @@ from resident.store.store import Reader, Store
 from resident.store.tables import PAGES
 from resident.supervisor import ChildContext, SupervisedActor
 
-__all__ = ["REBUILD_BATCH", "KnowledgeIndexer"]
+__all__ = ["REBUILD_BATCH", "STAGE_LIMIT", "KnowledgeIndexer"]
 
 logger = logging.getLogger(__name__)
 
-# Pages analysed and handed to the index per commit during a rebuild: large enough that the
-# analysis runs on both cores (see `resident.memory.text`), small enough to bound memory.
+# Pages handed to the index per commit during a rebuild, and events read per catch-up batch:
+# few commits, bounded memory. (The analysis works through a batch in chunks of its own size,
+# `resident.knowledge.tokens.CHUNK_CHARS`, so a large batch costs no more per page than a small one.)
 REBUILD_BATCH = 20_000
+# Staged pages after which a catch-up commits even if not asked to: bounds what a crash makes the
+# next start index again, and how much the writer holds beyond its memory budget's segments.
+STAGE_LIMIT = 20_000
 
 
 def _event_digest(event: AnyEvent) -> str:
@@ -64,7 +79,10 @@ class KnowledgeIndexer(SupervisedActor):
         self.store = store
         self._threads = threads
         self._index: SearchIndex | None = None
+        # The committed cursor, and the last event staged beyond it (None: nothing staged).
         self._cursor = Cursor(seq=0, digest="")
+        self._staged: Cursor | None = None
+        self._staged_pages = 0
         self._rebuilt = False
         self._rebuild_seconds = 0.0
 
@@ -87,6 +105,8 @@ class KnowledgeIndexer(SupervisedActor):
         self._close()
 
     def _close(self) -> None:
+        # Staged documents go with the writer; the committed cursor still precedes them.
+        self._staged, self._staged_pages = None, 0
         index, self._index = self._index, None
         if index is not None:
             index.close()
@@ -102,13 +122,14 @@ class KnowledgeIndexer(SupervisedActor):
         match message:
             case SearchPages():
                 return self._search(message)
-            case CatchUpIndex():
-                self._catch_up()
+            case CatchUpIndex(commit=commit):
+                self._catch_up(commit=commit)
                 return self._status()
             case Reindex():
                 self._rebuild()
                 return self._status()
             case GetIndexStatus():
+                self._commit()
                 return self._status()
             case _:
                 return super().handle(message)
@@ -135,23 +156,33 @@ class KnowledgeIndexer(SupervisedActor):
                 return seq == cursor.seq and _event_digest(event) == cursor.digest
         return False
 
-    def _catch_up(self) -> None:
-        """Take in every event committed so far, a batch of pages per index commit."""
-        while self._catch_up_batch():
-            pass
+    def _catch_up(self, *, commit: bool = True) -> None:
+        """Take in every event committed so far, a batch of pages at a time; commit unless told not to."""
+        while self._stage_batch():
+            if self._staged_pages >= STAGE_LIMIT:
+                self._commit()
+        if commit:
+            self._commit()
 
-    def _catch_up_batch(self) -> bool:
-        """Index the pages of the next events (up to `REBUILD_BATCH` of them); whether there were any."""
+    def _commit(self) -> None:
+        """Commit the staged documents with the staged cursor (nothing to do if nothing is staged)."""
+        if self._staged is None:
+            return
+        self._require_index().commit(self._staged)
+        self._cursor, self._staged, self._staged_pages = self._staged, None, 0
+
+    def _stage_batch(self) -> bool:
+        """Stage the pages of the next events (up to `REBUILD_BATCH` of them); whether there were any."""
         index = self._require_index()
-        admitted: set[str] = set()
+        admitted: dict[str, Page] = {}
         changed: set[str] = set()
         last: tuple[int, AnyEvent] | None = None
         with self.store.reader() as reader:
-            for seq, event in reader.events(since=self._cursor.seq + 1):
+            for seq, event in reader.events(since=(self._staged or self._cursor).seq + 1):
                 last = (seq, event)
                 match event:
                     case PageAdmitted(page=page):
-                        admitted.add(page.id)
+                        admitted[page.id] = page
                     case PageSuperseded(id=page_id):
                         changed.add(page_id)
                     case _:
@@ -160,19 +191,21 @@ class KnowledgeIndexer(SupervisedActor):
                     break
             if last is None:
                 return False
-            wanted = sorted(admitted | changed)
-            pages = [page for page in (reader.get(PAGES, page_id) for page_id in wanted) if page is not None]
-        cursor = Cursor(seq=last[0], digest=_event_digest(last[1]))
+            reread = (reader.get(PAGES, page_id) for page_id in changed)
+            pages = [page for page in reread if page is not None]
+        pages += [page for page_id, page in admitted.items() if page_id not in changed]
+        pages.sort(key=lambda page: page.id)
         # A page admitted after the cursor is not in the index yet, even if changed since: only
-        # pages the index may already hold are replaced (see `SearchIndex.apply`).
-        index.apply(changed - admitted, [_indexed(page) for page in pages], cursor)
-        self._cursor = cursor
+        # pages the index may already hold are replaced (see `SearchIndex.stage`).
+        index.stage(changed - admitted.keys(), [_indexed(page) for page in pages])
+        self._staged = Cursor(seq=last[0], digest=_event_digest(last[1]))
+        self._staged_pages += len(pages)
         return True
 
     def _rebuild(self) -> None:
         """A fresh index of every page in LMDB, its cursor written only with the last batch."""
         started = time.perf_counter()
-        self._close()
+        self._close()  # drops whatever was staged: the rebuild reads every page
         index = SearchIndex.create(self.store.path / INDEX_DIR, threads=self._threads)
         self._index = index
         with self.store.reader() as reader:

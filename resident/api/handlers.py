@@ -17,12 +17,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
 from resident.api import routes, wire
+from resident.api.knowledge_handlers import KNOWLEDGE_HANDLERS
+from resident.api.paths import absolute
+from resident.api.session_handlers import SESSION_HANDLERS
 from resident.api.statuses import error_body
 from resident.errors import InvalidInput, ResidentError
 from resident.messages.memory import Receipt
@@ -124,10 +126,7 @@ async def status(call: Call) -> wire.HomeStatus:
 
 
 async def backup(call: Call) -> Any:
-    dest = Path(call.body.dest)
-    if not dest.is_absolute():
-        raise InvalidInput(f"the backup destination must be an absolute path, not {call.body.dest!r}")
-    return await call.run(call.runtime.backup, dest)
+    return await call.run(call.runtime.backup, absolute(call.body.dest, "the backup destination"))
 
 
 async def statistics(call: Call) -> Any:
@@ -443,4 +442,6 @@ HANDLERS: dict[str, Handler] = {
     routes.EVOLUTION_LOG.name: evolution_log,
     routes.ROLLBACK.name: rollback,
     routes.WEEKLY_REPORT.name: weekly_report,
+    **KNOWLEDGE_HANDLERS,
+    **SESSION_HANDLERS,
 }

@@ -28,9 +28,10 @@ if TYPE_CHECKING:
 __all__ = ["InProcess"]
 
 
-async def _inline(function: Callable[[], Any]) -> Any:
-    # Nothing else runs on this loop: a blocking facade call may run in place.
-    return function()
+async def _in_thread(function: Callable[[], Any]) -> Any:
+    # As the server runs it: off the loop, so a facade call that runs a loop of its own (a session's
+    # start recalls through the member's session) may, and with this call's context (`resident.api.local`).
+    return await asyncio.to_thread(function)
 
 
 class InProcess:
@@ -49,7 +50,7 @@ class InProcess:
         """
         checked = None if op.body is None else self._checked(op.body, body)
         result = asyncio.run(
-            perform(self.runtime, op, params=params, body=checked, grant=self._grant, blocking=_inline)
+            perform(self.runtime, op, params=params, body=checked, grant=self._grant, blocking=_in_thread)
         )
         return msgspec.json.decode(msgspec.json.encode(result), type=op.reply)
 

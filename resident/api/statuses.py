@@ -25,15 +25,20 @@ from resident.errors import (
     DiskFull,
     EmbedderNotLoopback,
     EmbedderUnavailable,
+    EntryNotFound,
     ExportInvalid,
     GrantExceeded,
     GrantInvalid,
+    HarnessNotFound,
     HomeInUse,
     HomeReadOnly,
     InvalidInput,
+    KnowledgeDisabled,
     MapFull,
     MemoryDisabled,
     NotVisible,
+    ProjectionRefused,
+    PromotionRefused,
     RealmRejected,
     RealmUnavailable,
     RecordNotFound,
@@ -44,6 +49,7 @@ from resident.errors import (
     SchemaMismatch,
     ScopeNotAllowed,
     ShutdownTimeout,
+    StateChanged,
     StateDiverged,
     StoreBusy,
     StoreClosed,
@@ -57,6 +63,7 @@ from resident.errors import (
     UnknownMember,
     UnknownPrinciple,
     UnknownQuestion,
+    UnknownSession,
     UnknownSkill,
     WriteFailed,
 )
@@ -111,6 +118,14 @@ STATUS_BY_ERROR: dict[type[ResidentError], int] = {
     # Insufficient Storage: the write fits once the disk (or the map's limit) has room again.
     DiskFull: 507,
     MapFull: 507,
+    # Knowledge and sessions: unknown ones are 404, a switched-off feature or a lost race a conflict.
+    EntryNotFound: 404,
+    UnknownSession: 404,
+    KnowledgeDisabled: 409,
+    PromotionRefused: 409,
+    StateChanged: 409,
+    ProjectionRefused: 409,
+    HarnessNotFound: 400,
 }
 _DEFAULT_STATUS = 400
 OS_ERROR_STATUS = 400

@@ -1,4 +1,4 @@
-"""What every `resident` subcommand shares: the CLI state, opening the runtime, reading and printing.
+"""What every `resident` subcommand shares: the CLI state, reading arguments and printing.
 
 Light on purpose, like every module of this package at import: the runtime is imported only by the
 commands that open it here (see `resident.cli.target`), so that `--help` and the commands a running
@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,14 +28,11 @@ from resident.terminal import UNPRINTABLE, printable
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from resident.runtime import Runtime
-
 __all__ = [
     "UTF8",
     "CliState",
     "emit_json",
     "json_option",
-    "open_runtime",
     "pass_state",
     "print_table",
     "read_text_argument",
@@ -147,21 +143,6 @@ def json_option(func: F) -> F:
         callback=remember_choice,
         help='Print one JSON object instead of text; errors too, as {"error": {"type", "message"}}.',
     )(func)
-
-
-@contextmanager
-def open_runtime(state: CliState, *, create: bool = True) -> Iterator[Runtime]:
-    """The runtime of the selected home, opened in this process and closed when the command ends.
-
-    For commands the loopback API does not serve (those it serves use `resident.cli.target.runtime_for`):
-    while a runtime is up for the home they are refused with `RuntimeIsUp`, naming `resident down`.
-    Commands that only read pass `create=False`: they never create a home, and say there is none.
-    """
-    from resident.cli.target import require_closed  # noqa: PLC0415 - it imports this module
-    from resident.runtime import Runtime  # noqa: PLC0415
-
-    with Runtime.open(require_closed(state.home), create=create) as runtime:
-        yield runtime
 
 
 def emit_json(value: Any) -> None:

@@ -2,30 +2,41 @@
 
 Everything here needs `[knowledge] enabled = true` in the home's resident.toml. Text that came
 from files (paths, titles, snippets) is printed with control characters escaped, so a hostile file
-name or page cannot rewrite the terminal; `--json` output carries it as JSON strings.
+name or page cannot rewrite the terminal; `--json` output carries it as JSON strings. Every command
+runs its operations through `runtime_for` (the runtime up for the home, or one opened here); the
+files it names are sent as absolute paths, which the runtime reads (it runs as the same user).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+import msgspec
 
-from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, print_table, stdout
+from resident.api import routes, wire, wire_knowledge
+from resident.api.local import INGEST_PROGRESS
+from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
+from resident.cli.target import runtime_for
 from resident.knowledge.banks import DEFAULT_OWNER, format_owner
-from resident.messages.knowledge import ENTRY_STATES, IngestReport, KnowledgeEntry
-from resident.runtime.knowledge import MAX_SEARCH_K
-from resident.runtime.knowledge_context import DEFAULT_CONTEXT_K, MAX_CONTEXT_K
+from resident.messages.knowledge import (
+    DEFAULT_CONTEXT_K,
+    ENTRY_STATES,
+    MAX_CONTEXT_K,
+    MAX_SEARCH_K,
+    IngestReport,
+    KnowledgeEntry,
+)
 
 __all__ = ["COMMANDS", "printable"]
 
 # Ingests of at least this many files show a progress bar (on stderr, when it is a terminal).
 PROGRESS_FILES = 20
+# Seconds an ingest or a reindex may take over the wire (the runtime's own bound on a reindex).
+_LONG = 600.0
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -58,8 +69,8 @@ def banks() -> None:
 @pass_state
 def banks_create(state: CliState, name: str, owner: str, as_json: bool) -> None:
     """Create knowledge bank NAME (creating it again for the same owner changes nothing)."""
-    with open_runtime(state) as runtime:
-        bank = runtime.knowledge.create_bank(name, owner)
+    with runtime_for(state) as runtime:
+        bank = runtime.call(routes.KNOWLEDGE_BANK_CREATE, wire_knowledge.CreateBank(name=name, owner=owner))
     if as_json:
         emit_json(bank)
     else:
@@ -71,8 +82,8 @@ def banks_create(state: CliState, name: str, owner: str, as_json: bool) -> None:
 @pass_state
 def banks_list(state: CliState, as_json: bool) -> None:
     """List the knowledge banks and their owners."""
-    with open_runtime(state) as runtime:
-        found = runtime.knowledge.banks()
+    with runtime_for(state) as runtime:
+        found = runtime.call(routes.KNOWLEDGE_BANKS).banks
     if as_json:
         emit_json(found)
     else:
@@ -82,16 +93,36 @@ def banks_list(state: CliState, as_json: bool) -> None:
 # -- pages ---------------------------------------------------------------------------------------
 
 
+def _absolute(path: Path) -> str:
+    """`path` as the runtime reads it: absolute, from this command's working folder and user."""
+    return str(path.expanduser().absolute())
+
+
 @contextmanager
-def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
-    """A progress bar on stderr, only where someone watches it (a terminal, and not --json)."""
+def _progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr, only where someone watches it (a terminal, and not --json): its update."""
+    from rich.console import Console  # noqa: PLC0415 - only an ingest shows one
+    from rich.progress import (  # noqa: PLC0415
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     console = Console(stderr=True)
     if not enabled or not console.is_terminal:
         yield None
         return
     columns = (TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("files"), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as bar:
-        yield bar
+        task = bar.add_task("ingest", total=None)
+
+        def update(done: int, total: int) -> None:
+            if total >= PROGRESS_FILES:
+                bar.update(task, completed=done, total=total)
+
+        yield update
 
 
 @knowledge.command()
@@ -106,15 +137,18 @@ def ingest(state: CliState, bank: str, paths: tuple[Path, ...], as_json: bool) -
     (size, title, kind, no control characters, one copy of a text per bank). Files unchanged since
     their last ingest admit nothing; a changed file supersedes its old pages. Prints what was
     admitted, skipped and rejected (with reasons); --json prints the same as one object.
+
+    A progress bar shows (on a terminal, for 20 files or more) when the ingest runs in this
+    process; while `resident up` runs for the home, it ingests and the command waits without one.
     """
-    with open_runtime(state) as runtime, _progress_bar(not as_json) as bar:
-        task = bar.add_task("ingest", total=None) if bar is not None else None
-
-        def progress(done: int, total: int) -> None:
-            if bar is not None and task is not None and total >= PROGRESS_FILES:
-                bar.update(task, completed=done, total=total)
-
-        report = runtime.knowledge.ingest(bank, list(paths), progress=progress)
+    body = wire_knowledge.Ingest(paths=tuple(_absolute(path) for path in paths))
+    with runtime_for(state) as runtime, _progress_bar(not as_json) as progress:
+        reporting = INGEST_PROGRESS.set(progress)
+        try:
+            # A long ingest may take as long as the runtime's own asks of the indexer allow.
+            report = runtime.call(routes.KNOWLEDGE_INGEST, body, timeout=_LONG, bank=bank)
+        finally:
+            INGEST_PROGRESS.reset(reporting)
     if as_json:
         emit_json(report)
     else:
@@ -134,6 +168,11 @@ def _print_report(report: IngestReport) -> None:
         stdout.print(f"rejected  {where}: {printable(rejection.reason)}")
 
 
+def _page_query(query: str, k: int, page_state: str) -> wire_knowledge.PageQuery:
+    # The struct checks the state as the server would (`--state` offers the same words).
+    return msgspec.convert({"query": query, "k": k, "state": page_state}, wire_knowledge.PageQuery)
+
+
 @knowledge.command()
 @click.argument("bank", type=UTF8)
 @click.argument("query", type=UTF8)
@@ -145,8 +184,8 @@ def _print_report(report: IngestReport) -> None:
 @pass_state
 def search(state: CliState, bank: str, query: str, k: int, page_state: str, as_json: bool) -> None:
     """Search BANK for QUERY (BM25; Chinese, Spanish and English alike): title, source, score, snippet."""
-    with open_runtime(state) as runtime:
-        hits = runtime.knowledge.search(bank, query, k, state=page_state)
+    with runtime_for(state) as runtime:
+        hits = runtime.call(routes.KNOWLEDGE_SEARCH, _page_query(query, k, page_state), bank=bank).hits
     if as_json:
         emit_json(hits)
         return
@@ -162,8 +201,8 @@ def search(state: CliState, bank: str, query: str, k: int, page_state: str, as_j
 @pass_state
 def reindex(state: CliState, as_json: bool) -> None:
     """Rebuild the keyword index of every page from the store (LMDB is the truth; the index is derived)."""
-    with open_runtime(state) as runtime:
-        status = runtime.knowledge.reindex()
+    with runtime_for(state) as runtime:
+        status = runtime.call(routes.KNOWLEDGE_REINDEX, wire.NoBody(), timeout=_LONG)
     if as_json:
         emit_json(status)
     else:
@@ -190,8 +229,11 @@ def repos_add(
     state: CliState, repository: str, path: Path, project: str | None, members: tuple[str, ...], as_json: bool
 ) -> None:
     """Register REPOSITORY, whose work tree is at PATH (registering again replaces it)."""
-    with open_runtime(state) as runtime:
-        registered = runtime.knowledge.register_repository(repository, path, project=project, members=members)
+    body = wire_knowledge.RegisterRepository(
+        repository=repository, path=_absolute(path), project=project, members=members
+    )
+    with runtime_for(state) as runtime:
+        registered = runtime.call(routes.KNOWLEDGE_REPOSITORY_ADD, body)
     if as_json:
         emit_json(registered)
     else:
@@ -203,8 +245,8 @@ def repos_add(
 @pass_state
 def repos_list(state: CliState, as_json: bool) -> None:
     """List the registered repositories."""
-    with open_runtime(state) as runtime:
-        found = runtime.knowledge.repositories()
+    with runtime_for(state) as runtime:
+        found = runtime.call(routes.KNOWLEDGE_REPOSITORIES).repositories
     if as_json:
         emit_json(found)
     else:
@@ -224,15 +266,16 @@ def entries(
     state: CliState, project: str | None, repository: str | None, entry_state: str | None, as_json: bool
 ) -> None:
     """List verified-knowledge entries (every state, as the home's owner sees them)."""
-    with open_runtime(state) as runtime:
-        found = runtime.knowledge.entries(project=project, repository=repository, state=entry_state)
+    query = wire_knowledge.EntriesQuery(project=project, repository=repository, state=entry_state)
+    with runtime_for(state) as runtime:
+        found = runtime.call(routes.KNOWLEDGE_ENTRIES, query).entries
     if as_json:
         emit_json(found)
     else:
         _print_entries(found)
 
 
-def _print_entries(found: list[KnowledgeEntry]) -> None:
+def _print_entries(found: tuple[KnowledgeEntry, ...]) -> None:
     print_table(
         ["entry", "state", "kind", "repository", "owner", "title"],
         [[e.id, e.state, e.kind, e.repository, e.owner, printable(e.title)] for e in found], ids=("entry",),
@@ -249,8 +292,8 @@ def promote(state: CliState, entry_id: str, as_json: bool) -> None:
     The evidence is the runtime's own execution records (the accepted implementation step, a
     review and an audit of the same work); refused with every reason otherwise.
     """
-    with open_runtime(state) as runtime:
-        entry = runtime.knowledge.promote(entry_id)
+    with runtime_for(state) as runtime:
+        entry = runtime.call(routes.KNOWLEDGE_PROMOTE, wire.NoBody(), entry=entry_id)
     if as_json:
         emit_json(entry)
     else:
@@ -273,8 +316,9 @@ def context(
 
     QUERY, when given, ranks them and leaves out those it does not match.
     """
-    with open_runtime(state) as runtime:
-        found = runtime.knowledge.context(member, project, repository, query, k=k)
+    body = wire_knowledge.ContextQuery(member=member, project=project, repository=repository, query=query, k=k)
+    with runtime_for(state) as runtime:
+        found = runtime.call(routes.KNOWLEDGE_CONTEXT, body).entries
     if as_json:
         emit_json(found)
         return
@@ -295,8 +339,8 @@ def import_legacy(state: CliState, file: Path, as_json: bool) -> None:
     Legacy entries are kept and listed but never treated as fact: never handed out as context,
     never promoted. The whole file is imported or none of it.
     """
-    with open_runtime(state) as runtime:
-        result = runtime.knowledge.import_legacy(file)
+    with runtime_for(state) as runtime:
+        result = runtime.call(routes.KNOWLEDGE_IMPORT_LEGACY, wire_knowledge.ImportLegacy(path=_absolute(file)))
     if as_json:
         emit_json({"imported": result.imported, "skipped": result.skipped})
     else:

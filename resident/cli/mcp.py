@@ -1,8 +1,9 @@
 """`resident mcp serve`: the read-only MCP server of a member session, over stdio.
 
 The session is the one a grant token stands for: `--grant TOKEN`, else `$RESIDENT_GRANT_TOKEN`
-(what the runtime hands a member's harness). Standard output carries the protocol and nothing else;
-log lines go to standard error.
+(what the runtime hands a member's harness). Its tools call the runtime up for the home over the
+API, presenting that token, or one opened here when none is up. Standard output carries the
+protocol and nothing else; log lines go to standard error.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import anyio
 import click
 from mcp.server.stdio import stdio_server
 
-from resident.cli.common import UTF8, CliState, open_runtime, pass_state
+from resident.cli.common import UTF8, CliState, pass_state
+from resident.cli.target import runtime_for
 from resident.coordination.tokens import GRANT_TOKEN_ENV, check_token
 from resident.errors import GrantInvalid
 from resident.runtime.mcp_server import knowledge_server
@@ -41,8 +43,8 @@ def serve(state: CliState, token: str | None) -> None:
     if not given:
         raise GrantInvalid(f"no grant token: pass --grant TOKEN or set ${GRANT_TOKEN_ENV} (the session's token)")
     check_token(given)
-    with open_runtime(state) as runtime:
-        server = knowledge_server(runtime, given)
+    with runtime_for(state, grant_token=given) as runtime:
+        server = knowledge_server(runtime)
 
         async def run() -> None:
             async with stdio_server() as (read, write):

@@ -1,8 +1,11 @@
 """`resident session …` and `resident curate`: members at work in harnesses, and their experience.
 
-`session start` holds the home only while it starts and ends the session: while the harness runs
-the home is free, so the member's own `resident` calls (with the session's grant token) can open
-it. The runtime is imported inside each command, so listing the commands stays quick.
+Every command runs its operations through `runtime_for`: the runtime up for the home, or one opened
+here. `session start` uses the runtime only to start and to end the session (two operations); the
+harness runs in between in this process, as its child, with the home free when no runtime is up, so
+the member's own `resident` calls (with the session's grant token) can open it, or reach the
+runtime that is up. Paths are sent absolute, and the harness's history is looked for where this
+command's environment says, so the runtime reads what the command means.
 """
 
 from __future__ import annotations
@@ -11,37 +14,30 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import click
 
-from resident.cli.common import UTF8, CliState, emit_json, json_option, open_runtime, pass_state, print_table, stdout
+from resident.api import routes, wire_sessions
+from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
+from resident.cli.target import runtime_for
 from resident.errors import HomeInUse
-from resident.messages.sessions import HARNESSES, SessionRecord, SessionTurn
+from resident.messages.sessions import HARNESSES, Harness, SessionRecord, SessionTurn
 from resident.terminal import printable
 
 if TYPE_CHECKING:
-    from resident.runtime import Runtime
-    from resident.runtime.caller import Caller
     from resident.runtime.session_launch import SessionLaunch
 
 __all__ = ["COMMANDS"]
 
 _DEFAULT_TTL = 12 * 3600.0
+# Seconds an end (a transcript's recovery) or an import may take over the wire.
+_ENDING = 600.0
 
 
 def _time(timestamp: float | None) -> str:
     return "-" if timestamp is None else datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%d %H:%M")
-
-
-@contextmanager
-def open_as_caller(state: CliState, *, create: bool = True) -> Iterator[tuple[Runtime, Caller]]:
-    """The runtime opened here, and who is calling (the owner, or the member whose grant token is presented)."""
-    from resident.runtime.caller import presented_token, resolve_caller  # noqa: PLC0415
-
-    token = presented_token(os.environ)
-    with open_runtime(state, create=create) as runtime:
-        yield runtime, resolve_caller(runtime, token)
 
 
 def _summary(record: SessionRecord) -> str:
@@ -67,15 +63,53 @@ def _note(as_json: bool, text: str) -> None:
         click.echo(printable(f"resident: {text}"), err=True)
 
 
+def _absolute(path: str) -> str:
+    """`path` as the runtime reads it: absolute, from this command's working folder and user."""
+    return str(Path(path).expanduser().absolute())
+
+
+def _history(harness: str, path: str | None) -> str:
+    """Where to look for `harness`'s history: `path`, else where this command's environment says it keeps it."""
+    if path:
+        return _absolute(path)
+    from resident.runtime.session_import import default_root  # noqa: PLC0415 - only these two commands need it
+
+    return str(default_root(cast("Harness", harness), os.environ, Path.home()))
+
+
+def _start_request(
+    member: str, command: tuple[str, ...], harness: str, directory: str, task: str | None, role: str, ttl: float
+) -> wire_sessions.StartSession:
+    """The start of a session this process runs: its pid, its PATH, the directory and a relative program absolute."""
+    if command and os.sep in command[0]:
+        command = (_absolute(command[0]), *command[1:])
+    return wire_sessions.StartSession(
+        member=member, harness=cast("Harness", harness), directory=_absolute(directory), process=os.getpid(),
+        command=command, task=task, role=role, ttl=ttl, search_path=os.environ.get("PATH", os.defpath),
+    )
+
+
+def _launch(launched: wire_sessions.Launched) -> SessionLaunch:
+    from resident.runtime.session_launch import SessionLaunch  # noqa: PLC0415 - only a start runs a harness
+
+    return SessionLaunch(
+        session=launched.session, member=launched.member, harness=launched.harness, execution=launched.execution,
+        argv=launched.argv, directory=Path(launched.directory), variables=launched.variables, token=launched.token,
+    )
+
+
 def _end(state: CliState, launch: SessionLaunch, status: int | None, interrupted: bool) -> SessionRecord | None:
+    body = wire_sessions.EndSession(exit_code=status, interrupted=interrupted, token=launch.token)
     try:
-        with open_runtime(state) as runtime:
-            return runtime.sessions.end(launch.session, status, interrupted=interrupted, injected=(launch.token,))
+        with runtime_for(state) as runtime:
+            # Recovering a long transcript may take a while; the runtime's own deadlines apply to it.
+            ended: wire_sessions.Ended = runtime.call(routes.SESSION_END, body, timeout=_ENDING, session=launch.session)
     except HomeInUse as error:
         raise HomeInUse(
             f"session {launch.session} ended, but {error.message}; run `resident session recover` once it is free "
             "to restore the directory and recover the transcript"
         ) from None
+    return ended.session
 
 
 @session.command(name="start")
@@ -103,12 +137,37 @@ def start(
     Ctrl-C) the directory is restored and the transcript recovered, redacted. Exits with the
     harness's status.
     """
-    with open_runtime(state) as runtime:
-        for recovered in runtime.sessions.recover():
+    request = _start_request(member, command, harness, directory, task, role, ttl)
+    with _up_for_the_session(state):
+        _start_run_and_end(state, request, as_json)
+
+
+@contextmanager
+def _up_for_the_session(state: CliState) -> Iterator[None]:
+    """The home's runtime, up for the whole session: the one `resident up` runs, else one served from here.
+
+    The harness's own `resident` calls (the member's, with its grant token) then all reach one
+    runtime through the API; opening the home themselves, two at the same moment would meet its lock.
+    """
+    from resident.api.discovery import running  # noqa: PLC0415
+    from resident.store.home import resolve_home  # noqa: PLC0415
+
+    home = resolve_home(state.home)
+    if running(home) is not None:
+        yield
+        return
+    from resident.api.server import serving  # noqa: PLC0415 - the server stack only where a session runs
+    from resident.runtime import Runtime  # noqa: PLC0415
+
+    with Runtime.open(home) as runtime, serving(runtime):
+        yield
+
+
+def _start_run_and_end(state: CliState, request: wire_sessions.StartSession, as_json: bool) -> None:
+    with runtime_for(state) as runtime:
+        for recovered in runtime.call(routes.SESSION_RECOVER, wire_sessions.RecoverSessions()).recovered:
             _note(as_json, f"recovered {_summary(recovered)}")
-        launch = runtime.sessions.start(
-            member, harness=harness, command=command, directory=directory, task=task, role=role, ttl=ttl
-        )
+        launch = _launch(runtime.call(routes.SESSION_START, request))
     _note(as_json, f"session {launch.session} of {launch.member} on {launch.execution} in {launch.directory}")
     status: int | None = None
     interrupted = True
@@ -133,9 +192,8 @@ def start(
 @pass_state
 def list_command(state: CliState, member: str | None, wanted: str | None, as_json: bool) -> None:
     """Sessions, oldest first: whose, which harness, started or imported, outcome, turns."""
-    with open_as_caller(state, create=False) as (runtime, caller):
-        caller.authorize("recall")
-        found = runtime.sessions.list(member=member, state=wanted, viewer=caller.member)
+    with runtime_for(state, create=False) as runtime:
+        found = runtime.call(routes.SESSIONS, wire_sessions.ListSessions(member=member, state=wanted)).sessions
     if as_json:
         emit_json({"sessions": found})
         return
@@ -165,17 +223,17 @@ def _turn_line(turn: SessionTurn) -> str:
 @pass_state
 def show(state: CliState, session_id: str, first: int, limit: int, raw_part: int | None, as_json: bool) -> None:
     """Session ID and its redacted turns in conversation order (a member sees only its own)."""
-    with open_as_caller(state, create=False) as (runtime, caller):
-        caller.authorize("recall")
-        record = runtime.sessions.get(session_id, viewer=caller.member)
+    with runtime_for(state, create=False) as runtime:
         if raw_part is not None:
-            raw = runtime.sessions.raw(session_id, raw_part, viewer=caller.member)
+            raw = runtime.call(routes.SESSION_RAW, wire_sessions.RawQuery(part=raw_part), session=session_id).data
             click.echo(printable(raw.decode("utf-8", "replace")), nl=False)
             return
-        turns = runtime.sessions.turns(session_id, viewer=caller.member, start=first, limit=limit)
+        view = runtime.call(routes.SESSION_SHOW, wire_sessions.TurnsQuery(start=first, limit=limit),
+                            session=session_id)
     if as_json:
-        emit_json({"session": record, "turns": turns})
+        emit_json(view)
         return
+    record, turns = view.session, view.turns
     stdout.print(_summary(record))
     stdout.print(f"task: {record.task}\ndirectory: {record.directory}\nstarted {_time(record.started_at)}, "
                  f"ended {_time(record.ended_at)}")
@@ -192,8 +250,8 @@ def show(state: CliState, session_id: str, first: int, limit: int, raw_part: int
 @pass_state
 def recover(state: CliState, session_id: str | None, as_json: bool) -> None:
     """End the sessions (or session ID) whose process died (a crash, kill -9): restore, recover them."""
-    with open_runtime(state) as runtime:
-        found = runtime.sessions.recover(session_id)
+    with runtime_for(state) as runtime:
+        found = runtime.call(routes.SESSION_RECOVER, wire_sessions.RecoverSessions(session=session_id)).recovered
     if as_json:
         emit_json({"recovered": found})
         return
@@ -210,8 +268,9 @@ def recover(state: CliState, session_id: str | None, as_json: bool) -> None:
 @pass_state
 def candidates(state: CliState, harness: str, path: str | None, as_json: bool) -> None:
     """Historical sessions of a harness found on disk, newest first, that the owner may import."""
-    with open_runtime(state) as runtime:
-        found = runtime.sessions.candidates(harness, path)
+    query = wire_sessions.CandidatesQuery(harness=cast("Harness", harness), path=_history(harness, path))
+    with runtime_for(state) as runtime:
+        found = runtime.call(routes.SESSION_CANDIDATES, query).candidates
     if as_json:
         emit_json({"candidates": found})
         return
@@ -236,15 +295,18 @@ def import_command(state: CliState, ids: tuple[str, ...], member: str, harness: 
     The owner's call: nothing is attributed otherwise. Every ID is checked before anything is
     imported; one already held by a session is skipped.
     """
-    with open_runtime(state) as runtime:
-        report = runtime.sessions.import_sessions(ids, member=member, harness=harness, path=path)
+    request = wire_sessions.ImportSessions(
+        ids=ids, member=member, harness=cast("Harness", harness), path=_history(harness, path)
+    )
+    with runtime_for(state) as runtime:
+        report = runtime.call(routes.SESSION_IMPORT, request, timeout=_ENDING)
     if as_json:
-        emit_json({"imported": report.imported, "skipped": [{"id": i, "why": why} for i, why in report.skipped]})
+        emit_json(report)
         return
     for record in report.imported:
         stdout.print(_summary(record))
-    for wanted, why in report.skipped:
-        stdout.print(f"skipped {wanted}: {why}")
+    for skipped in report.skipped:
+        stdout.print(f"skipped {skipped.id}: {skipped.why}")
 
 
 @click.command()
@@ -267,17 +329,19 @@ def curate(
     Offered: summaries, each session's conclusion, and longer findings on its final path. An
     admitted excerpt becomes a memory citing its session (and a versioned change that rolls back).
     """
-    with open_runtime(state) as runtime:
+    if excerpt is None and (text is not None or summary is not None):
+        raise click.UsageError("--text and --summary go with --admit")
+    with runtime_for(state) as runtime:
         if excerpt is not None:
-            receipt = runtime.sessions.admit(member, excerpt, text=text, summary=summary, importance=importance)
+            admit = wire_sessions.Admit(text=text, summary=summary, importance=importance)
+            receipt = runtime.call(routes.EXCERPT_ADMIT, admit, member=member, excerpt=excerpt)
             if as_json:
                 emit_json(receipt)
             else:
                 stdout.print(f"admitted {excerpt} into {member}'s memory as {receipt.id} ({receipt.replication})")
             return
-        if text is not None or summary is not None:
-            raise click.UsageError("--text and --summary go with --admit")
-        found = runtime.sessions.excerpts(member, session=session_id, limit=limit)
+        query = wire_sessions.ExcerptsQuery(session=session_id, limit=limit)
+        found = runtime.call(routes.EXCERPTS, query, member=member).excerpts
     if as_json:
         emit_json({"excerpts": found})
         return

@@ -14,11 +14,10 @@ Either way the answers are the same structs, so the printing code is shared and 
 the same bytes and exits with the same status. The remote path imports neither the runtime nor the
 server stack, which is what makes it quick (bench/cli.py). Commands that need the home closed
 (`restore`, `salvage`, `doctor`, `init` that rewrites the configuration, ...) call `require_closed`,
-which refuses with `RuntimeIsUp` while a runtime is up; so does `open_runtime` (`resident.cli.common`),
-which commands not yet served by the API use.
+which refuses with `RuntimeIsUp` while a runtime is up.
 
-A new command group joins by calling its operations through `runtime_for`; one that opens the
-runtime with `open_runtime` keeps working in-process and says `resident down` while one is up.
+A new command group calls its operations through `runtime_for`: one row in `resident.api.routes`
+and a handler each, and it works both ways.
 """
 
 from __future__ import annotations
@@ -48,13 +47,14 @@ class Target(Protocol):
 
 
 @contextmanager
-def runtime_for(state: CliState, *, create: bool = True) -> Iterator[Target]:
+def runtime_for(state: CliState, *, create: bool = True, grant_token: str | None = None) -> Iterator[Target]:
     """The runtime of the selected home: the one up for it, else one opened here and closed at the end.
 
     `create=False` is for commands that only read: in-process, they never create a home.
+    `grant_token` is presented instead of `$RESIDENT_GRANT_TOKEN` (`mcp serve --grant`).
     """
     home = resolve_home(state.home)
-    grant = presented_token(os.environ)
+    grant = presented_token(os.environ) if grant_token is None else grant_token
     found = running(home)
     if found is not None:
         from resident.api.oneshot import OneShot  # noqa: PLC0415 - the remote path's own client

@@ -166,18 +166,24 @@ class SearchIndex:
     # -- writing ----------------------------------------------------------------------------------
 
     def apply(self, replaced: Iterable[str], pages: Sequence[IndexedPage], cursor: Cursor | None) -> None:
-        """Drop the documents of the pages `replaced`, index `pages`, move the cursor: one commit, then reload.
+        """`stage` then `commit`: the pages' documents and the cursor in one commit."""
+        self.stage(replaced, pages)
+        self.commit(cursor)
 
-        A page not in `replaced` must be new to the index. That holds for every page admitted after
-        the cursor, because the cursor moves in the same commit as the documents it covers: an
-        index never holds a page whose admission lies beyond its cursor. (Deleting every page
-        first would be simpler, and cost a term lookup per page in every segment.) A `None` cursor
-        removes it: the batches of a rebuild before its last leave the index unfinished.
+    def stage(self, replaced: Iterable[str], pages: Sequence[IndexedPage]) -> None:
+        """Drop the documents of the pages `replaced` and hand `pages` to the writer, without committing.
+
+        The writer's own thread indexes them meanwhile; nothing staged is visible to a search or
+        survives a crash until `commit`. A page not in `replaced` must be new to the index, staged
+        documents included. That holds for every page admitted after the committed or staged
+        cursor, because the cursor moves in the same commit as the documents it covers: an index
+        never holds a page whose admission lies beyond its cursor. (Deleting every page first
+        would be simpler, and cost a term lookup per page in every segment.) A delete applies to
+        documents staged before it, so a page staged and then changed is replaced, not doubled.
         """
         writer = self._require_writer()
         for page_id in set(replaced):
             writer.delete_documents_by_term("page", page_id)
-        writer.delete_documents_by_term("kind", _CURSOR)
         for page, tokens in zip(pages, token_texts([page.text for page in pages]), strict=True):
             document = tantivy.Document()
             document.add_text("kind", _PAGE)
@@ -186,6 +192,14 @@ class SearchIndex:
             document.add_text("state", page.state)
             document.add_text("tokens", tokens)
             writer.add_document(document)
+
+    def commit(self, cursor: Cursor | None) -> None:
+        """Commit what was staged with `cursor` as the index's cursor, then reload the searcher.
+
+        A `None` cursor removes it: the batches of a rebuild before its last leave the index unfinished.
+        """
+        writer = self._require_writer()
+        writer.delete_documents_by_term("kind", _CURSOR)
         if cursor is not None:
             marker = tantivy.Document()
             marker.add_text("kind", _CURSOR)

@@ -15,8 +15,11 @@ from typing import Literal
 from resident.messages.base import Event, Message, Record
 
 __all__ = [
+    "DEFAULT_CONTEXT_K",
     "ENTRY_KINDS",
     "ENTRY_STATES",
+    "MAX_CONTEXT_K",
+    "MAX_SEARCH_K",
     "PAGE_STATES",
     "CatchUpIndex",
     "ContextEntry",
@@ -58,6 +61,11 @@ __all__ = [
     "SourceRecord",
     "Visibility",
 ]
+
+# A search answers at most this many pages; context preparation hands out 20 entries, at most 100.
+MAX_SEARCH_K = 100
+DEFAULT_CONTEXT_K = 20
+MAX_CONTEXT_K = 100
 
 OwnerKind = Literal["member", "app", "workspace"]
 PageKind = Literal["markdown", "text"]
@@ -305,7 +313,14 @@ class PagesFound(Message, frozen=True, tag="knowledge.pages.found"):
 
 
 class CatchUpIndex(Message, frozen=True, tag="knowledge.index.catch_up"):
-    """Index every page change committed so far; the answer is the index's status after it."""
+    """Index every page change committed so far; the answer is the index's status after it.
+
+    With `commit` false the changes are only staged: handed to the index writer, which indexes
+    them on its own thread, and committed by the next catch-up that commits (a search, a status, the
+    end of an ingest). An ingest stages window by window and commits once, at its end.
+    """
+
+    commit: bool = True
 
 
 class Reindex(Message, frozen=True, tag="knowledge.index.rebuild"):

@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,7 @@ from rich.console import Console
 from rich.live import Live
 
 from resident.actors.replication import ReplicationSettings
+from resident.api.server import serving
 from resident.config import DEFAULT_TEAM, Config, MemberConfig, load_config, scratch_home, team_of
 from resident.coordination.default_plan import MAX_WRITES, default_plan
 from resident.coordination.plan import Plan, load_plan
@@ -188,22 +191,26 @@ def run(options: RunOptions, console: Console) -> RunReport:
                 runtime.memory.enable()
             else:
                 runtime.memory.require_enabled()
-            harness = RunHarness(runtime, plan, realm_url=url, realm_process=process, admin_token=admin_token)
-            if url is not None and admin_token is None and options.plan is None:
-                harness.metrics.notes.append(
-                    "the plan's invalidation was left out: give --realm-admin-token-file for a Realm given by URL"
+            # While the plan plays the run is "up" for its home: its members' own `resident` calls
+            # (with their grant tokens) and `resident progress` from another shell go through the API.
+            with serving(runtime):
+                harness = RunHarness(runtime, plan, realm_url=url, realm_process=process, admin_token=admin_token)
+                if url is not None and admin_token is None and options.plan is None:
+                    harness.metrics.notes.append(
+                        "the plan's invalidation was left out: give --realm-admin-token-file for a Realm given by URL"
+                    )
+                _play_until_done_or_stopped(runtime, harness, console if options.live else None)
+                counts = runtime.replication.sync(timeout=FINAL_SYNC_TIMEOUT) if url else None
+                report = RunReport(
+                    home=home, scratch=scratch, removed=False, plan=plan.name, realm=url,
+                    seconds=time.monotonic() - started, metrics=harness.metrics, replication=counts,
+                    statistics=runtime.statistics(),
                 )
-            asyncio.run(_play(runtime, harness, console if options.live else None))
-            counts = runtime.replication.sync(timeout=FINAL_SYNC_TIMEOUT) if url else None
-            report = RunReport(
-                home=home, scratch=scratch, removed=False, plan=plan.name, realm=url,
-                seconds=time.monotonic() - started, metrics=harness.metrics, replication=counts,
-                statistics=runtime.statistics(),
-            )
-            report.invariants = check_invariants(runtime, harness.metrics, counts)
-            report.statistics = runtime.statistics()
-            withheld = withheld_records(runtime)
-        # The CLI opens the home itself, so its read surfaces are probed once the run has closed it.
+                report.invariants = check_invariants(runtime, harness.metrics, counts)
+                report.statistics = runtime.statistics()
+                withheld = withheld_records(runtime)
+        # The CLI's read surfaces are probed in this process on the closed home (no API by then:
+        # api.json went when the block above ended), as a command run after the run would see them.
         report.invariants.append(check_cli_read_surfaces(home, withheld))
     finally:
         if process is not None:
@@ -226,6 +233,41 @@ def _quiet_interrupts(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) 
     if isinstance(context.get("exception"), KeyboardInterrupt):
         return
     loop.default_exception_handler(context)
+
+
+def _play_until_done_or_stopped(runtime: Runtime, harness: RunHarness, console: Console | None) -> None:
+    """Play the plan on an event loop; SIGTERM cancels it there, then stops the run as SIGTERM does elsewhere.
+
+    Left to the Python handler, the exception SIGTERM raises (see `resident.cli.main`) lands in
+    whichever of the plan's tasks runs at that moment, and asyncio's shutdown then reports the
+    tasks it interrupted as tracebacks. The loop's own handler cancels the plan instead, the way
+    asyncio treats Ctrl-C; once the loop has closed, the handler that was there runs as it would have.
+    """
+    previous = signal.getsignal(signal.SIGTERM)
+    received: list[int] = []
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        if callable(previous) and task is not None and threading.current_thread() is threading.main_thread():
+
+            def cancel() -> None:
+                received.append(signal.SIGTERM)
+                task.cancel()
+
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, cancel)
+        await _play(runtime, harness, console)
+
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        if not received:
+            raise
+    finally:
+        # Closing the loop reset SIGTERM to the default action; the run's own handler comes back.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous)
+    if received and callable(previous):
+        previous(signal.SIGTERM, None)
 
 
 async def _play(runtime: Runtime, harness: RunHarness, console: Console | None) -> None:

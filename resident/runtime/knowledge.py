@@ -18,6 +18,7 @@ only the acceptance gate verifies one (`promote`, or on its own when the evidenc
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ from resident.knowledge.visibility import Subject, may_read
 from resident.memory.records import MAX_QUERY_CHARS
 from resident.messages.knowledge import (
     ENTRY_STATES,
+    MAX_SEARCH_K,
     ContextEntry,
     EntryImported,
     GetIndexStatus,
@@ -69,7 +71,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_LEGACY_BYTES", "MAX_SEARCH_K", "KnowledgeControl", "LegacyImport", "SubjectLike"]
 
-MAX_SEARCH_K = 100
 MAX_LEGACY_BYTES = 64 * 1024 * 1024
 KNOWLEDGE_OFF = "knowledge is off for this home; set `[knowledge] enabled = true` in its resident.toml"
 # A member's name, a `Subject`, or None for the home's owner.
@@ -285,14 +286,7 @@ class KnowledgeControl:
         """Import older entries as `legacy_unverified` in one transaction (all of the file or none of it)."""
         self._require()
         source = Path(path)
-        try:
-            if source.stat().st_size > MAX_LEGACY_BYTES:
-                raise InvalidInput(f"{source} is larger than {MAX_LEGACY_BYTES} bytes; split it")
-            data = source.read_bytes()
-        except FileNotFoundError:
-            raise InvalidInput(f"{source} does not exist") from None
-        except IsADirectoryError:
-            raise InvalidInput(f"{source} is a directory; give the legacy file") from None
+        data = _legacy_bytes(source)
         runtime = self._runtime
         entries = {entry.id: entry for entry in legacy_entries(data, str(source), now=runtime.clock.time())}
         with runtime._internal.store.reader() as reader:
@@ -301,6 +295,22 @@ class KnowledgeControl:
             runtime._internal.write(Commit(events=tuple(EntryImported(at=entry.changed_at, entry=entry)
                                                         for entry in fresh)))
         return LegacyImport(imported=len(fresh), skipped=len(entries) - len(fresh))
+
+
+def _legacy_bytes(source: Path) -> bytes:
+    """The legacy file's bytes: a regular file, read no further than the limit (a device never ends)."""
+    try:
+        with source.open("rb") as handle:  # a folder is IsADirectoryError here
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise InvalidInput(f"{source} is not a regular file; give the legacy file")
+            data = handle.read(MAX_LEGACY_BYTES + 1)
+    except FileNotFoundError:
+        raise InvalidInput(f"{source} does not exist") from None
+    except IsADirectoryError:
+        raise InvalidInput(f"{source} is a directory; give the legacy file") from None
+    if len(data) > MAX_LEGACY_BYTES:
+        raise InvalidInput(f"{source} is larger than {MAX_LEGACY_BYTES} bytes; split it")
+    return data
 
 
 def _readable(subject: Subject, entry: KnowledgeEntry, registered: dict[str, Repository]) -> bool:

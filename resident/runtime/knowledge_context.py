@@ -28,6 +28,8 @@ from resident.knowledge.revalidation import is_fresh, verdict
 from resident.knowledge.visibility import Subject, authorized, may_read
 from resident.memory.keyword import KeywordIndex
 from resident.messages.knowledge import (
+    DEFAULT_CONTEXT_K,
+    MAX_CONTEXT_K,
     ContextEntry,
     EntryRevalidated,
     EntryStaled,
@@ -43,8 +45,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_CONTEXT_K", "MAX_CONTEXT_K", "ContextRead", "prepare", "read_context", "revalidate"]
 
-DEFAULT_CONTEXT_K = 20
-MAX_CONTEXT_K = 100
 
 
 @dataclass(frozen=True, slots=True)

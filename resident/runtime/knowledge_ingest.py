@@ -100,7 +100,7 @@ def ingest(
         if in_flight is not None:
             _count(*in_flight, tally)
             if indexer is not None:
-                indexer.tell(CatchUpIndex())
+                indexer.tell(CatchUpIndex(commit=False))
             if progress is not None:
                 progress(start, total)
         in_flight = sent

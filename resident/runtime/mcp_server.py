@@ -1,9 +1,12 @@
 """The read-only MCP server a member session gets: one tool, `knowledge_context`, and nothing else.
 
 The server is started for one grant token (`resident mcp serve --grant TOKEN`, or the token a
-member session finds in `$RESIDENT_GRANT_TOKEN`). The subject of every call is the member that
-token stands for, held to the repository of the work its execution was dispatched on; nothing in a
-tool call can name another subject (arguments other than the ones below are refused). The token is
+member session finds in `$RESIDENT_GRANT_TOKEN`), and calls the runtime through the API's
+operations with that token presented: over loopback when `resident up` runs for the home, else
+in-process (`resident.cli.target.runtime_for`). The subject of every call is the member that token
+stands for, held to the repository of the work its execution was dispatched on (the
+`session.context` operation decides it from the token, never from the request); nothing in a tool
+call can name another subject (arguments other than the ones below are refused). The token is
 checked again on every call, so a session whose execution ended or whose grant expired gets
 nothing more.
 
@@ -15,24 +18,22 @@ no other tool: no write path, no way to hand in a receipt or a verdict.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import mcp_types as types
 import msgspec
 from mcp.server import Server
 
+from resident.api import routes
+from resident.api.wire_knowledge import ContextEntries, SessionContext
 from resident.errors import ResidentError
-from resident.knowledge.visibility import Subject
-from resident.messages.knowledge import ContextEntry
-from resident.runtime.knowledge_context import DEFAULT_CONTEXT_K, MAX_CONTEXT_K
+from resident.messages.knowledge import MAX_CONTEXT_K
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
-    from resident.runtime.runtime import Runtime
-
-__all__ = ["CONTEXT_TOOL", "ContextArguments", "knowledge_server"]
+__all__ = ["CONTEXT_TOOL", "ContextArguments", "Operations", "knowledge_server"]
 
 CONTEXT_TOOL = "knowledge_context"
 
@@ -63,56 +64,56 @@ _TOOL = types.Tool(
 )
 
 
-class ContextArguments(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The arguments `knowledge_context` accepts (anything else, a subject above all, is refused)."""
-
-    project_id: str
-    repository_id: str
-    query: str | None = None
-    k: int = DEFAULT_CONTEXT_K
+# The arguments `knowledge_context` accepts (anything else, a subject above all, is refused): the
+# body of the `session.context` operation.
+ContextArguments = SessionContext
 
 
-def knowledge_server(runtime: Runtime, token: str) -> Server[Any]:
-    """The MCP server of the session `token` stands for (checked now, and again at every call)."""
-    runtime.coordinator.session(token)
+class Operations(Protocol):
+    """The runtime as the server calls it, with the session's grant token presented (`resident.cli.target`)."""
+
+    def call(self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str) -> Any:
+        """Run `op`: its answer struct, or its typed error."""
+
+
+def knowledge_server(operations: Operations) -> Server[Any]:
+    """The MCP server of the session whose token `operations` presents (checked now, and again at every call)."""
+    operations.call(routes.SESSION_GRANT)
+
+    def knowledge_on() -> bool:
+        return bool(operations.call(routes.SESSION_GRANT).knowledge)
 
     async def list_tools(
         _context: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[_TOOL] if runtime.knowledge.enabled else [])
+        try:
+            advertised = await anyio.to_thread.run_sync(knowledge_on)
+        except ResidentError:  # the session ended, or its grant expired: nothing to offer
+            advertised = False
+        return types.ListToolsResult(tools=[_TOOL] if advertised else [])
 
     async def call_tool(
         _context: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        if params.name != CONTEXT_TOOL or not runtime.knowledge.enabled:
-            return _error(f"there is no tool {params.name!r} here")
         try:
-            arguments = msgspec.convert(params.arguments or {}, ContextArguments, strict=True)
-        except msgspec.ValidationError as error:
-            return _error(f"InvalidInput: {error}; {CONTEXT_TOOL} takes project_id, repository_id, query and k")
-        try:
-            entries = await anyio.to_thread.run_sync(_context_for, runtime, token, arguments)
+            if params.name != CONTEXT_TOOL or not await anyio.to_thread.run_sync(knowledge_on):
+                return _error(f"there is no tool {params.name!r} here")
+            try:
+                arguments = msgspec.convert(params.arguments or {}, ContextArguments, strict=True)
+            except msgspec.ValidationError as error:
+                return _error(f"InvalidInput: {error}; {CONTEXT_TOOL} takes project_id, repository_id, query and k")
+            found: ContextEntries = await anyio.to_thread.run_sync(
+                lambda: operations.call(routes.SESSION_CONTEXT, arguments)
+            )
         except ResidentError as error:
             return _error(f"{type(error).__name__}: {error.message}")
-        return _result(entries)
+        return _result(found)
 
     return Server("resident", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def _context_for(runtime: Runtime, token: str, arguments: ContextArguments) -> list[ContextEntry]:
-    """Context for the session's member, held to the repository of the session's work."""
-    session = runtime.coordinator.session(token)
-    work = session.execution.work
-    subject = Subject(
-        member=session.execution.member, repositories=frozenset({work.repository}) if work is not None else frozenset()
-    )
-    return runtime.knowledge.context(
-        subject, arguments.project_id, arguments.repository_id, arguments.query, k=arguments.k
-    )
-
-
-def _result(entries: list[ContextEntry]) -> types.CallToolResult:
-    payload = {"entries": msgspec.to_builtins(entries)}
+def _result(found: ContextEntries) -> types.CallToolResult:
+    payload = {"entries": msgspec.to_builtins(found.entries)}
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=msgspec.json.encode(payload).decode("utf-8"))],
         structured_content=payload,

@@ -32,6 +32,7 @@ from resident.runtime.session_tree import (
     MANIFEST_FILE,
     Manifest,
     ProjectionTree,
+    is_session_id,
     load_manifest,
     manifests,
     save_manifest,
@@ -121,6 +122,9 @@ def end_session(
 ) -> SessionRecord | None:
     """End session `session_id` (see the module docstring): the session as stored, None if it never started."""
     runtime.check_open()
+    if not is_session_id(session_id):
+        # A name like `..` would make the session's folder another folder of the home (or above it).
+        raise UnknownSession(f"{session_id[:40]!r} is not a session id; see `resident session list`")
     home = runtime.home
     folder = sessions_root(home) / session_id
     manifest = load_manifest(folder / MANIFEST_FILE)

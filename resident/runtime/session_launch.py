@@ -8,17 +8,19 @@ log, in this terminal: the guard passes on a resized terminal (SIGWINCH). A Ctrl
 stops the harness gracefully through its guard (SIGTERM, then SIGKILL after the grace) before the
 interruption goes on, so the session still ends in recovery.
 
-The token lives only in this process's memory and the child's environment: `SessionLaunch` never
-shows it, and nothing writes it down.
+The token lives only in this process's memory and the child's environment (and, when a running
+`resident up` started the session, in its answer to the launching process over loopback):
+`SessionLaunch` never shows it, and nothing writes it down.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +29,7 @@ from resident.coordination.tokens import GRANT_TOKEN_ENV
 from resident.messages.sessions import Harness
 from resident.store.home import HOME_ENV
 
-__all__ = ["SESSION_ENV", "SessionLaunch", "harness_environment"]
+__all__ = ["SESSION_ENV", "SessionLaunch", "session_variables"]
 
 SESSION_ENV = "RESIDENT_SESSION"
 MEMBER_ENV = "RESIDENT_MEMBER"
@@ -35,21 +37,22 @@ MEMBER_ENV = "RESIDENT_MEMBER"
 _WAIT_SLICE = 60.0
 
 
-def harness_environment(
-    base: Mapping[str, str], *, home: Path, session: str, member: str, token: str, harness_home: tuple[str, str]
+def session_variables(
+    *, home: Path, session: str, member: str, token: str, harness_home: tuple[str, str]
 ) -> dict[str, str]:
-    """The harness's environment: `base` with the session's variables set (its own token replaces any other)."""
+    """What makes a harness the member's session: its token, home, session, member and its own home variable."""
     variable, value = harness_home
-    return {
-        **base, GRANT_TOKEN_ENV: token, HOME_ENV: str(home), SESSION_ENV: session, MEMBER_ENV: member, variable: value,
-    }
+    return {GRANT_TOKEN_ENV: token, HOME_ENV: str(home), SESSION_ENV: session, MEMBER_ENV: member, variable: value}
 
 
 @dataclass
 class SessionLaunch:
     """A projected session, ready to run its harness; `run()` returns the harness's exit status.
 
-    `stop()`, from any thread, asks a running harness to stop (as Ctrl-C does) and waits for it.
+    The harness gets the environment of the process that runs it, with the session's `variables`
+    over it (its own token replaces any other). A launch can be started by a runtime in another
+    process (`resident up`) and run here. `stop()`, from any thread, asks a running harness to stop
+    (as Ctrl-C does) and waits for it.
     """
 
     session: str
@@ -58,7 +61,7 @@ class SessionLaunch:
     execution: str
     argv: tuple[str, ...]
     directory: Path
-    env: dict[str, str] = field(repr=False)
+    variables: dict[str, str] = field(repr=False)
     token: str = field(repr=False)
     _child: ChildProcess | None = field(default=None, init=False, repr=False)
 
@@ -79,6 +82,11 @@ class SessionLaunch:
         except BaseException:
             _stop(child)
             raise
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The harness's environment: this process's, with the session's variables set."""
+        return {**os.environ, **self.variables}
 
     def stop(self) -> None:
         """Stop the harness if it runs (gracefully, then killed after the grace)."""

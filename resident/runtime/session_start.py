@@ -30,7 +30,7 @@ from resident.messages.coordination import GrantToken, GrantTokenIssued
 from resident.messages.engagement import EngagementContext
 from resident.messages.sessions import HARNESSES, Harness, SessionRecord, SessionStarted
 from resident.messages.store import Commit
-from resident.runtime.session_launch import SessionLaunch, harness_environment
+from resident.runtime.session_launch import SessionLaunch, session_variables
 from resident.runtime.session_transcripts import HARNESS_ENV, harness_home, layout, redaction_key, scan
 from resident.runtime.session_tree import Manifest, ProjectionTree, manifests, save_manifest, session_dir
 from resident.sessions.projection import AGENTS_FILE, CLAUDE_FILE, Remembered, WorkPackage, plan_projection
@@ -59,7 +59,10 @@ class SessionRequest:
     """What to start: whose session, in which harness, running what, where, on which task.
 
     `task` is the task's text, or the id of an execution dispatched to the member earlier that no
-    session works on yet (the session then works on it, under its grant).
+    session works on yet (the session then works on it, under its grant). `process` is the process
+    that runs the harness (this one when None): a runtime serving `resident session start` starts
+    the session, and the command's own process runs it, so that its death is what recovery sees.
+    `search_path` is where the command is looked up (this process's PATH when None).
     """
 
     member: str
@@ -69,6 +72,8 @@ class SessionRequest:
     task: str | None = None
     role: str = "implement"
     ttl: float = DEFAULT_TTL
+    process: int | None = None
+    search_path: str | None = None
 
 
 def check_harness(value: str) -> Harness:
@@ -102,8 +107,22 @@ def live(manifest: Manifest) -> bool:
     start = process_start(manifest.process)
     if start is not None or manifest.process_start is not None:
         return start is not None and start == manifest.process_start
+    return _exists(manifest.process)
+
+
+def _launcher(process: int | None) -> tuple[int, str | None]:
+    """The process that runs the harness, and when it started (to tell it from a later one with its pid)."""
+    if process is None:
+        return os.getpid(), process_start(os.getpid())
+    start = process_start(process)
+    if start is None and not _exists(process):
+        raise InvalidInput(f"no process {process} runs here to launch the session's harness")
+    return process, start
+
+
+def _exists(process: int) -> bool:
     try:
-        os.kill(manifest.process, 0)
+        os.kill(process, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
@@ -111,7 +130,8 @@ def live(manifest: Manifest) -> bool:
     return True
 
 
-def _claim(runtime: Runtime, member: str, harness: Harness, directory: Path) -> Manifest:
+def _claim(runtime: Runtime, member: str, harness: Harness, directory: Path, process: int | None) -> Manifest:
+    launcher, started = _launcher(process)
     for other in manifests(runtime.home):
         if other.directory == str(directory) and live(other):
             raise ProjectionRefused(
@@ -119,8 +139,8 @@ def _claim(runtime: Runtime, member: str, harness: Harness, directory: Path) -> 
                 "start this one when it ends, or in another --dir"
             )
     manifest = Manifest(
-        session=new_id("ses"), member=member, harness=harness, directory=str(directory), process=os.getpid(),
-        process_start=process_start(os.getpid()), started_at=runtime.clock.time(),
+        session=new_id("ses"), member=member, harness=harness, directory=str(directory), process=launcher,
+        process_start=started, started_at=runtime.clock.time(),
     )
     save_manifest(runtime.home, manifest)
     return manifest
@@ -205,9 +225,10 @@ def start_session(runtime: Runtime, request: SessionRequest, *, dispatched: Sess
     runtime.check_open()
     member = runtime.config.member(request.member).name
     harness = check_harness(request.harness)
-    argv = _command(harness, request.command, os.environ.get("PATH"))
+    search_path = os.environ.get("PATH") if request.search_path is None else request.search_path
+    argv = _command(harness, request.command, search_path)
     directory = _directory(request.directory)
-    manifest = _claim(runtime, member, harness, directory)
+    manifest = _claim(runtime, member, harness, directory, request.process)
     try:
         return _start(
             runtime, request, manifest, harness=harness, argv=argv, directory=directory, dispatched=dispatched
@@ -257,11 +278,11 @@ def _start(
         where = str(own)
     manifest.state = "running"
     save_manifest(home, manifest)
-    env = harness_environment(
-        os.environ, home=home, session=manifest.session, member=manifest.member, token=session.token,
+    variables = session_variables(
+        home=home, session=manifest.session, member=manifest.member, token=session.token,
         harness_home=(HARNESS_ENV[harness], where),
     )
     return SessionLaunch(
         session=manifest.session, member=manifest.member, harness=harness, execution=session.execution.id, argv=argv,
-        directory=directory, env=env, token=session.token,
+        directory=directory, variables=variables, token=session.token,
     )

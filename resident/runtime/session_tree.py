@@ -22,6 +22,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator
@@ -40,6 +41,7 @@ __all__ = [
     "Manifest",
     "ManifestEntry",
     "ProjectionTree",
+    "is_session_id",
     "load_manifest",
     "manifests",
     "save_manifest",
@@ -48,6 +50,8 @@ __all__ = [
 ]
 
 MANIFEST_FILE = "manifest.json"
+# What `new_id("ses")` makes: a session's folder name is nothing else (never `..`, never a path).
+_SESSION_ID = re.compile(r"ses_[0-9a-f]{28}")
 # An instruction file larger than this is backed up and restored, but not quoted into AGENTS.md.
 MAX_QUOTED = 256 * 1024
 # A file to back up larger than this is refused: a projection never copies a repository's big files.
@@ -95,6 +99,11 @@ class Manifest(msgspec.Struct):
     folders: list[str] = msgspec.field(default_factory=list)
     snapshot: dict[str, tuple[int, int, int]] = msgspec.field(default_factory=dict)
     notes: list[str] = msgspec.field(default_factory=list)
+
+
+def is_session_id(value: str) -> bool:
+    """Whether `value` is a session id the runtime made, and so names a folder of `sessions/`."""
+    return _SESSION_ID.fullmatch(value) is not None
 
 
 def sessions_root(home: Path) -> Path:

@@ -12,9 +12,11 @@
 
 Starting projects the member into the working directory and leaves a manifest behind; ending
 restores the directory, recovers the transcript (redacted) as the member's experience and ends the
-execution. Between the two the runtime need not be open — the `resident session start` command
-closes it while the harness runs, so the member's callbacks can open the home themselves. A
-session whose process died is ended by `recover()` (and by every start). See `docs/sessions.md`.
+execution. Between the two the runtime need not be open, nor be in the process that runs the
+harness: the `resident session start` command closes it while the harness runs (so the member's
+callbacks can open the home themselves), or asks a running `resident up` to start and end the
+session and runs the harness itself in between (`process` names it). A session whose process
+died is ended by `recover()` (and by every start). See `docs/sessions.md`.
 """
 
 from __future__ import annotations
@@ -64,11 +66,19 @@ class SessionsControl:
         role: str = "implement",
         ttl: float = DEFAULT_TTL,
         dispatched: Session | None = None,
+        process: int | None = None,
+        search_path: str | None = None,
     ) -> SessionLaunch:
         """Start `member`'s session (a new execution on `task`, or the running execution `task` names,
-        or the one `dispatched` already records) and project it into `directory`."""
+        or the one `dispatched` already records) and project it into `directory`.
+
+        The harness runs in this process unless `process` names the one that will run it (the
+        `resident session start` a running runtime serves); `search_path` is where its command is
+        looked up (this process's PATH by default).
+        """
         request = SessionRequest(
-            member=member, harness=harness, command=tuple(command), directory=directory, task=task, role=role, ttl=ttl
+            member=member, harness=harness, command=tuple(command), directory=directory, task=task, role=role, ttl=ttl,
+            process=process, search_path=search_path,
         )
         return start_session(self._runtime, request, dispatched=dispatched)
 
