@@ -48,9 +48,10 @@ from resident.runtime import Runtime
 if not __package__:
     # Run as `python bench/recall_model.py`: make the repository root importable for the siblings.
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.recall import BODY, MEMBERS, SUMMARY, THREADS_PER_MEMBER, TIMEOUT, load, time_recalls
+from bench.recall import TIMEOUT, load, time_recalls
 from bench.recall_index import synthetic_queries, synthetic_texts
 from bench.timing import Stopwatch
+from bench.writes import BODY, MEMBERS, SUMMARY, THREADS_PER_MEMBER
 
 RECORDS = 10_000
 QUERIES = 400

@@ -130,9 +130,9 @@ def team_of(size: int) -> Config:
     return Config(members=tuple(MemberConfig(name, role) for name, role in team), coordinator=team[0][0])
 
 
-def scratch_home(prefix: str, team: Config) -> Path:
-    """A new, private home in the temporary directory, with `team` as its `resident.toml`."""
-    home = ensure_home(Path(tempfile.mkdtemp(prefix=prefix)) / "home")
+def scratch_home(prefix: str, team: Config, parent: Path | None = None) -> Path:
+    """A new, private home in the temporary directory (or in `parent`), with `team` as its `resident.toml`."""
+    home = ensure_home(Path(tempfile.mkdtemp(prefix=prefix, dir=parent)) / "home")
     write_private_file(home / CONFIG_FILE, render_config(team).encode("utf-8"))
     return home
 

@@ -44,6 +44,7 @@ __all__ = [
     "NotVisible",
     "OwnerOnlyAction",
     "PlanInvalid",
+    "PlotUnavailable",
     "ProjectionRefused",
     "PromotionRefused",
     "RealmIdTaken",
@@ -464,3 +465,7 @@ class HarnessNotFound(ResidentError, FileNotFoundError):
 
 class ProjectionRefused(ResidentError, PermissionError):
     """A member cannot be projected into that directory (a symbolic link on the way, another live session)."""
+
+
+class PlotUnavailable(ResidentError, ImportError):
+    """Drawing a benchmark's plot needs matplotlib; install `resident-runtime[bench]`."""

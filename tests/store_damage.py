@@ -32,7 +32,12 @@ def make_home(home: Path, count: int, *, body: str = "") -> list[MemoryRecord]:
     with Runtime.open(home) as runtime:
         runtime.memory.enable()
         member = runtime.member("deven")
-        ids = [member.remember(f"note {index} about the {MARK} deploy {body}").id for index in range(count)]
+        ids = []
+        for index in range(count):
+            ids.append(member.remember(f"note {index} about the {MARK} deploy {body}").id)
+            # Its derived entries stored before the next write: the same commits in the same order
+            # every run, so the data file's layout (which damage tests cut into) does not vary.
+            runtime.memory.wait_indexed()
         with runtime._internal.store.reader() as reader:
             records = [reader.get(RECORDS, record_id) for record_id in ids]
     assert all(records)

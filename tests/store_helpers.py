@@ -7,6 +7,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from resident.actors.writer import StoreWriter
 from resident.clock import SystemClock
@@ -48,11 +49,11 @@ def open_home(home: Path, *, map_size: int = DEFAULT_MAP_SIZE, max_map_size: int
 
 
 @contextmanager
-def running_writer(store: Store, *, name: str = "writer") -> Iterator[Address]:
-    """A supervised `StoreWriter` over `store`; yields its address and stops the tree on exit."""
+def running_writer(store: Store, *, name: str = "writer", **options: Any) -> Iterator[Address]:
+    """A supervised `StoreWriter` over `store` (with `options`); yields its address and stops the tree on exit."""
     address = Address(name)
     escalations: list[str] = []
-    spec = SupervisorSpec("root", [ChildSpec(address, StoreWriter, kwargs={"store": store})])
+    spec = SupervisorSpec("root", [ChildSpec(address, StoreWriter, kwargs={"store": store, **options})])
     clock = SystemClock()
     tree = SupervisionTree(spec, clock, escalations.append)
     tree.start()

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from resident.actors.substrate import _joined_terms, _Retained
+from resident.actors.substrate import _Indexable, _joined_terms
 from resident.errors import InvalidInput
 from resident.memory import keyword
 from resident.memory.keyword import KeywordIndex, _Segment
@@ -189,11 +189,11 @@ def test_the_substrate_splits_a_batchs_terms_per_text_and_joins_them_back() -> N
     assert [sorted(own.tolist()) for own in per_text] == [
         sorted(terms[docs == row].tolist()) for row in range(len(MIXED))
     ]
-    items = [_Retained(record=None, vector=None, reply=None, terms=own) for own in per_text]  # type: ignore[arg-type]
+    items = [_Indexable(record=None, vector=None, terms=own) for own in per_text]  # type: ignore[arg-type]
     joined = _joined_terms(items)
     assert joined is not None
     assert _pairs(joined) == _pairs((docs, terms))
-    assert _joined_terms([*items, _Retained(record=None, vector=None, reply=None)]) is None  # type: ignore[arg-type]
+    assert _joined_terms([*items, _Indexable(record=None, vector=None)]) is None  # type: ignore[arg-type]
 
 
 # -- relevance feedback ----------------------------------------------------------------------------

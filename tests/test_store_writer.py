@@ -25,8 +25,9 @@ from resident.errors import (
 )
 from resident.messages.store import Commit, Committed
 from resident.store.store import Outcome, Store
-from resident.store.tables import BANKS, RECORDS
+from resident.store.tables import BANKS, RECORDS, TERMS
 from resident.supervisor import Address, ThreadReply
+from tests.memory_helpers import wait_until
 from tests.store_helpers import (
     admitted,
     bank_created,
@@ -114,6 +115,44 @@ def _record_ids(store: Store) -> set[str]:
 
 
 # -- grouping ------------------------------------------------------------------------------------
+
+
+def derived(record_id: str) -> Commit:
+    """A write of derived entries alone (no event), as the substrate tells them: nobody waits for it."""
+    return Commit(events=(), terms=((record_id, b"\x00\x01"),))
+
+
+def stored_terms(store: Store) -> set[str]:
+    with store.reader() as reader:
+        return {key for key, _ in reader.items(TERMS)}
+
+
+def test_derived_entries_nobody_waits_for_share_the_next_waited_commit(store: Store, gate: GatedCommit) -> None:
+    with running_writer(store, unwaited_delay=3_600.0) as writer:
+        before = statistics(writer)  # the gate lets this first (empty) flush through
+        writer.tell(derived("mem_a"))
+        writer.tell(derived("mem_b"))
+        gate.release.set()
+        reply = ThreadReply("remember")
+        writer.tell(commit(admitted("mem_a")), reply)
+        reply.wait(10)
+        assert gate.batches == [3]
+        after = statistics(writer)
+        assert (after.commits - before.commits, after.writes - before.writes) == (1, 3)
+        assert stored_terms(store) == {"mem_a", "mem_b"}
+
+
+def test_derived_entries_alone_are_committed_after_the_delay_without_a_waited_write(store: Store) -> None:
+    with running_writer(store, unwaited_delay=0.0) as writer:
+        writer.tell(derived("mem_c"))
+        assert wait_until(lambda: stored_terms(store) == {"mem_c"}, 10.0)
+        assert statistics(writer).commits == 1
+
+
+def test_usage_counts_and_other_writes_with_events_are_never_held(store: Store) -> None:
+    with running_writer(store, unwaited_delay=3_600.0) as writer:
+        writer.tell(commit(admitted("mem_d")))
+        assert wait_until(lambda: "mem_d" in _record_ids(store), 10.0)
 
 
 def test_concurrent_thread_writers_share_commits(store: Store, writer: Address) -> None:

@@ -52,11 +52,12 @@ def _approx(scores: dict[str, list[tuple[str, float]]]) -> dict[str, list[tuple[
     return {query: [(record_id, pytest.approx(score)) for record_id, score in hits] for query, hits in scores.items()}
 
 
-def test_remember_stores_the_terms_of_each_record_and_a_rebuild_from_them_ranks_the_same(tmp_path: Path) -> None:
+def test_remembered_records_get_their_terms_stored_and_a_rebuild_from_them_ranks_the_same(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with open_runtime(home) as rt:
         rt.memory.enable()
         receipts = [rt.member("deven").remember(text) for text in MEMORIES]
+        rt.memory.wait_indexed()
         with rt._internal.store.reader() as reader:
             stored = [reader.raw(TERMS, receipt.id) for receipt in receipts]
         live = _scores(rt)

@@ -1,11 +1,12 @@
-"""A member actor: one Resident's front door to its memory.
+"""A member actor: one Resident's front door to its memory, and the keeper of its mutable state.
 
-It checks what only the member can (may it write that scope? is the input sound?), shapes the
-record, and hands the caller's reply on to the substrate or the writer: it never waits for them,
-so its own writes do not serialise behind one another. Whether memory is on is the substrate's
-check for remember and recall (it knows without a read; the writer checks again in the write
-transaction) and this actor's for the rarer calls it answers itself. Direct reads (`get`) are
-answered here from a short LMDB read, through the same visibility rules recall uses.
+A member's remember needs none of that state: callers check and shape it in their own thread
+(`resident.runtime.admissions`) with the same function this actor uses for the writes it makes
+itself (`resident.memory.admission.admit`: a readmit, or a `Remember` sent here), and hand it to
+the writer, which answers the caller once it is durable. This actor never waits for the writer
+or the substrate, so its own writes do not serialise behind one another. Recall goes through
+here (the member's engagement narrows it); direct reads (`get`) are answered here from a short
+LMDB read, through the same visibility rules recall uses.
 
 A call that carries a `Delegation` comes from the member's session working under a grant: the
 runtime set it, never the caller. Such a call reads and changes only records in the grant's
@@ -24,22 +25,12 @@ import msgspec
 from resident.actors.member_evolution import MemberEvolution
 from resident.actors.substrate import MAX_RECALL_K
 from resident.config import MemberConfig
-from resident.errors import InvalidInput, MemoryDisabled, NotVisible
+from resident.errors import InvalidInput, MemoryDisabled
 from resident.ids import new_id
-from resident.memory.banks import runtime_bank
-from resident.memory.readmit import check_readmit
-from resident.memory.records import make_record
-from resident.memory.visibility import (
-    can_write,
-    check_within_grant,
-    intact_record,
-    is_served,
-    readable_record,
-    visible_record,
-)
+from resident.memory.admission import acting_principal, admit
+from resident.memory.visibility import intact_record, is_served, readable_record, visible_record
 from resident.messages.evolution import MemberCommand
 from resident.messages.memory import (
-    BankCreated,
     Delegation,
     Forget,
     GetRecord,
@@ -48,14 +39,13 @@ from resident.messages.memory import (
     Recall,
     Reconcile,
     RecordRetracted,
-    RecordSuperseded,
     Remember,
-    Retain,
 )
 from resident.messages.store import Commit
+from resident.store.admission_reads import StoredReads
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.store import Store
-from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS
+from resident.store.tables import MEMORY_CONFIG, RECORDS
 from resident.supervisor import Address, ChildContext, Completed, SupervisedActor
 
 __all__ = ["MemberActor"]
@@ -80,7 +70,7 @@ class MemberActor(SupervisedActor):
         self.substrate = substrate
         self.writer = writer
         self.principal = Principal(kind="member", name=member.name, worlds=member.worlds)
-        self._known_banks: set[str] = set()
+        self.reads = StoredReads(store)
         # The skill set and engagement (evolution); `library` is the skill library actor.
         self.evolution = MemberEvolution(self, member.name, store, writer, library)
 
@@ -112,9 +102,7 @@ class MemberActor(SupervisedActor):
 
     def _principal(self, delegation: Delegation | None) -> Principal:
         """Who the call acts as: the member, narrowed to its grant's scopes when a session calls."""
-        if delegation is None:
-            return self.principal
-        return msgspec.structs.replace(self.principal, grant=delegation.grant, scopes=delegation.scopes)
+        return acting_principal(self.principal, delegation)
 
     def _recall(self, message: Recall) -> None:
         # The grant narrows which scopes are searched, and engagement which activations; neither widens.
@@ -135,64 +123,12 @@ class MemberActor(SupervisedActor):
             raise MemoryDisabled(MEMORY_OFF_MESSAGE)
 
     def _remember(self, message: Remember, *, replacing: MemoryRecord | None = None) -> None:
-        now = self.clock.time()
-        principal = self._principal(message.delegation)
-        bank = runtime_bank(message.scope, self.member.name, counterpart=message.counterpart,
-                            world=message.world, at=now)
-        check_within_grant(principal, bank.scope, f"bank {bank.name}")
-        if not can_write(self.principal, bank):
-            raise NotVisible(
-                f"{self.member.name} is not in world {message.world!r}; "
-                f"its worlds are: {', '.join(self.member.worlds) or 'none'}"
-            )
-        record_id = new_id("mem")
-        superseded = None
-        if replacing is not None:
-            # Reconciliation re-admits a withheld record: the only write allowed to supersede one.
-            superseded = RecordSuperseded(at=now, id=replacing.id, by=record_id)
-        elif message.supersedes is not None:
-            with self.store.reader() as reader:
-                old = readable_record(principal, message.supersedes, reader.get(RECORDS, message.supersedes))
-            superseded = RecordSuperseded(at=now, id=old.id, by=record_id)
-        before = () if self._bank_exists(bank.name) else (BankCreated(at=now, bank=bank),)
-        record = make_record(
-            record_id=record_id,
-            owner=bank.owner,
-            scope=bank.scope,
-            bank=bank.name,
-            text=message.text,
-            summary=message.summary,
-            kind=message.kind,
-            counterpart=bank.counterpart,
-            world=bank.world,
-            importance=message.importance,
-            importance_reason=message.importance_reason,
-            confidence=message.confidence,
-            activation=message.activation,
-            supersedes=message.supersedes,
-            canonical=message.canonical,
-            delegated=message.delegation is not None,
-            source=message.source,
-            occurred_at=message.occurred_at,
-            cites=message.cites,
-            author=self.member.name,
-            now=now,
+        # The same checks and shaping as a caller's own thread does (`resident.memory.admission`);
+        # the writer answers the caller with the receipt once the commit is durable.
+        admission = admit(
+            self.principal, message, self.reads, record_id=new_id("mem"), now=self.clock.time(), replacing=replacing
         )
-        if replacing is not None:
-            check_readmit(replacing, record)
-            record = msgspec.structs.replace(record, replication="pending_review")
-        self.substrate.tell(Retain(record=record, before=before, supersedes=superseded), self.defer())
-
-    def _bank_exists(self, name: str) -> bool:
-        # Banks are never deleted, so once seen in the store a bank stays known. An unseen bank is
-        # created with the write; creating it twice (a concurrent first write) is a no-op.
-        if name in self._known_banks:
-            return True
-        with self.store.reader() as reader:
-            exists = reader.get(BANKS, name) is not None
-        if exists:
-            self._known_banks.add(name)
-        return exists
+        self.writer.tell(admission.commit, self.defer())
 
     def _withheld(self, record_id: str, principal: Principal) -> MemoryRecord:
         with self.store.reader() as reader:

@@ -31,6 +31,8 @@ from resident.actors.replication_push import Flight, Pusher, PushSettings
 from resident.actors.replication_waiters import Waiter, WaiterSet
 from resident.errors import (
     ActorUnavailable,
+    DiskFull,
+    MapFull,
     RealmIdTaken,
     RealmRejected,
     RealmUnauthorized,
@@ -249,7 +251,12 @@ class Replication(SupervisedActor):
             awaiting = tuple(i for i, r in reader.items(RECORDS) if r.replication in ("pending", "pending_review"))
             refused = tuple(i for i, r in reader.items(RECORDS) if r.replication in ("conflict", "invalidated"))
         event = PendingIndexBuilt(at=self.clock.time(), awaiting=awaiting, refused=refused)
-        self.writer.ask(Commit(events=(event,)), INDEX_TIMEOUT)
+        try:
+            self.writer.ask(Commit(events=(event,)), INDEX_TIMEOUT)
+        except (DiskFull, MapFull) as error:
+            # A home on a full disk still opens for reading (status, recall): the index is built at
+            # the next start with room, and until then nothing new is admitted to push anyway.
+            logger.info("replication: the pending index waits for room (%s)", error.message)
 
     def _from_worker(self, done: Done) -> None:
         self.actor_ref.tell(done)

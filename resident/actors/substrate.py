@@ -1,13 +1,13 @@
-"""The Hindsight substrate: durably writes and indexes memories, keeps their vectors filled, answers recall.
+"""The Hindsight substrate: indexes memories as they become durable, keeps their vectors filled, answers recall.
 
-Retain is a pipeline that never blocks on another actor. `Retain` messages queue up; one flush
-analyses every queued text as a single batch (keyword terms, and the hash embedder's vectors when
-it is the embedder) and tells the writer one `Commit` per record, each carrying a `ForwardReply`
-back here with the caller's reply inside. When the writer's commit is durable, its outcomes come
-back as one `Completed` message: the substrate indexes the new records and settles all the
-callers together. A record is therefore keyword-recallable by the time its `remember` returns.
-While a batch is at the writer, new retains wait for it and then go as one batch: under load the
-batches grow with it, and most of the work is per batch, not per record.
+The substrate is not on a `remember`'s path: the caller (or the member actor) checks and shapes
+the record and the writer commits it and answers the caller. The writer tells the substrate of
+every committed change (`Published`) before it answers anyone, and the substrate takes new
+records in a batch at a time: one analysis of their texts gives their keyword terms and, with the
+hash embedder, their vectors; both are stored (derived entries, no event, best effort) and the
+records indexed. Every read of the index (`_indexed()`) takes in whatever was published before it,
+so a record is keyword-recallable by the time its `remember` returns. Records whose commit stored
+their terms already (imports) are indexed from what is stored.
 
 Vectors of any embedder but the hash embedder follow the write: the substrate never waits for
 one. The embedding worker (`resident.actors.embedding`) runs the embedder in its own thread; the
@@ -21,9 +21,11 @@ LMDB is the truth and the in-memory `RecallIndex` a cache: `setup()` rebuilds it
 (`resident.memory.rebuild`) before the first request is handled (the address buffers requests
 meanwhile), and every recall result is re-read from LMDB and selected for serving by
 `resident.memory.serving`, so a record withheld or retracted a moment ago is never returned even
-if the index has not heard of the change yet. Vectors are stored per embedder
-(`resident.memory.stored_vectors`): switching embedders rebuilds the index with the new one's
-vectors and fills in the rest in the background; switching back finds the old ones in place.
+if the index has not heard of the change yet. A record committed but not yet analysed when the
+substrate stops is found at the next rebuild without stored terms and analysed then. Vectors are
+stored per embedder (`resident.memory.stored_vectors`): switching embedders rebuilds the index with
+the new one's vectors and fills in the rest in the background; switching back finds the old ones
+in place.
 """
 
 from __future__ import annotations
@@ -63,12 +65,10 @@ from resident.messages.memory import (
     Principal,
     Recall,
     RecallHit,
-    Receipt,
     RecordAdmitted,
     RecordRetracted,
     RecordsRecalled,
     RecordSuperseded,
-    Retain,
     SubstrateStatus,
     TextsEmbedded,
     VectorsFilled,
@@ -129,13 +129,8 @@ def _entry(record: MemoryRecord, text: str = "") -> IndexEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class _EmbedFlush:
-    """Analyse and write whatever `Retain`s are queued."""
-
-
-@dataclass(frozen=True, slots=True)
 class _IndexQueued:
-    """Index the durable records queued since the last time."""
+    """Analyse and index the durable records queued since the last time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,19 +157,20 @@ class _FlushUsage:
     """Write the recall counts gathered since the last flush."""
 
 
-# -- what travels with a write or a request ---------------------------------------------------------
+# -- what travels with a record or a request --------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class _Retained:
+class _Indexable:
+    """A durable record ready for the index, with what its analysis (or the store) gave."""
+
     record: MemoryRecord
     vector: npt.NDArray[np.float32] | None
-    reply: Reply | None
-    # Which embedder made `vector`: a switch of embedder while the write was in flight voids it.
+    # Which embedder made `vector`: a switch of embedder since then voids it.
     embedder: str = ""
-    # The keyword terms of the record's text, from the analysis its embedding was made from.
+    # The keyword terms of the record's text, from the analysis its vector was made from.
     terms: npt.NDArray[np.uint64] | None = None
-    # The record's `indexed_text`, when the caller made it already.
+    # The record's `indexed_text`, when it was made already.
     text: str = ""
 
 
@@ -294,15 +290,14 @@ class Substrate(SupervisedActor):
         self._enabled = False
         self._embedder = _EmbedderState()
         self._index = RecallIndex()
-        self._unindexed: list[_Retained] = []
+        # Durable records the index has not taken in yet: those to read from the store, those to
+        # analyse, and those ready to add; and their ids, so that a record is indexed once.
+        self._unread: list[MemoryRecord] = []
+        self._unanalysed: list[MemoryRecord] = []
+        self._unindexed: list[_Indexable] = []
         self._unindexed_ids: set[str] = set()
         self._index_queued = False
         self._banks: dict[str, Bank] = {}
-        self._queue: list[tuple[Retain, Reply | None]] = []
-        self._flush_queued = False
-        # Records told to the writer whose outcome has not come back yet. While some are in
-        # flight, new retains wait for them and then go as one batch (see `_request_flush`).
-        self._in_flight = 0
         self._batches = 0
         self._largest_batch = 0
         self._filler = _Filler()
@@ -328,6 +323,9 @@ class Substrate(SupervisedActor):
         self._rebuild()
 
     def teardown(self) -> None:
+        # Records not taken in yet are analysed now, so their terms and vectors reach the writer
+        # (which stops after this actor) instead of being analysed again at the next start.
+        self._indexed()
         # Recalls still waiting for a query vector are answered from what is indexed; nobody is
         # left waiting on a substrate that stopped.
         for token in list(self._waiting):
@@ -338,14 +336,12 @@ class Substrate(SupervisedActor):
         self._flush_usage()
 
     def on_crash(self, error: BaseException) -> None:  # noqa: ARG002 - the cause is already logged
-        # Queued retains were never sent to the writer, and waiting recalls never answered: the
-        # next incarnation takes both, in order.
-        queued, self._queue = self._queue, []
+        # Waiting recalls were never answered: the next incarnation takes them, in order. Records
+        # not indexed yet are durable; its rebuild finds them (and analyses those without terms).
         waiting, self._waiting = self._waiting, {}
         vector_waiters, self._vector_waiters = self._vector_waiters, []
         self.context.address.rescue(
             [
-                *queued,
                 *((w.search.message, w.reply) for w in waiting.values()),
                 *((WaitForVectors(), reply) for reply in vector_waiters),
             ]
@@ -374,7 +370,7 @@ class Substrate(SupervisedActor):
             vector_keys, vectors = reader.raw_columns(VECTORS, vector_prefix(name))
             rebuilt = rebuild_index(StoredColumns(record_keys, records, term_keys, terms, vector_keys, vectors), name)
         if rebuilt.unstored_terms:
-            self._store_terms(rebuilt.unstored_terms)
+            self._store_derived(rebuilt.unstored_terms)
         self._index = rebuilt.index
         self._filler.filling.clear()
         self._rebuild_seconds = time.perf_counter() - started
@@ -386,16 +382,14 @@ class Substrate(SupervisedActor):
 
     def handle(self, message: Any) -> Any:
         match message:
-            case Retain():
-                self._retain(message)
             case Recall():
                 return self._recall(message)
             case NoteRecalled(ids=ids):
                 self._note_usage(ids)
             case Completed(outcomes=outcomes):
                 self._completed(outcomes)
-            case Published(events=events):
-                self._published(events)
+            case Published():
+                self._published(message)
             case TextsEmbedded():
                 self._embedded(message)
             case EmbeddingFailed():
@@ -403,8 +397,6 @@ class Substrate(SupervisedActor):
             case _IndexQueued():
                 self._index_queued = False
                 self._indexed()
-            case _EmbedFlush():
-                self._embed_flush()
             case _Fill():
                 self._filler.queued = False
                 self._fill()
@@ -428,54 +420,34 @@ class Substrate(SupervisedActor):
         if not self._enabled:
             raise MemoryDisabled(MEMORY_OFF_MESSAGE)
 
-    # -- retain -----------------------------------------------------------------------------------
+    # -- taking in new records ------------------------------------------------------------------------
 
-    def _retain(self, message: Retain) -> None:
-        self._require_memory()
-        self._queue.append((message, self.defer()))
-        self._request_flush()
+    def _analyse(self) -> None:
+        """Analyse the records queued for it as one batch: their keyword terms and, when the embedder
+        runs here, their vectors; store both (derived entries: no event, best effort) and queue the
+        records for the index.
 
-    def _request_flush(self) -> None:
-        """Flush the queued retains soon, unless a flush already waits or earlier ones are in flight.
-
-        While the writer holds earlier records, more retains arrive; waiting for its answer lets
-        them go as one batch, and the analysis, embedding and indexing cost mostly per batch.
+        One analysis serves the hash embedder and the keyword index, and it is most of the work of
+        each: analysing a batch costs a small part of analysing its texts one at a time.
         """
-        if self._flush_queued or self._in_flight or not self._queue:
+        records, self._unanalysed = self._unanalysed, []
+        if not records:
             return
-        self._flush_queued = True
-        self.tell_self(_EmbedFlush())
-
-    def _embed_flush(self) -> None:
-        queue, self._queue = self._queue, []
-        self._flush_queued = False
-        if not queue:
-            return
-        self._in_flight += len(queue)
         self._batches += 1
-        self._largest_batch = max(self._largest_batch, len(queue))
-        texts = [indexed_text(m.record) for m, _ in queue]
-        # One analysis serves the hash embedder now and the keyword index once the writes are
-        # durable; it is most of the work of each.
+        self._largest_batch = max(self._largest_batch, len(records))
+        texts = [indexed_text(record) for record in records]
         parts = list(analyse(texts))
         vectors = self._inline_vectors(texts, parts)
         terms = split_terms(terms_of(parts), len(texts))
         name = self._embedder.name
-        for position, (message, reply) in enumerate(queue):
-            vector = vectors[position] if vectors is not None else None
-            admitted = RecordAdmitted(at=message.record.recorded_at, record=message.record)
-            events: tuple[Any, ...] = (*message.before, admitted)
-            if message.supersedes is not None:
-                events = (*events, message.supersedes)
-            record_id = message.record.id
-            stored = ((vector_key(name, record_id), encode_vector(name, vector)),) if vector is not None else ()
-            self.writer.tell(
-                Commit(events=events, vectors=stored, terms=((record_id, encode_terms(terms[position])),)),
-                ForwardReply(
-                    self.context.address,
-                    _Retained(message.record, vector, reply, name, terms[position], texts[position]),
-                ),
-            )
+        self._store_derived(
+            [(record.id, terms[row]) for row, record in enumerate(records)],
+            None if vectors is None else (name, [(record.id, vectors[row]) for row, record in enumerate(records)]),
+        )
+        self._unindexed.extend(
+            _Indexable(record, None if vectors is None else vectors[row], name, terms[row], texts[row])
+            for row, record in enumerate(records)
+        )
 
     def _inline_vectors(self, texts: Sequence[str], parts: Sequence[Analysis]) -> npt.NDArray[np.float32] | None:
         """The vectors of `texts` when the embedder runs here (else they follow from the worker); the
@@ -488,52 +460,35 @@ class Substrate(SupervisedActor):
         return inline.embed(texts)
 
     def _completed(self, outcomes: Iterable[tuple[Any, Any, BaseException | None]]) -> None:
-        admitted: list[_Retained] = []
-        settlements: list[tuple[Reply | None, Any, BaseException | None]] = []
         for context, _value, error in outcomes:
             match context:
-                case _Retained(record=record, reply=reply):
-                    # A previous incarnation's writes may still be answered here: never below zero.
-                    self._in_flight = max(0, self._in_flight - 1)
-                    if error is not None:
-                        settlements.append((reply, None, error))
-                        continue
-                    admitted.append(context)
-                    receipt = Receipt(
-                        id=record.id, bank=record.bank, replication=record.replication, recorded_at=record.recorded_at
-                    )
-                    settlements.append((reply, receipt, None))
                 case _Filled():
                     self._vectors_written(context, error)
-        # The writes are durable: answer now; the index takes them in before its next read.
-        settle_all(settlements)
-        self._queue_index(admitted)
-        self._request_flush()
 
-    def _queue_index(self, admitted: Sequence[_Retained]) -> None:
-        """Index durable records soon, in one batch with whatever else arrives meanwhile.
+    def _index_soon(self) -> None:
+        """Take queued records in soon, in one batch with whatever else arrives meanwhile.
 
-        Callers are answered first; every read of the index (`_indexed()`) takes the queued
-        records in before it looks, so a recall always sees the writes acknowledged before it.
+        A short wait lets a burst of commits reach the analysis and the index as one batch; a read
+        never waits: every read of the index (`_indexed()`) takes the queued records in before it
+        looks, so a recall always sees the writes acknowledged before it.
         """
-        if not admitted:
-            return
-        self._unindexed.extend(admitted)
-        self._unindexed_ids.update(item.record.id for item in admitted)
         if not self._index_queued:
             self._index_queued = True
-            # A short wait lets a burst of writes reach the index as one batch; a read never waits.
             self.schedule(INDEX_DELAY, _IndexQueued())
 
     def _indexed(self) -> RecallIndex:
         """The index, with every queued record in it."""
+        if self._unread:
+            self._read_stored()
+        if self._unanalysed:
+            self._analyse()
         if self._unindexed:
             queued, self._unindexed = self._unindexed, []
             self._unindexed_ids.clear()
             self._index_records(queued)
         return self._index
 
-    def _index_records(self, admitted: Sequence[_Retained]) -> None:
+    def _index_records(self, admitted: Sequence[_Indexable]) -> None:
         fresh = [item for item in admitted if item.record.id not in self._index]
         if not fresh:
             return
@@ -552,18 +507,15 @@ class Substrate(SupervisedActor):
         if bank is not None:
             self._banks[bank.name] = bank
 
-    # -- changes committed elsewhere ----------------------------------------------------------------
+    # -- changes committed -------------------------------------------------------------------------
 
-    def _published(self, events: Sequence[Any]) -> None:
-        added: list[MemoryRecord] = []
-        for event in events:
+    def _published(self, message: Published) -> None:
+        for event in message.events:
             match event:
                 case BankCreated(bank=bank):
                     self._banks[bank.name] = bank
                 case RecordAdmitted(record=record):
-                    # Most admissions came through this substrate and are indexed or queued already.
-                    if record.id not in self._index and record.id not in self._unindexed_ids:
-                        added.append(record)
+                    self._admitted(record, stored=record.id in message.stored_terms)
                 case RecordSuperseded(id=record_id):
                     self._indexed().set_lifecycle(record_id, "superseded")
                 case RecordRetracted(id=record_id):
@@ -581,8 +533,15 @@ class Substrate(SupervisedActor):
                     self._indexed().set_replication(record_id, "conflict")
                 case RecordInvalidated(id=record_id):
                     self._indexed().set_replication(record_id, "invalidated")
-        if added:
-            self._index_committed(added)
+
+    def _admitted(self, record: MemoryRecord, *, stored: bool) -> None:
+        """Queue a new record for the index: analysed here, or (when its commit stored its terms, as
+        an import's does) indexed from what is stored."""
+        if record.id in self._index or record.id in self._unindexed_ids:
+            return
+        self._unindexed_ids.add(record.id)
+        (self._unread if stored else self._unanalysed).append(record)
+        self._index_soon()
 
     def _switch_embedder(self, spec: str) -> None:
         """Index with another embedder's vectors: those stored already count, the rest are filled in."""
@@ -590,12 +549,13 @@ class Substrate(SupervisedActor):
         self._use_embedder(spec)
         self._rebuild()
 
-    def _index_committed(self, records: Sequence[MemoryRecord]) -> None:
-        """Index records another writer committed (an import, a direct commit), with their stored vectors.
+    def _read_stored(self) -> None:
+        """Queue records committed with their terms (an import, a direct commit) with their stored vectors.
 
-        Records that came without keyword terms are analysed and their terms stored, so that a
-        restart does not have to do it again; missing vectors are filled in like any others.
+        Terms stored by an older analysis are analysed again and stored; missing vectors are filled
+        in like any others.
         """
+        records, self._unread = self._unread, []
         name = self._embedder.name
         texts = [indexed_text(record) for record in records]
         with self.store.reader() as reader:
@@ -603,24 +563,38 @@ class Substrate(SupervisedActor):
             unstored = [row for row, record in enumerate(records) if not is_current(reader.raw(TERMS, record.id))]
         terms = split_terms(term_ids_batch(texts), len(texts))
         if unstored:
-            self._store_terms([(records[row].id, terms[row]) for row in unstored])
-        self._queue_index(
-            [
-                _Retained(record, vectors[row], None, name, terms[row], texts[row])
-                for row, record in enumerate(records)
-            ]
+            self._store_derived([(records[row].id, terms[row]) for row in unstored])
+        self._unindexed.extend(
+            _Indexable(record, vectors[row], name, terms[row], texts[row]) for row, record in enumerate(records)
         )
 
-    def _store_terms(self, terms: Sequence[tuple[str, npt.NDArray[np.uint64]]]) -> None:
-        """Store the keyword terms of records that were stored without them, in a few commits.
+    def _store_derived(
+        self,
+        terms: Sequence[tuple[str, npt.NDArray[np.uint64]]],
+        vectors: tuple[str, Sequence[tuple[str, npt.NDArray[np.float32]]]] | None = None,
+    ) -> None:
+        """Store records' keyword terms (and an embedder's vectors of them), in a few commits.
 
         Best effort, like recall counts: nobody waits, and a lost write only means analysing those
-        texts again at the next rebuild. The terms table is a derived cache that no event rebuilds,
-        so the commits carry no event.
+        texts again at the next rebuild (and filling their vectors in). Both tables are derived
+        caches that no event rebuilds, so the commits carry no event.
         """
         for first in range(0, len(terms), TERMS_FILL_BATCH):
             chunk = terms[first : first + TERMS_FILL_BATCH]
-            self.writer.tell(Commit(events=(), terms=tuple((record_id, encode_terms(ids)) for record_id, ids in chunk)))
+            stored_vectors: tuple[tuple[str, bytes], ...] = ()
+            if vectors is not None:
+                name, rows = vectors
+                stored_vectors = tuple(
+                    (vector_key(name, record_id), encode_vector(name, vector))
+                    for record_id, vector in rows[first : first + TERMS_FILL_BATCH]
+                )
+            self.writer.tell(
+                Commit(
+                    events=(),
+                    vectors=stored_vectors,
+                    terms=tuple((record_id, encode_terms(ids)) for record_id, ids in chunk),
+                )
+            )
 
     # -- filling in vectors -----------------------------------------------------------------------------
 
@@ -874,8 +848,7 @@ class Substrate(SupervisedActor):
             rebuild_seconds=round(self._rebuild_seconds, 3),
             by_lifecycle=lifecycle,
             by_replication=replication,
-            queued=len(self._queue),
-            in_flight=self._in_flight,
+            queued=len(self._unanalysed) + len(self._unread) + len(self._unindexed),
             batches=self._batches,
             largest_batch=self._largest_batch,
             spec=embedder.spec,
@@ -883,7 +856,7 @@ class Substrate(SupervisedActor):
         )
 
 
-def _joined_terms(items: Sequence[_Retained]) -> Terms | None:
+def _joined_terms(items: Sequence[_Indexable]) -> Terms | None:
     """The terms of `items` as one batch, or None if any lacks them (the index analyses then)."""
     present = [item.terms for item in items if item.terms is not None]
     if not present or len(present) != len(items):

@@ -4,40 +4,49 @@ Every durable write in the runtime is a `Commit` told to this actor with the cal
 slot. The writer buffers it and, if no flush is queued, queues one behind it; by the time the
 flush runs, every write that arrived meanwhile is in the buffer, so one fsync serves them all.
 Under load each commit carries whatever arrived during the previous one. Only after the
-transaction is durable are the replies settled, together (one hand-off per waiting event loop),
-and the applied events published to subscribers (e.g. replication hears of new records).
+transaction is durable are the applied events published to subscribers (the substrate indexes new
+records, replication pushes them), and then the replies settled, together (one hand-off per
+waiting event loop). A write may carry the answer its caller gets (a remember's receipt); the
+caller then hears from the writer itself, with no stage in between.
 
-When a commit fails for want of room (`DiskFull`, `MapFull`), the writer stops trying: it
-answers every write at once with the same refusal, and its statistics show it `degraded` with
-the reason. A probe, scheduled on the clock with exponential backoff, asks the store whether a
-write of the refused size fits now; once it does the writer takes writes again by itself. A
-write that still does not fit starts the refusal over with the next, longer delay. Nothing is
-held back meanwhile: a refused write was not committed, and its caller hears so.
+A write of derived entries alone (no event) told without a reply (nobody waits for it: the
+substrate's stored terms and hash vectors) does not start a commit of its own at once: it waits up
+to `UNWAITED_DELAY` for a write somebody waits for and shares that commit. A single caller's
+remember then costs one fsync, not two (its record, and the derived entries of the one before, in
+one transaction). Asking for the writer's statistics, and stopping it, commit everything buffered.
 """
 
 from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from resident.errors import ActorUnavailable, DiskFull, MapFull
-from resident.messages.store import Commit, GetWriterStatistics, Published, WriterStatistics
+from resident.messages.store import Commit, CommitEach, GetWriterStatistics, Published, WriterStatistics
 from resident.store.store import Outcome, Store
-from resident.supervisor import Address, Backoff, ChildContext, Reply, SupervisedActor, settle_all
+from resident.supervisor import Address, Backoff, ChildContext, Reply, SupervisedActor, flush_outbox, settle_all
 
-__all__ = ["ROOM_BACKOFF", "StoreWriter"]
+__all__ = ["ROOM_BACKOFF", "UNWAITED_DELAY", "StoreWriter"]
 
 # How long a writer that ran out of room waits before it checks again: from a tenth of a second
 # (space freed by a user shows up quickly) to half a minute (a full disk costs one statvfs then).
 ROOM_BACKOFF = Backoff(min=0.1, max=30.0, jitter=0.2)
+# How long derived entries nobody waits for (the substrate's stored terms and vectors) may wait for
+# a write somebody does, to share its commit and fsync, before they are committed alone.
+UNWAITED_DELAY = 0.05
 
 
 @dataclass(frozen=True, slots=True)
 class _Flush:
     """Commit whatever is buffered (told by the writer to itself)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _FlushLater:
+    """The delay given to writes nobody waits for is over: commit them (scheduled by the writer)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,12 +64,16 @@ class StoreWriter(SupervisedActor):
         context: ChildContext,
         store: Store,
         subscribers: Mapping[type, Sequence[Address]] | None = None,
+        *,
+        unwaited_delay: float = UNWAITED_DELAY,
     ) -> None:
         super().__init__(context)
         self.store = store
+        self.unwaited_delay = unwaited_delay
         self.subscribers = dict(subscribers or {})
-        self._pending: list[tuple[Commit, Reply | None]] = []
+        self._pending: list[tuple[Commit | CommitEach, Reply | None]] = []
         self._flush_queued = False
+        self._later_armed = False
         self._commits = 0
         self._writes = 0
         self._refused = 0
@@ -73,31 +86,49 @@ class StoreWriter(SupervisedActor):
 
     def handle(self, message: Any) -> Any:
         match message:
-            case Commit():
+            case Commit() | CommitEach():
                 return self._queue(message)
             case _Flush():
+                self._flush()
+            case _FlushLater():
+                self._later_armed = False
                 self._flush()
             case _CheckRoom(token=token):
                 self._check_room(token)
             case GetWriterStatistics():
+                # Answered once whatever was queued before it is committed: a caller that waits for
+                # the statistics has waited for every write sent before its question.
+                self._flush()
                 return self._statistics()
             case _:
                 return super().handle(message)
         return None
 
-    def _queue(self, write: Commit) -> None:
+    def _queue(self, message: Commit | CommitEach) -> None:
         reply = self.defer()
         if self._no_room is not None:
             # Settled rather than raised: a write told without a reply (recall counts, terms) is
             # dropped like any refused one, and must not crash the writer out of its refusal.
-            self._refused += 1
+            refusal = self._no_room
+            writes = _writes_of(message)
+            self._refused += len(writes)
             if reply is not None:
-                settle_all([(reply, None, _again(self._no_room))])
+                answer = [_again(refusal) for _ in writes] if isinstance(message, CommitEach) else None
+                settle_all([(reply, answer, None if answer is not None else _again(refusal))])
             return
-        self._pending.append((write, reply))
-        if not self._flush_queued:
+        self._pending.append((message, reply))
+        if self._flush_queued:
+            return
+        if reply is not None or not isinstance(message, Commit) or message.events:
             self._flush_queued = True
             self.tell_self(_Flush())
+        elif not self._later_armed:
+            # Derived entries nobody waits for (no event: they change no state anyone reads): they
+            # ride with the next write somebody does wait for (a caller's remember is usually right
+            # behind the derived entries of the one before), and are committed alone only if none
+            # comes soon. One fsync then serves both.
+            self._later_armed = True
+            self.schedule(self.unwaited_delay, _FlushLater())
 
     def _statistics(self) -> WriterStatistics:
         return WriterStatistics(
@@ -115,8 +146,9 @@ class StoreWriter(SupervisedActor):
         self._flush_queued = False
         if not batch:
             return
+        writes = [write for message, _ in batch for write in _writes_of(message)]
         try:
-            outcomes = self.store.commit([write for write, _ in batch])
+            outcomes = self.store.commit(writes)
         except BaseException as error:
             # `commit` turns every Exception into outcomes, so this is an interrupt or an exit: the
             # actor dies of it, and its callers hear so now instead of waiting for their timeouts.
@@ -126,26 +158,37 @@ class StoreWriter(SupervisedActor):
             )
             settle_all((reply, None, failure) for _, reply in batch if reply is not None)
             raise
-        settle_all(
-            (reply, committed, error)
-            for (_, reply), (committed, error, _) in zip(batch, outcomes, strict=True)
-            if reply is not None
-        )
-        self._commits += 1
-        self._writes += len(batch)
-        self._largest = max(self._largest, len(batch))
-        self._refused += sum(1 for _, error, _ in outcomes if error is not None)
-        self._note_room(outcomes)
+        # Subscribers hear of the changes before any caller does: a caller that was answered and
+        # asks the substrate next finds the substrate told already (it indexes before it reads).
         if self.subscribers:
-            self._publish([event for _, _, applied in outcomes for event in applied])
+            stored_terms = frozenset(
+                key
+                for write, (_, error, _) in zip(writes, outcomes, strict=True)
+                if error is None
+                for key, _ in write.terms
+            )
+            self._publish([event for _, _, applied in outcomes for event in applied], stored_terms)
+            flush_outbox()
+        settle_all(_settlements(batch, outcomes))
+        self._commits += 1
+        self._writes += len(writes)
+        self._largest = max(self._largest, len(writes))
+        self._refused += sum(1 for _, error, _ in outcomes if error is not None)
+        self._note_room(outcomes, waited=any(reply is not None for _, reply in batch))
 
     # -- out of room ------------------------------------------------------------------------------
 
-    def _note_room(self, outcomes: list[Outcome]) -> None:
-        """Start refusing after a batch that did not fit; a batch that committed resets the backoff."""
+    def _note_room(self, outcomes: list[Outcome], *, waited: bool) -> None:
+        """Start refusing after a batch that did not fit; a batch that committed resets the backoff.
+
+        A batch of best-effort writes alone (derived entries, usage counts: nobody waits for them)
+        that did not fit is dropped without refusing what comes next: a small write a caller waits
+        for may still fit in the store's free pages, and is tried for real.
+        """
         error = outcomes[0][1]
         if isinstance(error, DiskFull | MapFull):
-            self._refuse(error)
+            if waited:
+                self._refuse(error)
         elif self._checks and any(committed is not None for committed, _, _ in outcomes):
             self._checks = 0
 
@@ -168,20 +211,53 @@ class StoreWriter(SupervisedActor):
         self._no_room = None
         self.set_condition("")
 
-    def _publish(self, events: list[Any]) -> None:
-        if not events or not self.subscribers:
+    def _publish(self, events: list[Any], stored_terms: frozenset[str]) -> None:
+        if not events:
             return
         per_target: dict[Address, list[Any]] = defaultdict(list)
         for event in events:
             for target in self.subscribers.get(type(event), ()):
                 per_target[target].append(event)
         for target, batch in per_target.items():
-            target.tell(Published(events=tuple(batch)))
+            target.tell(Published(events=tuple(batch), stored_terms=stored_terms))
+
+    def teardown(self) -> None:
+        # Writes told before the stop (the substrate's last derived entries, a final usage count)
+        # are committed rather than dropped: the flush they queued would come after the stop.
+        self._flush()
 
     def on_crash(self, error: BaseException) -> None:  # noqa: ARG002 - the cause is already logged
         # Buffered writes were never committed: hand them to the next incarnation, in order.
         pending, self._pending = self._pending, []
         self.context.address.rescue(pending)
+
+
+def _writes_of(message: Commit | CommitEach) -> tuple[Commit, ...]:
+    return message.writes if isinstance(message, CommitEach) else (message,)
+
+
+def _answer(write: Commit, outcome: Outcome) -> Any:
+    """What a write's caller gets: the refusal, else the write's own answer, else its `Committed`."""
+    committed, error, _ = outcome
+    if error is not None:
+        return error
+    return committed if write.answer is None else write.answer
+
+
+def _settlements(batch: list[tuple[Commit | CommitEach, Reply | None]], outcomes: list[Outcome]) -> Iterator[Any]:
+    """The replies of a committed batch: one per `Commit`, one list of answers per `CommitEach`."""
+    at = 0
+    for message, reply in batch:
+        writes = _writes_of(message)
+        mine = outcomes[at : at + len(writes)]
+        at += len(writes)
+        if reply is None:
+            continue
+        if isinstance(message, CommitEach):
+            yield reply, [_answer(write, outcome) for write, outcome in zip(writes, mine, strict=True)], None
+            continue
+        error = mine[0][1]
+        yield reply, None if error is not None else _answer(message, mine[0]), error
 
 
 def _again(refusal: DiskFull | MapFull) -> DiskFull | MapFull:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -31,8 +31,9 @@ import msgspec
 
 from resident.api import routes, wire
 from resident.api.discovery import DISCOVERY_FILE, check_version, pid_alive, read_discovery
+from resident.api.statuses import error_from_body
 from resident.api.transport import StreamItem, Transport
-from resident.errors import InvalidInput, RuntimeNotUp, TextInvalid, UnknownMember
+from resident.errors import InvalidInput, ResidentError, RuntimeNotUp, TextInvalid, UnknownMember
 from resident.messages.coordination import Correction, Progress
 from resident.messages.memory import Activation, MemoryRecord, MemoryStatus, RecallHit, Receipt, Reconciled
 from resident.messages.replication import RecordReplication, ReplicationCounts
@@ -68,6 +69,24 @@ def _activation(value: ActivationLike) -> Activation:
         return msgspec.convert(dict(value), Activation)
     except msgspec.ValidationError as error:
         raise InvalidInput(f"activation: {error}") from None
+
+
+def _many_body(items: Iterable[Mapping[str, Any]]) -> wire.RememberMany:
+    batch = tuple(dict(item) if isinstance(item, Mapping) else item for item in items)
+    if len(batch) > wire.MAX_REMEMBER_ITEMS:
+        raise InvalidInput(
+            f"remember_many takes at most {wire.MAX_REMEMBER_ITEMS} items at once, not {len(batch)}; split them"
+        )
+    return wire.RememberMany(items=batch)
+
+
+def _outcomes(answer: wire.RememberedMany) -> list[Receipt | ResidentError]:
+    """Each item's receipt, or its refusal raised again as the typed error the runtime raised."""
+    return [
+        outcome.receipt if outcome.receipt is not None
+        else error_from_body(outcome.error or wire.ErrorDetail(type="ApiError", message="no outcome"), 400)
+        for outcome in answer.outcomes
+    ]
 
 
 def _wait(timeout: float | None) -> float | None:
@@ -123,6 +142,23 @@ class RemoteMember:
         body = self._remember_body(text, summary, activation, options)
         receipt: Receipt = await self._transport.acall(routes.REMEMBER, body, timeout=_wait(timeout), member=self.name)
         return receipt
+
+    def remember_many(
+        self, items: Iterable[Mapping[str, Any]], *, timeout: float | None = None
+    ) -> list[Receipt | ResidentError]:
+        """Admit many memories (as `Member.remember_many`): one outcome per item, its receipt or its refusal."""
+        answer: wire.RememberedMany = self._transport.call(
+            routes.REMEMBER_MANY, _many_body(items), timeout=_wait(timeout), member=self.name
+        )
+        return _outcomes(answer)
+
+    async def aremember_many(
+        self, items: Iterable[Mapping[str, Any]], *, timeout: float | None = None
+    ) -> list[Receipt | ResidentError]:
+        answer: wire.RememberedMany = await self._transport.acall(
+            routes.REMEMBER_MANY, _many_body(items), timeout=_wait(timeout), member=self.name
+        )
+        return _outcomes(answer)
 
     @staticmethod
     def _recall_body(

@@ -25,7 +25,9 @@ from resident.api import routes, wire
 from resident.api.knowledge_handlers import KNOWLEDGE_HANDLERS
 from resident.api.paths import absolute
 from resident.api.session_handlers import SESSION_HANDLERS
+from resident.api.statuses import error_body
 from resident.errors import InvalidInput, ResidentError
+from resident.messages.memory import Receipt
 from resident.messages.replication import ReplicationCounts
 from resident.runtime.caller import Caller, CallerMemory, refuse_member_session, resolve_caller
 from resident.runtime.portability import export_document, import_document
@@ -167,6 +169,18 @@ async def remember(call: Call) -> Any:
             raise InvalidInput("a member session's memories come from its execution; leave `source` out")
         fields["source"] = source
     return await call.memory().remember(text, **fields)
+
+
+async def remember_many(call: Call) -> wire.RememberedMany:
+    body: wire.RememberMany = call.body
+    outcomes = await call.memory().remember_many(body.items)
+    return wire.RememberedMany(outcomes=tuple(_item_outcome(index, outcome) for index, outcome in enumerate(outcomes)))
+
+
+def _item_outcome(index: int, outcome: Receipt | ResidentError) -> wire.ItemOutcome:
+    if isinstance(outcome, ResidentError):
+        return wire.ItemOutcome(index=index, error=error_body(outcome).error)
+    return wire.ItemOutcome(index=index, receipt=outcome)
 
 
 async def recall(call: Call) -> wire.RecallHits:
@@ -393,6 +407,7 @@ HANDLERS: dict[str, Handler] = {
     routes.MEMORY_DISABLE.name: memory_disable,
     routes.MEMBERS.name: members,
     routes.REMEMBER.name: remember,
+    routes.REMEMBER_MANY.name: remember_many,
     routes.RECALL.name: recall,
     routes.GET_RECORD.name: get_record,
     routes.FORGET.name: forget,

@@ -74,6 +74,7 @@ __all__ = [
     "RECONCILE",
     "RELEASE",
     "REMEMBER",
+    "REMEMBER_MANY",
     "REPLICATION_RECORD",
     "REPLICATION_STATUS",
     "ROLLBACK",
@@ -150,6 +151,11 @@ MEMBERS = Operation("members.list", "GET", "/v1/members", wire.Members, "The ros
 REMEMBER = Operation(
     "member.remember", "POST", "/v1/members/{member}/remember", Receipt, "Store a memory durably", wire.Remember,
     member=True,
+)
+REMEMBER_MANY = Operation(
+    "member.remember_many", "POST", "/v1/members/{member}/remember-many", wire.RememberedMany,
+    "Store many memories durably, each with its receipt; a refused item is reported in its place",
+    wire.RememberMany, member=True, max_body=wire.MAX_REMEMBER_MANY_BODY_BYTES,
 )
 RECALL = Operation(
     "member.recall", "POST", "/v1/members/{member}/recall", wire.RecallHits, "Recall a member's memories",
@@ -279,9 +285,9 @@ WEEKLY_REPORT = Operation(
 )
 
 OPERATIONS: tuple[Operation, ...] = (
-    HEALTH, STATUS, BACKUP, MEMORY_STATUS, MEMORY_ENABLE, MEMORY_DISABLE, MEMBERS, REMEMBER, RECALL, GET_RECORD,
-    FORGET, MEMBER_RECONCILE, EXPORT, IMPORT, RECONCILE, REPLICATION_STATUS, REPLICATION_RECORD, SYNC, PROGRESS,
-    CORRECT, STATISTICS, SKILLS, SKILL_ADD, SKILL_SET, SKILL_SEARCH, SKILL_REBUILD, SKILL_READ, SKILL_GIVE,
+    HEALTH, STATUS, BACKUP, MEMORY_STATUS, MEMORY_ENABLE, MEMORY_DISABLE, MEMBERS, REMEMBER, REMEMBER_MANY, RECALL,
+    GET_RECORD, FORGET, MEMBER_RECONCILE, EXPORT, IMPORT, RECONCILE, REPLICATION_STATUS, REPLICATION_RECORD, SYNC,
+    PROGRESS, CORRECT, STATISTICS, SKILLS, SKILL_ADD, SKILL_SET, SKILL_SEARCH, SKILL_REBUILD, SKILL_READ, SKILL_GIVE,
     SKILL_RECLAIM, SKILL_CHOOSE, PROPOSE, PRINCIPLES, PRINCIPLE_APPROVE, PRINCIPLE_REJECT, ENGAGE, RELEASE,
     ENGAGEMENT, QUESTIONS, ANSWER, EVOLUTION_LOG, ROLLBACK, WEEKLY_REPORT,
 )

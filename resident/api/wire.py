@@ -13,13 +13,13 @@ it without loading the runtime, numpy or LMDB.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from resident.messages.engagement import Domain, EngagementQuestion, EngagementState
 from resident.messages.evolution import EvolutionChange
-from resident.messages.memory import Activation, Kind, MemoryStatus, RecallHit, ReplicationState, Scope
+from resident.messages.memory import Activation, Kind, MemoryStatus, RecallHit, Receipt, ReplicationState, Scope
 from resident.messages.principles import Principle, PrincipleState
 from resident.messages.skills import MAX_SEARCH, PROJECTED_SKILLS, ChosenSkill, SkillMatch, TeamSkill, Track
 from resident.messages.supervision import SupervisorStatistics
@@ -32,6 +32,8 @@ __all__ = [
     "MAX_CHAR_BUDGET",
     "MAX_IMPORT_BODY_BYTES",
     "MAX_LISTED_IDS",
+    "MAX_REMEMBER_ITEMS",
+    "MAX_REMEMBER_MANY_BODY_BYTES",
     "MAX_SKILL_BODY_BYTES",
     "READ_TIMEOUT",
     "ActorEvent",
@@ -56,6 +58,7 @@ __all__ = [
     "HomeStatus",
     "ImportMember",
     "Imported",
+    "ItemOutcome",
     "ListPrinciples",
     "LogQuery",
     "MemberInfo",
@@ -76,6 +79,8 @@ __all__ = [
     "RecordWithheldEvent",
     "Reject",
     "Remember",
+    "RememberMany",
+    "RememberedMany",
     "ReplicationAttemptEvent",
     "ReplicationSyncedEvent",
     "Rollback",
@@ -102,6 +107,10 @@ MAX_LISTED_IDS = 1_000
 MAX_IMPORT_BODY_BYTES = (256 * 1024 * 1024) * 4 // 3 + 64 * 1024
 # A skill's SKILL.md travels the same way, up to the 256 KiB a skill file may hold.
 MAX_SKILL_BODY_BYTES = (256 * 1024) * 4 // 3 + 64 * 1024
+# `remember_many` admits at most this many items a call (they are one transaction, one message to the writer).
+MAX_REMEMBER_ITEMS = 10_000
+# ... and its body holds at most this much (the CLI's `remember --jsonl` reads no more from its file).
+MAX_REMEMBER_MANY_BODY_BYTES = 64 * 1024 * 1024
 # A whole request arrives within this many seconds (by default; `resident up --read-timeout`) or is answered 408.
 READ_TIMEOUT = 10.0
 # A member session presents its grant token in this header, besides the home's token; the server
@@ -163,6 +172,16 @@ class Remember(_Request, frozen=True):
     source: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
     occurred_at: Timestamp | None = None
     cites: Annotated[tuple[RecordRef, ...], msgspec.Meta(max_length=100)] = ()
+
+
+class RememberMany(_Request, frozen=True):
+    """Memories for the member named in the path, each an object with the fields of `Remember`.
+
+    Items are checked one by one, so a malformed item is refused in its place (in the answer's
+    `outcomes`) and the others are written all the same.
+    """
+
+    items: Annotated[tuple[Any, ...], msgspec.Meta(max_length=MAX_REMEMBER_ITEMS)]
 
 
 class RecallQuery(_Request, frozen=True):
@@ -414,6 +433,20 @@ class ErrorBody(_Answer, frozen=True):
     """Every 4xx and 5xx answer: `{"error": {"type": ..., "message": ...}}`, as the CLI prints it."""
 
     error: ErrorDetail
+
+
+class ItemOutcome(_Answer, frozen=True, omit_defaults=True):
+    """What one item of a `remember_many` came to: its receipt, or the error that refused it."""
+
+    index: int
+    receipt: Receipt | None = None
+    error: ErrorDetail | None = None
+
+
+class RememberedMany(_Answer, frozen=True):
+    """One outcome per item, in the order of the items."""
+
+    outcomes: tuple[ItemOutcome, ...]
 
 
 # -- the event stream ----------------------------------------------------------------------------

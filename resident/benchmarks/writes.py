@@ -8,18 +8,17 @@ counters), replication lag to `synced` (when a Realm takes part), errors by type
 
 from __future__ import annotations
 
-import asyncio
 import resource
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from resident.benchmarks.workloads import Tally, Writer, run_tasks, run_threads, text_of_size
 from resident.config import DEFAULT_WORLD, scratch_home, team_of
-from resident.errors import InvalidInput, ResidentError
+from resident.errors import InvalidInput
 from resident.memory.banks import parse_scope
 from resident.memory.records import MAX_BODY_CHARS
 from resident.messages.replication import RecordsSynced
@@ -114,41 +113,6 @@ def quantiles(samples: list[float]) -> dict[str, float]:
     return {"p50": at(0.5), "p95": at(0.95), "p99": at(0.99), "max": round(ordered[-1] * 1000, 3)}
 
 
-class _Tally:
-    """Counts shared by every writer (threads append under a lock; asyncio needs none)."""
-
-    def __init__(self, limit: int | None, deadline: float | None) -> None:
-        self.limit = limit
-        self.deadline = deadline
-        self.latencies: list[float] = []
-        self.errors: Counter[str] = Counter()
-        self.started = 0
-        self.lock = threading.Lock()
-
-    def claim(self) -> int | None:
-        """The next write's number, or None when the run is over."""
-        with self.lock:
-            if self.limit is not None and self.started >= self.limit:
-                return None
-            if self.deadline is not None and time.monotonic() >= self.deadline:
-                return None
-            self.started += 1
-            return self.started
-
-    def record(self, latency: float | None, error: BaseException | None) -> None:
-        with self.lock:
-            if error is not None:
-                self.errors[type(error).__name__] += 1
-            elif latency is not None:
-                self.latencies.append(latency)
-
-
-def _text(n: int, size: int) -> str:
-    head = f"bench write {n}: "
-    filler = "the quick brown fox jumps over the lazy dog " * (size // 44 + 1)
-    return (head + filler)[:size]
-
-
 def run_write_bench(bench: WriteBench, progress: Callable[[int, int | None], None] | None = None) -> WriteBenchReport:
     """Run the benchmark; `progress(done, total)` is called a few times a second."""
     bench.check()
@@ -179,7 +143,7 @@ def _measure(
     scope = parse_scope(bench.scope)
     before: WriterStatistics = runtime._internal.wiring.writer.ask(GetWriterStatistics())
     deadline = time.monotonic() + bench.duration if bench.duration is not None else None
-    tally = _Tally(bench.count, deadline)
+    tally = Tally(bench.count, deadline)
     started = time.monotonic()
     options = [_write_options(scope, name, names) for name in names]
     stop = threading.Event()
@@ -187,10 +151,11 @@ def _measure(
     if progress is not None:
         reporter.start()
     try:
-        if bench.mode == "threads":
-            _threads(runtime, names, options, bench, tally)
-        else:
-            asyncio.run(_tasks(runtime, names, options, bench, tally))
+        writers: list[Writer] = [
+            (name, extra) for name, extra in zip(names, options, strict=True) for _ in range(bench.writers)
+        ]
+        run = run_threads if bench.mode == "threads" else run_tasks
+        run(runtime, writers, text_of_size(bench.size), tally)
     finally:
         stop.set()
         if progress is not None:
@@ -224,50 +189,8 @@ def _write_options(scope: str, name: str, names: list[str]) -> dict[str, str]:
     return {"scope": scope}
 
 
-def _threads(runtime: Runtime, names: list[str], options: list[dict[str, str]], bench: WriteBench,
-             tally: _Tally) -> None:
-    def writer(member: str, extra: dict[str, str]) -> None:
-        handle = runtime.member(member)
-        while (n := tally.claim()) is not None:
-            began = time.perf_counter()
-            try:
-                handle.remember(_text(n, bench.size), **extra)  # type: ignore[arg-type]
-            except ResidentError as error:
-                tally.record(None, error)
-            else:
-                tally.record(time.perf_counter() - began, None)
-
-    threads = [
-        threading.Thread(target=writer, args=(name, extra), name=f"bench-{name}-{w}", daemon=True)
-        for name, extra in zip(names, options, strict=True)
-        for w in range(bench.writers)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-
-async def _tasks(runtime: Runtime, names: list[str], options: list[dict[str, str]], bench: WriteBench,
-                 tally: _Tally) -> None:
-    async def writer(member: str, extra: dict[str, str]) -> None:
-        handle = runtime.member(member)
-        while (n := tally.claim()) is not None:
-            began = time.perf_counter()
-            try:
-                await handle.aremember(_text(n, bench.size), **extra)  # type: ignore[arg-type]
-            except ResidentError as error:
-                tally.record(None, error)
-            else:
-                tally.record(time.perf_counter() - began, None)
-
-    await asyncio.gather(
-        *(writer(name, extra) for name, extra in zip(names, options, strict=True) for _ in range(bench.writers))
-    )
-
-
 def _report_progress(
-    tally: _Tally, total: int | None, progress: Callable[[int, int | None], None] | None, stop: threading.Event
+    tally: Tally, total: int | None, progress: Callable[[int, int | None], None] | None, stop: threading.Event
 ) -> None:
     while progress is not None and not stop.wait(0.25):
         progress(len(tally.latencies), total)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -30,17 +31,27 @@ def bench() -> None:
               help="auto: start a loopback Realm and measure replication lag; URL: use one; none: no Realm.")
 @click.option("--home", "bench_home", type=click.Path(file_okay=False, path_type=Path),
               help="Benchmark this home (memory must be on) instead of a fresh one.")
+@click.option("--sweep", "levels", metavar="N,N,...",
+              help="Instead: throughput and p99 latency at each level of concurrency (e.g. 1,8,64,256,1024) for "
+                   "threads, asyncio tasks, remember_many and SQLite, each on a fresh home (--duration each).")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.svg",
+              help="With --sweep: also draw it as an SVG (needs matplotlib: resident-runtime[bench]).")
 @json_option
 @pass_state
 def writes(
     state: CliState, members: int, writers: int, mode: str, duration: float | None, count: int | None, size: int,
-    scope: str, realm: str, bench_home: Path | None, as_json: bool,
+    scope: str, realm: str, bench_home: Path | None, levels: str | None, plot: Path | None, as_json: bool,
 ) -> None:
     """Durable `remember` throughput and latency from MEMBERS x WRITERS concurrent writers.
 
     Runs against a fresh home unless --home (or the global --home) names one; a home that another
-    process has open is refused.
+    process has open is refused. With --sweep, every kind of writer at every level instead.
     """
+    if levels is not None:
+        _sweep(levels, duration, size, plot, as_json)
+        return
+    if plot is not None:
+        raise click.UsageError("--plot draws a sweep: give --sweep LEVELS with it")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
@@ -85,6 +96,30 @@ def writes(
     stdout.print(table)
     for note in report.notes:
         stdout.print(f"note: {note}")
+
+
+def _sweep(levels: str, duration: float | None, size: int, plot: Path | None, as_json: bool) -> None:
+    from resident.benchmarks.sweep import SWEEP_SECONDS, parse_levels, pyplot, run_sweep  # noqa: PLC0415
+    from resident.benchmarks.sweep import plot as draw  # noqa: PLC0415
+
+    chosen = parse_levels(levels)
+    if plot is not None:
+        pyplot()  # without matplotlib, refused before the run rather than after it
+    progress = None if as_json else (lambda point: stdout.line(_point_line(point)))
+    if not as_json:
+        stdout.line(f"{'kind':<14} {'writers':>7} {'writes/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'cpu µs/w':>8}")
+    points = run_sweep(chosen, seconds=duration if duration is not None else SWEEP_SECONDS, size=size,
+                       progress=progress)
+    drawn = None if plot is None else draw(points, plot)
+    if as_json:
+        emit_json({"points": [point.to_json() for point in points], "plot": None if drawn is None else str(drawn)})
+    elif drawn is not None:
+        stdout.line(f"plot: {drawn}")
+
+
+def _point_line(point: Any) -> str:
+    return (f"{point.kind:<14} {point.concurrency:>7} {point.throughput:>9.0f} {point.p50_ms:>8.2f} "
+            f"{point.p99_ms:>8.2f} {point.cpu_us_per_write:>8.0f}")
 
 
 COMMANDS = (bench,)

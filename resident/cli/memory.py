@@ -6,11 +6,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from resident.api import routes, wire
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, read_text_argument, stdout
 from resident.cli.target import runtime_for
-from resident.messages.memory import PROVIDERS, Activation, MemoryRecord, MemoryStatus
+from resident.messages.memory import PROVIDERS, Activation, MemoryRecord, MemoryStatus, Receipt
+from resident.terminal import printable
 
 __all__ = ["COMMANDS"]
 
@@ -209,7 +211,7 @@ def forget(state: CliState, record_id: str, member: str, reason: str, as_json: b
 
 @click.command()
 @click.argument("member", type=UTF8)
-@click.argument("text", type=UTF8)
+@click.argument("text", type=UTF8, required=False)
 @click.option(
     "--scope",
     type=MEMBER_SCOPES,
@@ -236,12 +238,18 @@ def forget(state: CliState, record_id: str, member: str, reason: str, as_json: b
 )
 @click.option("--domain", type=click.Choice(["work", "personal"]), help="Recall it only in this domain.")
 @click.option("--project", type=UTF8, help="Recall it only in this project.")
+@click.option(
+    "--jsonl", "jsonl", type=UTF8, metavar="FILE|-",
+    help="Many memories instead of TEXT: one JSON object a line, with remember's fields (text, scope, ...).",
+)
 @json_option
 @pass_state
+@click.pass_context
 def remember(
+    ctx: click.Context,
     state: CliState,
     member: str,
-    text: str,
+    text: str | None,
     scope: str,
     counterpart: str | None,
     world: str | None,
@@ -252,6 +260,7 @@ def remember(
     importance: float,
     domain: str | None,
     project: str | None,
+    jsonl: str | None,
     as_json: bool,
 ) -> None:
     """Store TEXT durably in MEMBER's memory (`-` reads it from stdin).
@@ -259,7 +268,23 @@ def remember(
     Prints the new record's id and its replication state, `pending` until Realm accepts it (with
     --json: an object with id, bank, replication and recorded_at). TEXT must be valid UTF-8,
     not blank, and at most 16,000 characters. Memory must be on (`resident memory enable`).
+
+    With --jsonl FILE (or - for stdin), each line is one memory: a JSON object with the fields of
+    this command (text, scope, counterpart, world, kind, summary, supersedes, canonical,
+    importance, activation). Each is durable with its own receipt, printed as `line N: ID STATE`;
+    a refused line is one line on stderr, `line N: Type: message`, the others are written all the
+    same, and the exit status is 1 if any line was refused. At most 10,000 lines and 64 MiB.
     """
+    if jsonl is not None:
+        given = [name for name in _REMEMBER_OPTIONS if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE]
+        if text is not None or given:
+            raise click.UsageError("--jsonl takes each memory's fields from its lines: no TEXT or option beside it")
+        _remember_lines(ctx, state, member, jsonl, as_json)
+        return
+    if text is None:
+        raise click.UsageError(
+            "Missing argument 'TEXT': give the text to remember (- reads it from stdin), or --jsonl FILE"
+        )
     request = wire.Remember(
         text=read_text_argument(text),
         scope=scope,  # type: ignore[arg-type]  # one of MEMBER_SCOPES
@@ -278,6 +303,48 @@ def remember(
         emit_json(receipt)
     else:
         stdout.line(f"{receipt.id} {receipt.replication}")
+
+
+_REMEMBER_OPTIONS = (
+    "scope", "counterpart", "world", "kind", "summary", "supersedes", "canonical", "importance", "domain", "project",
+)
+
+
+def _remember_lines(ctx: click.Context, state: CliState, member: str, source: str, as_json: bool) -> None:
+    """`remember --jsonl`: every line read, the valid ones written as one `remember_many`, each reported by line."""
+    from resident.cli.jsonl import read_jsonl  # noqa: PLC0415 - only this option needs it
+
+    lines = read_jsonl(source)
+    written: list[tuple[int, Receipt]] = []
+    refused = list(lines.refused)
+    if lines.items:
+        with runtime_for(state) as runtime:
+            answer = runtime.call(
+                routes.REMEMBER_MANY, wire.RememberMany(items=tuple(item for _, item in lines.items)), member=member
+            )
+        for outcome in answer.outcomes:
+            number = lines.items[outcome.index][0]
+            if outcome.receipt is not None:
+                written.append((number, outcome.receipt))
+            elif outcome.error is not None:
+                refused.append((number, outcome.error.type, outcome.error.message))
+    refused.sort()
+    if as_json:
+        emit_json({
+            "written": [
+                {"line": number, "id": receipt.id, "bank": receipt.bank, "replication": receipt.replication,
+                 "recorded_at": receipt.recorded_at}
+                for number, receipt in written
+            ],
+            "refused": [{"line": number, "type": kind, "message": message} for number, kind, message in refused],
+        })
+    else:
+        for number, receipt in written:
+            stdout.line(f"line {number}: {receipt.id} {receipt.replication}")
+        for number, kind, message in refused:
+            click.echo(printable(f"line {number}: {kind}: {' '.join(message.split())}"), err=True)
+    if refused:
+        ctx.exit(1)
 
 
 @click.command()

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TypeVar
 
 import msgspec
 import numpy as np
@@ -35,6 +36,7 @@ from resident.messages.memory import MemoryRecord
 __all__ = ["Rebuilt", "StoredColumns", "aligned", "rebuild_index"]
 
 Buffer = bytes | memoryview
+T = TypeVar("T")
 # A stored record decoded as just what the index keeps of it (see `IndexEntry`).
 _STORED_ENTRY = msgspec.msgpack.Decoder(IndexEntry)
 _STORED_RECORD = msgspec.msgpack.Decoder(MemoryRecord)
@@ -71,7 +73,7 @@ def rebuild_index(columns: StoredColumns, embedder: str) -> Rebuilt:
             # The vectors are mostly copied, which lets go of the interpreter lock: assembled on the
             # other core while this thread decodes records and terms.
             stacked = pool.submit(stored_matrix, rows, vectors, count, embedder)
-            entries = [_STORED_ENTRY.decode(raw) for raw in columns.records]
+            entries: list[IndexEntry] = _decode_records(_STORED_ENTRY, columns.record_keys, columns.records)
             terms, unstored = _stored_terms(columns)
             matrix, present = stacked.result()
         index.add(entries, matrix, present, terms)
@@ -108,7 +110,9 @@ def _stored_terms(columns: StoredColumns) -> tuple[Terms, list[tuple[str, npt.ND
     if not len(missing):
         return (docs, terms), []
     ids = [keys[row].decode("utf-8") for row in missing.tolist()]
-    texts = [indexed_text(_STORED_RECORD.decode(columns.records[row])) for row in missing.tolist()]
+    rows = missing.tolist()
+    records = _decode_records(_STORED_RECORD, [keys[row] for row in rows], [columns.records[row] for row in rows])
+    texts = [indexed_text(record) for record in records]
     analysed = term_ids_batch(texts)
     analysed_docs, analysed_terms = analysed
     joined = (
@@ -116,6 +120,20 @@ def _stored_terms(columns: StoredColumns) -> tuple[Terms, list[tuple[str, npt.ND
         np.concatenate((terms, analysed_terms)),
     )
     return joined, list(zip(ids, split_terms(analysed, len(ids)), strict=True))
+
+
+def _decode_records(decoder: msgspec.msgpack.Decoder[T], keys: Sequence[bytes], values: Sequence[Buffer]) -> list[T]:
+    """Every value decoded; a value that does not decode is named by its record's key."""
+    try:
+        return [decoder.decode(raw) for raw in values]
+    except msgspec.DecodeError:
+        for key, raw in zip(keys, values, strict=True):
+            try:
+                decoder.decode(raw)
+            except msgspec.DecodeError as error:
+                named = key.decode("utf-8", "replace")
+                raise msgspec.DecodeError(f"records/{named} does not decode: {error}") from None
+        raise
 
 
 @contextmanager

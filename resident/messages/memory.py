@@ -43,7 +43,6 @@ __all__ = [
     "RecordsRecalled",
     "Remember",
     "ReplicationState",
-    "Retain",
     "Scope",
     "SubstrateStatus",
     "TextsEmbedded",
@@ -214,20 +213,9 @@ class MemberImported(Event, frozen=True, tag="member.imported"):
 # -- commands and replies ------------------------------------------------------------------------
 
 
-class Retain(Message, frozen=True, tag="retain"):
-    """Member → substrate: embed, write durably, index. The record is fully formed except its vector.
-
-    `before` is written in the same transaction ahead of the record (the bank, on its first use)
-    and `supersedes` after it (marking the record it replaces).
-    """
-
-    record: MemoryRecord
-    before: tuple[BankCreated, ...] = ()
-    supersedes: RecordSuperseded | None = None
-
-
 class Remember(Message, frozen=True, tag="remember"):
-    """Caller → member: admit a memory (validated and shaped into a record by the member)."""
+    """A memory to admit, checked and shaped into a record by `resident.memory.admission` (in the
+    caller's thread, or by the member actor when it is asked)."""
 
     text: str
     scope: Scope = "AGENT_CORE"
@@ -340,10 +328,9 @@ class SubstrateStatus(Message, frozen=True, tag="substrate.status"):
     rebuild_seconds: float
     by_lifecycle: dict[str, int]
     by_replication: dict[str, int]
-    # The retain pipeline: memories waiting to be embedded, records at the writer, and how many
-    # embedding batches have gone (with the largest), so batching under load can be seen.
+    # Taking in new records: those committed but not yet in the index, and how many analysis
+    # batches have run (with the largest), so batching under load can be seen.
     queued: int = 0
-    in_flight: int = 0
     batches: int = 0
     largest_batch: int = 0
     # The embedder spec, and whether its worker is late (recall then answers by keyword alone).

@@ -6,10 +6,12 @@ from typing import Literal
 
 from resident.messages.base import Message, Record
 from resident.messages.events import AnyEvent
+from resident.messages.memory import Receipt
 
 __all__ = [
     "PROBLEM_LIMIT",
     "Commit",
+    "CommitEach",
     "Committed",
     "DoctorReport",
     "Finding",
@@ -34,6 +36,19 @@ class Commit(Message, frozen=True, tag="commit"):
     vectors: tuple[tuple[str, bytes], ...] = ()
     # Each record's keyword term ids (`resident.memory.stored_terms`), so a rebuild need not analyse it.
     terms: tuple[tuple[str, bytes], ...] = ()
+    # What the writer answers once the write is durable, instead of its `Committed`: a remember's
+    # receipt, so the caller hears from the writer itself and no stage has to pass the answer on.
+    answer: Receipt | None = None
+
+
+class CommitEach(Message, frozen=True, tag="commit.each"):
+    """Independent writes sent as one message with one reply (a `remember_many`).
+
+    They share a commit; the answer lists each write's outcome in order: its `answer` (else its
+    `Committed`) or the error that refused it. One refused write does not hold back the others.
+    """
+
+    writes: tuple[Commit, ...]
 
 
 class Committed(Message, frozen=True, tag="committed"):
@@ -44,9 +59,14 @@ class Committed(Message, frozen=True, tag="committed"):
 
 
 class Published(Message, frozen=True, tag="published"):
-    """Events that were just committed, sent by the writer to the actors subscribed to their types."""
+    """Events that were just committed, sent by the writer to the actors subscribed to their types.
+
+    `stored_terms` names the admitted records whose commit stored their keyword terms (an import
+    does): the substrate reads those from the store and analyses the others itself.
+    """
 
     events: tuple[AnyEvent, ...]
+    stored_terms: frozenset[str] = frozenset()
 
 
 class WriterStatistics(Message, frozen=True, tag="writer.statistics"):

@@ -15,7 +15,7 @@ from resident.ids import new_id
 from resident.memory.banks import APP_SCOPES, app_bank, parse_scope
 from resident.memory.records import make_record
 from resident.memory.visibility import can_see_bank, can_write
-from resident.messages.memory import Bank, BankCreated, Principal, RecallHit, Receipt, Retain
+from resident.messages.memory import Bank, BankCreated, Principal, RecallHit, Receipt, RecordAdmitted
 from resident.messages.store import Commit
 from resident.runtime.member import ActivationLike, as_activation, recall_message
 from resident.store.tables import BANKS
@@ -89,8 +89,11 @@ class Apps:
             canonical=False, delegated=False, source=f"app:{app_or_workspace}", occurred_at=None, cites=(),
             now=now, author=app_or_workspace,
         )
-        receipt: Receipt = runtime._internal.wiring.substrate.ask(Retain(record=record), timeout)
-        return receipt
+        receipt = Receipt(id=record.id, bank=record.bank, replication=record.replication, recorded_at=now)
+        answer: Receipt = runtime._internal.write(
+            Commit(events=(RecordAdmitted(at=now, record=record),), answer=receipt), timeout
+        )
+        return answer
 
     def recall(
         self,

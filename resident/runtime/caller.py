@@ -15,7 +15,7 @@ Light on purpose: the `resident` command imports it before it knows whether a ru
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,6 +23,7 @@ from resident.coordination.tokens import GRANT_TOKEN_ENV
 from resident.errors import GrantExceeded, InvalidInput, OwnerOnlyAction
 
 if TYPE_CHECKING:
+    from resident.errors import ResidentError
     from resident.messages.memory import MemoryRecord, RecallHit, Receipt, Reconciled
     from resident.runtime.coordination import Session
     from resident.runtime.member import ActivationLike, Member
@@ -76,6 +77,10 @@ class CallerMemory(Protocol):
         timeout: float | None = ...,
     ) -> Receipt: ...
 
+    async def remember_many(
+        self, items: Iterable[Mapping[str, Any]], *, timeout: float | None = ...
+    ) -> list[Receipt | ResidentError]: ...
+
     async def recall(
         self,
         query: str | bytes,
@@ -111,6 +116,11 @@ class _OwnersMemory:
 
     async def remember(self, text: str | bytes, **options: Any) -> Receipt:
         return await self._member.aremember(text, **options)
+
+    async def remember_many(
+        self, items: Iterable[Mapping[str, Any]], *, timeout: float | None = None
+    ) -> list[Receipt | ResidentError]:
+        return await self._member.aremember_many(items, timeout=timeout)
 
     async def recall(self, query: str | bytes, k: int = 10, **options: Any) -> list[RecallHit]:
         return await self._member.arecall(query, k, **options)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from resident.actors.coordinator import Dispatched
 from resident.coordination.grants import ROLE_ACTIONS, check, issue_root, role_actions
 from resident.coordination.tokens import new_token, token_digest
-from resident.errors import CandidateInvalid, GrantInvalid, InvalidInput, UnknownExecution
+from resident.errors import CandidateInvalid, GrantInvalid, InvalidInput, ResidentError, UnknownExecution
 from resident.ids import check_record_id, new_id
 from resident.knowledge.evidence import EVIDENCE_ROLES, fingerprint
 from resident.knowledge.repositories import check_ref
@@ -138,9 +138,44 @@ class Session:
             canonical=canonical, source=f"execution:{self.execution.id}", occurred_at=occurred_at, cites=cites,
             delegation=self._delegation,
         )
-        receipt: Receipt = await self._ask(message, timeout)
+        receipt = await self._runtime._internal.admissions.aremember(self.member.name, message, timeout)
         self.produced.append(receipt.id)
         return receipt
+
+    async def remember_many(
+        self, items: Iterable[Mapping[str, Any]], *, timeout: float | None = None
+    ) -> list[Receipt | ResidentError]:
+        """Write many memories for the execution (see `Member.remember_many`); each item is checked
+        against the grant like a `remember` of its own, and one the grant does not cover is refused
+        alone."""
+        allowed: list[Mapping[str, Any]] = []
+        outcomes: list[Receipt | ResidentError | None] = []
+        for item in items:
+            try:
+                self._check_item(item)
+            except ResidentError as error:
+                outcomes.append(error)
+                continue
+            allowed.append({**item, "source": f"execution:{self.execution.id}"})
+            outcomes.append(None)
+        written = iter(
+            await self._runtime._internal.admissions.aremember_many(
+                self.member.name, allowed, timeout, delegation=self._delegation
+            )
+        )
+        results = [outcome if outcome is not None else next(written) for outcome in outcomes]
+        self.produced.extend(result.id for result in results if isinstance(result, Receipt))
+        return results
+
+    def _check_item(self, item: Mapping[str, Any]) -> None:
+        if not isinstance(item, Mapping):
+            raise InvalidInput(f"an item is a mapping of remember's fields, not {type(item).__name__}")
+        if "source" in item:
+            raise InvalidInput("a session's memories name their execution as source; leave source out")
+        scope = item.get("scope", "AGENT_CORE")
+        if not isinstance(scope, str):
+            raise InvalidInput(f"scope must be a scope name, not {scope!r}")
+        self.check("supersede" if item.get("supersedes") else "remember", scope)
 
     async def supersede(self, record_id: str, text: str | bytes, **options: Any) -> Receipt:
         """Write a new version of `record_id` (which must be in a scope the grant covers)."""

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from resident.actors.substrate import MAX_RECALL_K
-from resident.errors import InvalidInput, TextInvalid
+from resident.errors import InvalidInput, ResidentError, TextInvalid
 from resident.ids import check_record_id
 from resident.memory.banks import parse_scope
 from resident.memory.records import clean_query
@@ -117,7 +117,7 @@ def remember_message(
     cites: tuple[str, ...],
     delegation: Delegation | None = None,
 ) -> Remember:
-    """A `Remember` from caller-shaped values (the member actor checks and shapes the rest)."""
+    """A `Remember` from caller-shaped values (`resident.memory.admission` checks and shapes the rest)."""
     return Remember(
         text=_text(text),
         scope=parse_scope(scope),
@@ -194,8 +194,7 @@ class Member:
             importance=importance, confidence=confidence, activation=activation, supersedes=supersedes,
             canonical=canonical, source=source, occurred_at=occurred_at, cites=cites,
         )
-        receipt: Receipt = self._runtime.ask_member(self.name, message, timeout)
-        return receipt
+        return self._runtime._internal.admissions.remember(self.name, message, timeout)
 
     async def aremember(
         self,
@@ -222,8 +221,22 @@ class Member:
             importance=importance, confidence=confidence, activation=activation, supersedes=supersedes,
             canonical=canonical, source=source, occurred_at=occurred_at, cites=cites,
         )
-        receipt: Receipt = await self._runtime.ask_member_async(self.name, message, timeout)
-        return receipt
+        return await self._runtime._internal.admissions.aremember(self.name, message, timeout)
+
+    def remember_many(
+        self, items: Iterable[Mapping[str, Any]], *, timeout: float | None = None
+    ) -> list[Receipt | ResidentError]:
+        """Admit many memories at once: each item is a mapping of `remember`'s fields (`text`, and any of
+        its options). Valid items become durable together, in one commit; one outcome per item, in
+        order: its receipt, or the error that refused it (the other items are written all the same).
+        """
+        return self._runtime._internal.admissions.remember_many(self.name, items, timeout)
+
+    async def aremember_many(
+        self, items: Iterable[Mapping[str, Any]], *, timeout: float | None = None
+    ) -> list[Receipt | ResidentError]:
+        """`remember_many` for asyncio hosts."""
+        return await self._runtime._internal.admissions.aremember_many(self.name, items, timeout)
 
     def recall(
         self,

@@ -92,17 +92,20 @@ class MemoryControl:
             raise MemoryDisabled(MEMORY_OFF_MESSAGE)
 
     def wait_indexed(self, timeout: float = 30.0) -> None:
-        """Wait until the substrate has taken in every change committed so far.
+        """Wait until the substrate has taken in every change committed so far, and stored what it derived.
 
-        Writes through `remember` are indexed before they return; records committed another way
-        (an import, a raw commit through the internal write path) reach the substrate as published events just after
-        their commit. This waits for those: the writer has published everything it committed
-        once it answers a later message, and the substrate handles messages in order.
+        Every committed record reaches the substrate (the writer publishes it before answering
+        anyone), and a recall takes in whatever reached it first, so a `remember` is recallable
+        once it returns. The substrate analyses new records in batches just after: this waits
+        until it has, and until their keyword terms (and hash vectors) are stored. The writer
+        answers statistics once what was queued before is committed, and each actor handles
+        messages in order.
         """
         runtime = self._runtime
         runtime.check_open()
         runtime._internal.wiring.writer.ask(GetWriterStatistics(), timeout)
         runtime._internal.wiring.substrate.ask(GetSubstrateStatus(), timeout)
+        runtime._internal.wiring.writer.ask(GetWriterStatistics(), timeout)
 
     def wait_vectors(self, timeout: float = 60.0) -> bool:
         """Wait until every memory has a vector of the current embedder; False if `timeout` passed first.

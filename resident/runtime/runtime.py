@@ -41,6 +41,7 @@ from resident.messages.memory import Reconciled
 from resident.messages.store import Commit, DoctorReport, SalvageReport
 from resident.messages.supervision import SupervisorStatistics
 from resident.realm.client import realm_base_url
+from resident.runtime.admissions import Admissions
 from resident.runtime.apps import Apps
 from resident.runtime.chaos import Chaos
 from resident.runtime.coordination import CoordinatorControl
@@ -81,6 +82,8 @@ class Internals:
         self.store = store
         # The actors' addresses, the writer's and the store's among them: asking them directly skips the facade.
         self.wiring = wiring
+        # Members' remembers, checked and shaped in the caller's thread (`resident.runtime.admissions`).
+        self.admissions = Admissions(runtime, store, wiring.writer)
 
     def write(self, commit: Commit, timeout: float | None = None) -> Any:
         """Commit events through the writer and wait for durability."""
