@@ -109,7 +109,9 @@ def run_config(name: str, settings: ReplicationSettings, template: Path, work: P
     home = work / f"home-{name}"
     shutil.copytree(template, home)
     realm = RealmProcess(work / f"realm-{name}", port=_free_port())
-    with Runtime.open(home, realm=realm.url, replication=settings) as runtime:
+    # Realm serves enrolled homes only: this one gets its token before the server first starts.
+    token = realm.enroll("bench", rotate=True)
+    with Runtime.open(home, realm=realm.url, realm_token=token, replication=settings) as runtime:
         # Realm starts once the first push has run out of attempts, so replication is resting
         # (`retry_later`, 10 s by default) and nothing is replicated before the clock starts.
         before = _wait_for_rest(runtime, settings)
