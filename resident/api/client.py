@@ -27,48 +27,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import msgspec
-
 from resident.api import routes, wire
 from resident.api.discovery import DISCOVERY_FILE, check_version, pid_alive, read_discovery
 from resident.api.statuses import error_from_body
 from resident.api.transport import StreamItem, Transport
-from resident.errors import InvalidInput, ResidentError, RuntimeNotUp, TextInvalid, UnknownMember
+from resident.errors import InvalidInput, ResidentError, RuntimeNotUp, UnknownMember
+from resident.memory.records import ActivationLike, as_activation, utf8_text
 from resident.messages.coordination import Correction, Progress
-from resident.messages.memory import Activation, MemoryRecord, MemoryStatus, RecallHit, Receipt, Reconciled
+from resident.messages.memory import MemoryRecord, MemoryStatus, RecallHit, Receipt, Reconciled
 from resident.messages.replication import RecordReplication, ReplicationCounts
 from resident.messages.supervision import SupervisorStatistics
 
 __all__ = ["RemoteMember", "RemoteRuntime", "StreamItem", "connect"]
 
-ActivationLike = Activation | Mapping[str, str | None] | None
 # A sync's answer comes when it settles or at its deadline; the request waits a little longer.
 _SYNC_MARGIN = 15.0
-
-
-def _text(value: str | bytes, what: str = "text") -> str:
-    if isinstance(value, bytes | bytearray):
-        try:
-            return bytes(value).decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise TextInvalid(f"{what} is not valid UTF-8 (byte {error.start}); send UTF-8 text") from None
-    if not isinstance(value, str):
-        raise TextInvalid(f"{what} must be a string, not {type(value).__name__}")
-    return value
-
-
-def _activation(value: ActivationLike) -> Activation:
-    if value is None or isinstance(value, Activation):
-        return value or Activation()
-    if not isinstance(value, Mapping):
-        raise InvalidInput("activation must be a mapping like {'domain': 'work', 'project': 'x'}")
-    unknown = sorted(set(value) - {"domain", "project"})
-    if unknown:
-        raise InvalidInput(f"unknown activation key {unknown[0]!r}; use domain and project")
-    try:
-        return msgspec.convert(dict(value), Activation)
-    except msgspec.ValidationError as error:
-        raise InvalidInput(f"activation: {error}") from None
 
 
 def _many_body(items: Iterable[Mapping[str, Any]]) -> wire.RememberMany:
@@ -110,8 +83,8 @@ class RemoteMember:
     ) -> wire.Remember:
         try:
             return wire.Remember(
-                text=_text(text), summary=None if summary is None else _text(summary, "summary"),
-                activation=_activation(activation), **options,
+                text=utf8_text(text, "text"), summary=None if summary is None else utf8_text(summary, "summary"),
+                activation=as_activation(activation), **options,
             )
         except TypeError as error:
             raise InvalidInput(f"remember: {error}; see Member.remember for its options") from None
@@ -165,7 +138,7 @@ class RemoteMember:
         query: str | bytes, k: int, activation: ActivationLike, char_budget: int, include_inactive: bool
     ) -> wire.RecallQuery:
         return wire.RecallQuery(
-            query=_text(query, "query"), k=k, activation=_activation(activation), char_budget=char_budget,
+            query=utf8_text(query, "query"), k=k, activation=as_activation(activation), char_budget=char_budget,
             include_inactive=include_inactive,
         )
 
@@ -260,7 +233,7 @@ class RemoteMember:
 
 def _reconcile_body(rollback: bool, readmit: bool, text: str | bytes | None, canonical: bool | None) -> wire.Reconcile:
     return wire.Reconcile(
-        rollback=rollback, readmit=readmit, text=None if text is None else _text(text), canonical=canonical
+        rollback=rollback, readmit=readmit, text=None if text is None else utf8_text(text, "text"), canonical=canonical
     )
 
 

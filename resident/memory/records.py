@@ -9,6 +9,7 @@ digest is the record's version identity for Realm: the same id with another dige
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from resident.errors import InvalidInput, TextInvalid
 from resident.messages.digest import content_digest
@@ -20,6 +21,8 @@ __all__ = [
     "MAX_BODY_CHARS",
     "MAX_QUERY_CHARS",
     "MAX_SUMMARY_CHARS",
+    "ActivationLike",
+    "as_activation",
     "check_kind",
     "check_time",
     "check_unit",
@@ -29,13 +32,17 @@ __all__ = [
     "indexed_text",
     "make_record",
     "summarize",
+    "utf8_text",
 ]
+
+# What callers may pass as an activation condition: a struct, a mapping of its two keys, or nothing.
+ActivationLike = Activation | Mapping[str, str | None] | None
 
 MAX_QUERY_CHARS = 2_000
 KINDS: tuple[Kind, ...] = ("world", "experience", "observation")
 
 
-def _utf8(value: str | bytes, field: str) -> str:
+def utf8_text(value: str | bytes, field: str) -> str:
     """`value` as a `str` that encodes to UTF-8 (bytes are decoded strictly; lone surrogates refused)."""
     if isinstance(value, bytes | bytearray):
         try:
@@ -51,9 +58,30 @@ def _utf8(value: str | bytes, field: str) -> str:
     return value
 
 
+def as_activation(value: ActivationLike) -> Activation:
+    """An `Activation` from `None`, an `Activation`, or a mapping with `domain` and/or `project`."""
+    domain: str | None
+    if value is None:
+        return Activation()
+    if isinstance(value, Activation):
+        domain, project = value.domain, value.project
+    elif isinstance(value, Mapping):
+        unknown = sorted(set(value) - {"domain", "project"})
+        if unknown:
+            raise InvalidInput(f"unknown activation key {unknown[0]!r}; use domain and project")
+        domain, project = value.get("domain"), value.get("project")
+    else:
+        raise InvalidInput("activation must be a mapping like {'domain': 'work', 'project': 'x'}")
+    if domain not in (None, "work", "personal"):
+        raise InvalidInput(f"activation domain must be 'work' or 'personal', not {domain!r}")
+    if project is not None and (not isinstance(project, str) or not project.strip()):
+        raise InvalidInput("activation project must be a non-empty name")
+    return Activation(domain=domain, project=project)  # type: ignore[arg-type]
+
+
 def clean_text(value: str | bytes, field: str, limit: int) -> str:
     """`value` as checked text: valid UTF-8, not blank, at most `limit` characters."""
-    text = _utf8(value, field).strip()
+    text = utf8_text(value, field).strip()
     if not text:
         raise TextInvalid(f"{field} is empty; give some text to remember")
     if len(text) > limit:
@@ -63,7 +91,7 @@ def clean_text(value: str | bytes, field: str, limit: int) -> str:
 
 def clean_query(value: str | bytes) -> str:
     """A recall query as checked text: valid UTF-8, not blank, at most `MAX_QUERY_CHARS` characters."""
-    text = _utf8(value, "the query").strip()
+    text = utf8_text(value, "the query").strip()
     if not text:
         raise TextInvalid("the query is empty; say what to recall")
     if len(text) > MAX_QUERY_CHARS:

@@ -6,12 +6,11 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from resident.actors.substrate import MAX_RECALL_K
-from resident.errors import InvalidInput, ResidentError, TextInvalid
+from resident.errors import InvalidInput, ResidentError
 from resident.ids import check_record_id
 from resident.memory.banks import parse_scope
-from resident.memory.records import clean_query
+from resident.memory.records import ActivationLike, as_activation, clean_query, utf8_text
 from resident.messages.memory import (
-    Activation,
     Delegation,
     Forget,
     GetRecord,
@@ -37,30 +36,6 @@ __all__ = [
     "reconciled",
     "remember_message",
 ]
-
-ActivationLike = Activation | Mapping[str, str | None] | None
-
-
-def as_activation(value: ActivationLike) -> Activation:
-    """An `Activation` from `None`, an `Activation`, or a mapping with `domain` and/or `project`."""
-    domain: str | None
-    if value is None:
-        return Activation()
-    if isinstance(value, Activation):
-        domain, project = value.domain, value.project
-    elif isinstance(value, Mapping):
-        unknown = sorted(set(value) - {"domain", "project"})
-        if unknown:
-            raise InvalidInput(f"unknown activation key {unknown[0]!r}; use domain and project")
-        domain, project = value.get("domain"), value.get("project")
-    else:
-        raise InvalidInput("activation must be a mapping like {'domain': 'work', 'project': 'x'}")
-    if domain not in (None, "work", "personal"):
-        raise InvalidInput(f"activation domain must be 'work' or 'personal', not {domain!r}")
-    if project is not None and (not isinstance(project, str) or not project.strip()):
-        raise InvalidInput("activation project must be a non-empty name")
-    return Activation(domain=domain, project=project)  # type: ignore[arg-type]
-
 
 def recall_message(
     query: str | bytes,
@@ -88,17 +63,6 @@ def recall_message(
     )
 
 
-def _text(value: str | bytes) -> str:
-    if isinstance(value, bytes | bytearray):
-        try:
-            return bytes(value).decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise TextInvalid(f"text is not valid UTF-8 (byte {error.start}); send UTF-8 text") from None
-    if not isinstance(value, str):
-        raise TextInvalid(f"text must be a string, not {type(value).__name__}")
-    return value
-
-
 def remember_message(
     text: str | bytes,
     *,
@@ -119,9 +83,9 @@ def remember_message(
 ) -> Remember:
     """A `Remember` from caller-shaped values (`resident.memory.admission` checks and shapes the rest)."""
     return Remember(
-        text=_text(text),
+        text=utf8_text(text, "text"),
         scope=parse_scope(scope),
-        summary=None if summary is None else _text(summary),
+        summary=None if summary is None else utf8_text(summary, "summary"),
         kind=kind,  # type: ignore[arg-type]  # checked by the member actor
         counterpart=counterpart,
         world=world,
@@ -148,7 +112,7 @@ def reconcile_message(
 ) -> Reconcile:
     return Reconcile(
         id=check_record_id(record_id), rollback=rollback, readmit=readmit,
-        text=None if text is None else _text(text), canonical=canonical, delegation=delegation,
+        text=None if text is None else utf8_text(text, "text"), canonical=canonical, delegation=delegation,
     )
 
 
