@@ -25,6 +25,7 @@ import msgspec
 from resident.api.wire import API_VERSION
 from resident.errors import InvalidInput, RuntimeNotUp
 from resident.loopback import is_loopback_host
+from resident.processes import pid_alive
 
 __all__ = [
     "DISCOVERY_FILE",
@@ -150,19 +151,6 @@ def running(home: Path) -> Discovery | None:
     if found is None or not pid_alive(found.pid) or lock_holder(home) != found.pid:
         return None
     return found
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (it may belong to another user)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def lock_holder(home: Path) -> int | None:

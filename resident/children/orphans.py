@@ -28,6 +28,7 @@ import msgspec
 
 from resident.errors import InvalidInput
 from resident.files import read_private_file, write_private_file
+from resident.processes import pid_alive
 
 __all__ = [
     "GUARD_MODULE",
@@ -115,18 +116,8 @@ def _owned_by_me(pid: int) -> bool:
         return not Path("/proc/self").exists()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _parent_alive(record: ChildRecord) -> bool:
-    if not _alive(record.parent_pid):
+    if not pid_alive(record.parent_pid):
         return False
     # A live pid is the recorded parent only if it started at the same moment (pid reuse).
     return record.parent_start is None or process_start(record.parent_pid) == record.parent_start
@@ -182,7 +173,7 @@ def wait_gone(pid: int, timeout: float) -> bool:
             os.close(fd)
     # No pidfd (macOS, old kernels): there is nothing to wait on but the pid itself.
     deadline = time.monotonic() + timeout
-    while _alive(pid):
+    while pid_alive(pid):
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)

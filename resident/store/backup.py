@@ -41,6 +41,7 @@ import msgspec
 from resident.clock import Clock, SystemClock
 from resident.errors import BackupInvalid, ConfigError, InvalidInput, SchemaMismatch, StoreCorrupted
 from resident.messages.backup import BACKUP_FORMAT, BackupFile, BackupManifest
+from resident.processes import pid_alive
 from resident.store.faults import check_data_file, structure_problems
 from resident.store.home import (
     CONFIG_FILE,
@@ -292,16 +293,9 @@ def _remove_leftovers(home: Path, *, keep: Path) -> None:
 
 
 def _alive(pid_and_suffix: str) -> bool:
+    """Whether the process that named a staging folder `<pid>-<suffix>` still runs."""
     pid, _, _ = pid_and_suffix.partition("-")
-    if not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid.isdigit() and pid_alive(int(pid))
 
 
 # -- files ---------------------------------------------------------------------------------------
