@@ -35,6 +35,9 @@ from resident.api.openapi import openapi_document
 from resident.api.statuses import OS_ERROR_STATUS, error_body, status_of
 from resident.api.wire import GRANT_HEADER, READ_TIMEOUT, ErrorDetail
 from resident.errors import InvalidInput, ResidentError, Unauthorized, os_error_message
+from resident.operations import DECLARED
+from resident.operations.declaration import Operation
+from resident.operations.wire import decode as decode_request
 from resident.web import (
     Refusal,
     decode_json,
@@ -168,6 +171,38 @@ def _endpoint(runtime: Runtime, op: routes.Operation, read_timeout: float) -> En
     return endpoint
 
 
+def declared_endpoint(runtime: Runtime, op: Operation[Any, Any, Any], read_timeout: float) -> Endpoint:
+    """The endpoint of a declared operation: its request decoded from path, query and body, run for the caller."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            grant = request.headers.get(GRANT_HEADER)
+            executor = runtime._executor.with_grant(grant)
+            body = None
+            if op.route.method == "POST":
+                body = await read_json_body(request, op.route.max_body, read_timeout)
+            decoded = decode_request(op, request.path_params, request.query_params, body)
+            member = request.path_params.get("member") if op.binds_member else None
+            return json_response(await executor.arun(op, decoded, member))
+        except Exception as error:  # noqa: BLE001 - every failure becomes its typed answer
+            return _answer_error(op.name, request, error)
+
+    return endpoint
+
+
+def _answer_error(name: str, request: Request, error: Exception) -> Response:
+    if isinstance(error, Refusal):
+        return refused(error)
+    if isinstance(error, ResidentError):
+        return _typed(error)
+    if isinstance(error, ClientDisconnect):
+        return error_response(400, "ClientDisconnect", "the client went away before sending the whole body")
+    if isinstance(error, OSError):
+        return error_response(OS_ERROR_STATUS, type(error).__name__, os_error_message(error))
+    logger.error("the API failed to answer %s %s (%s)", request.method, request.url.path, name, exc_info=error)
+    return error_response(500, "InternalError", f"the runtime failed to answer ({type(error).__name__}); see its log")
+
+
 def create_app(
     runtime: Runtime,
     token: str,
@@ -194,6 +229,10 @@ def create_app(
             return _typed(error)
 
     table = [Route(op.path, _endpoint(runtime, op, read_timeout), methods=[op.method]) for op in routes.OPERATIONS]
+    table += [
+        Route(op.route.path, declared_endpoint(runtime, op, read_timeout), methods=[op.route.method])
+        for op in DECLARED
+    ]
     app = Starlette(
         routes=[
             *table,

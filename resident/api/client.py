@@ -29,6 +29,7 @@ from typing import Any
 
 from resident.api import routes, wire
 from resident.api.discovery import DISCOVERY_FILE, check_version, pid_alive, read_discovery
+from resident.api.remote import RemoteExecutor
 from resident.api.statuses import error_from_body
 from resident.api.transport import StreamItem, Transport
 from resident.errors import InvalidInput, ResidentError, RuntimeNotUp, UnknownMember
@@ -37,6 +38,7 @@ from resident.messages.coordination import Correction, Progress
 from resident.messages.memory import MemoryRecord, MemoryStatus, RecallHit, Receipt, Reconciled
 from resident.messages.replication import RecordReplication, ReplicationCounts
 from resident.messages.supervision import SupervisorStatistics
+from resident.operations.surfaces import AppsSurface
 
 __all__ = ["RemoteMember", "RemoteRuntime", "StreamItem", "connect"]
 
@@ -311,6 +313,7 @@ class RemoteRuntime:
         self.memory = RemoteMemory(transport)
         self.replication = RemoteReplication(transport)
         self.coordinator = RemoteCoordinator(transport)
+        self.apps = AppsSurface(RemoteExecutor(transport))
         self._roster: frozenset[str] = frozenset()
 
     @classmethod

@@ -23,7 +23,7 @@ from resident.api.statuses import error_from_body, os_error_from_body
 from resident.api.wire import GRANT_HEADER, ErrorBody
 from resident.errors import ApiError, RuntimeNotUp
 
-__all__ = ["Request", "auth_headers", "decode_answer", "decode_error", "unreachable"]
+__all__ = ["Request", "auth_headers", "decode_answer", "decode_error", "decode_reply", "unreachable"]
 
 _JSON = "application/json"
 
@@ -54,11 +54,16 @@ def auth_headers(discovery: Discovery, grant: str | None = None) -> dict[str, st
 
 def decode_answer(op: routes.Operation, status: int, content: bytes) -> Any:
     """The reply struct of a 200 answer; any other answer raised as its typed error."""
+    return decode_reply(op.reply, status, content, op.name)
+
+
+def decode_reply(reply: type[Any], status: int, content: bytes, name: str = "") -> Any:
+    """A 200 answer decoded as `reply`; any other answer raised as its typed error."""
     if status == 200:
         try:
-            return msgspec.json.decode(content, type=op.reply)
+            return msgspec.json.decode(content, type=reply)
         except msgspec.DecodeError as error:
-            raise ApiError(f"the answer to {op.name} is not what the API promises ({error})") from None
+            raise ApiError(f"the answer to {name or reply.__name__} is not what the API promises ({error})") from None
     raise decode_error(status, content)
 
 

@@ -13,6 +13,7 @@ from typing import Any, Union
 import msgspec
 
 from resident.api import routes, wire
+from resident.operations import DECLARED, Access, Operation
 
 __all__ = ["openapi_document"]
 
@@ -31,8 +32,10 @@ _ERROR_STATUSES = {
     "(404), wrong method (405), a body that did not arrive in time (408), state conflict such as memory off, "
     "a withheld record or a runtime that must be stopped first (409), body too large (413), body not declared "
     "JSON (415), foreign Host (421), too many subscribers or requests (429)",
+    "500": "The runtime failed unexpectedly (the error is logged; the server keeps serving)",
     "503": "The runtime cannot serve right now (an actor restarting, the runtime stopped, the store, Realm "
     "or embedder failing); retry",
+    "507": "The disk or the store's map is full (DiskFull, MapFull): nothing was written; free space and retry",
 }
 
 
@@ -60,6 +63,41 @@ def _operation(op: routes.Operation) -> dict[str, Any]:
         spec["requestBody"] = {"required": True, "content": _json_content(_ref(op.body))}
     if op is routes.HEALTH:
         spec["security"] = []
+    return spec
+
+
+def _declared(op: Operation[Any, Any, Any], schemas: dict[str, Any]) -> dict[str, Any]:
+    """The entry of a declared operation: its path fields, its query or body, every status it may answer."""
+    responses: dict[str, Any] = {"200": {"description": "OK", "content": _json_content(_ref(op.reply))}}
+    for status, description in _ERROR_STATUSES.items():
+        responses[status] = {"description": description, "content": _json_content(_ref(wire.ErrorBody))}
+    spec: dict[str, Any] = {"operationId": op.name, "summary": op.summary, "responses": responses}
+    fields = schemas[op.request_type.__name__]
+    properties: dict[str, Any] = fields.get("properties", {})
+    required = set(fields.get("required", ()))
+    parameters: list[dict[str, Any]] = [
+        {"name": name, "in": "path", "required": True, "schema": properties.get(name, dict(_PARAMETER_SCHEMA))}
+        for name in op.route.segments
+    ]
+    if op.route.method == "GET":
+        parameters += [
+            {"name": name, "in": "query", "required": name in required, "schema": schema}
+            for name, schema in properties.items() if name not in op.path_fields
+        ]
+    else:
+        body = {
+            "type": "object",
+            "properties": {name: schema for name, schema in properties.items() if name not in op.path_fields},
+            "required": sorted(required - set(op.path_fields)),
+            "additionalProperties": False,
+        }
+        if "description" in fields:
+            body["description"] = fields["description"]
+        spec["requestBody"] = {"required": True, "content": _json_content(body)}
+    if op.access is Access.MEMBER:
+        parameters.append(dict(_GRANT_PARAMETER))
+    if parameters:
+        spec["parameters"] = parameters
     return spec
 
 
@@ -94,6 +132,8 @@ def openapi_document() -> dict[str, Any]:
     kinds: list[Any] = [wire.ErrorBody]
     for op in routes.OPERATIONS:
         kinds.extend(kind for kind in (op.reply, op.body) if kind is not None)
+    for declared in DECLARED:
+        kinds.extend((declared.reply, declared.request_type))
     events = Union[wire.API_EVENTS]  # type: ignore[valid-type]  # noqa: UP007 - a runtime union of a tuple
     _, components = msgspec.json.schema_components([*dict.fromkeys(kinds), events], ref_template=_REF)
     components["ApiEvents"] = msgspec.json.schema(events, ref_template=_REF)
@@ -101,6 +141,11 @@ def openapi_document() -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for op in routes.OPERATIONS:
         paths.setdefault(op.path, {})[op.method.lower()] = _operation(op)
+    for declared in DECLARED:
+        paths.setdefault(declared.route.path, {})[declared.route.method.lower()] = _declared(declared, components)
+    for declared in DECLARED:
+        # A request struct is the body's schema only without its path fields, so it is inlined, not shared.
+        components.pop(declared.request_type.__name__, None)
     paths[routes.EVENTS_PATH] = {"get": _events_operation()}
     return {
         "openapi": "3.1.0",

@@ -23,9 +23,10 @@ from httpx_sse import EventSource, aconnect_sse, connect_sse
 
 from resident.api import routes
 from resident.api.discovery import Discovery
-from resident.api.exchange import Request, auth_headers, decode_answer, decode_error, unreachable
+from resident.api.exchange import Request, auth_headers, decode_answer, decode_error, decode_reply, unreachable
 from resident.api.wire import API_EVENTS, ApiEvent
 from resident.errors import RuntimeNotUp
+from resident.operations.wire import Encoded
 
 __all__ = ["DEFAULT_TIMEOUT", "StreamItem", "Transport"]
 
@@ -34,6 +35,7 @@ DEFAULT_TIMEOUT = 45.0
 _CONNECT_TIMEOUT = 5.0
 # The server pings an idle stream every 15 s; three missed pings mean it is gone.
 _STREAM_READ_TIMEOUT = 45.0
+_JSON_BODY = {"Content-Type": "application/json"}
 _EVENT_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(Union[API_EVENTS])  # noqa: UP007
 
 
@@ -112,6 +114,28 @@ class Transport:
         except httpx.TransportError as error:
             raise self._unreachable(error) from None
         return decode_answer(op, response.status_code, response.content)
+
+    def send(self, encoded: Encoded, reply: type[Any], *, timeout: float | None = None) -> Any:
+        """Send one declared operation's request; its reply struct, or the typed error it answered."""
+        try:
+            response = self._client.request(
+                encoded.method, encoded.path, params=encoded.query or None, content=encoded.body,
+                headers=_JSON_BODY if encoded.body is not None else None, timeout=_timeout(timeout),
+            )
+        except httpx.TransportError as error:
+            raise self._unreachable(error) from None
+        return decode_reply(reply, response.status_code, response.content)
+
+    async def asend(self, encoded: Encoded, reply: type[Any], *, timeout: float | None = None) -> Any:
+        """`send` for asyncio hosts."""
+        try:
+            response = await self._async_client().request(
+                encoded.method, encoded.path, params=encoded.query or None, content=encoded.body,
+                headers=_JSON_BODY if encoded.body is not None else None, timeout=_timeout(timeout),
+            )
+        except httpx.TransportError as error:
+            raise self._unreachable(error) from None
+        return decode_reply(reply, response.status_code, response.content)
 
     def _unreachable(self, error: httpx.TransportError) -> RuntimeNotUp:
         return unreachable(self.discovery, error)

@@ -40,14 +40,17 @@ from resident.messages.backup import BackupManifest
 from resident.messages.memory import Reconciled
 from resident.messages.store import Commit, DoctorReport, SalvageReport
 from resident.messages.supervision import SupervisorStatistics
+from resident.operations.surfaces import AppsSurface
 from resident.realm.client import realm_base_url
 from resident.runtime.admissions import Admissions
-from resident.runtime.apps import Apps
+from resident.runtime.caller import Caller
 from resident.runtime.chaos import Chaos
+from resident.runtime.context import Context
 from resident.runtime.coordination import CoordinatorControl
 from resident.runtime.doctor import examine
 from resident.runtime.engagement import EngagementControl
 from resident.runtime.evolution import EvolutionControl
+from resident.runtime.executor import LocalExecutor
 from resident.runtime.knowledge import KnowledgeControl
 from resident.runtime.member import Member
 from resident.runtime.memory import MemoryControl
@@ -155,7 +158,8 @@ class Runtime:
         self._close_lock = threading.Lock()
         self.memory = MemoryControl(self)
         self.replication = ReplicationControl(self)
-        self.apps = Apps(self)
+        self._executor = LocalExecutor(self._context(store, wiring), self._session_caller)
+        self.apps = AppsSurface(self._executor)
         self.coordinator = CoordinatorControl(self)
         self.knowledge = KnowledgeControl(self)
         self.chaos = Chaos(self)
@@ -164,6 +168,16 @@ class Runtime:
         self.engagement = EngagementControl(self)
         self.evolution = EvolutionControl(self)
         self.sessions = SessionsControl(self)
+
+    def _context(self, store: Store, wiring: Wiring) -> Context:
+        return Context(
+            home=self.home, store=store, writer=wiring.writer, substrate=wiring.substrate,
+            replication=wiring.replication, coordinator=wiring.coordinator, clock=self.clock,
+            config_now=lambda: self.config, check_open=self.check_open,
+        )
+
+    def _session_caller(self, token: str) -> Caller:
+        return Caller(self.coordinator.session(token))
 
     # -- opening and closing ----------------------------------------------------------------------
 

@@ -1,0 +1,40 @@
+"""Runs declared operations over the loopback API: the executor behind `Runtime.connect`'s surfaces.
+
+A request is encoded from its operation's route (`resident.operations.wire`) and sent with the home's
+token (and a member session's grant token, when the client acts for one); the answer is decoded into
+the reply struct, or raised as the typed error the runtime raised. The request waits for the call's own
+`timeout`, when it has one, plus the trip back.
+
+Light on purpose: httpx, msgspec and the declarations, nothing of the runtime.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from resident.api.transport import Transport
+from resident.operations.declaration import Operation
+from resident.operations.wire import encode
+
+__all__ = ["RemoteExecutor"]
+
+# How much longer than the call's own timeout its request may take: the trip there and back.
+_MARGIN = 5.0
+
+
+def _wait(request: Any) -> float | None:
+    timeout = getattr(request, "timeout", None)
+    return None if timeout is None else float(timeout) + _MARGIN
+
+
+class RemoteExecutor:
+    """Operations sent to the `resident up` server that `transport` talks to."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._transport = transport
+
+    def run(self, op: Operation[Any, Any, Any], request: Any, member: str | None) -> Any:
+        return self._transport.send(encode(op, request, member), op.reply, timeout=_wait(request))
+
+    async def arun(self, op: Operation[Any, Any, Any], request: Any, member: str | None) -> Any:
+        return await self._transport.asend(encode(op, request, member), op.reply, timeout=_wait(request))

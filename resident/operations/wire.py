@@ -1,0 +1,111 @@
+"""An operation's request on the wire: the path, query and body it travels in, and back into its struct.
+
+Both sides read the same declaration (`Operation.route`): the client (`encode`) puts the request's path
+fields into the path, and its other fields into the query string (GET) or the JSON body (POST); the
+server (`decode`) gathers them again and checks them against the struct, its bounds included. A field
+may come one way only: a path field repeated in the body is refused.
+
+Light: msgspec and the standard library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import msgspec
+
+from resident.operations.declaration import Operation
+from resident.web.decoding import Refusal
+
+__all__ = ["MAX_SEGMENT", "Encoded", "decode", "encode", "python_values"]
+
+# A path segment longer than this names nothing the runtime holds.
+MAX_SEGMENT = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """One request as HTTP carries it."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    body: bytes | None
+
+
+def python_values(request: msgspec.Struct) -> msgspec.Struct:
+    """`request` with bytes given for text decoded as UTF-8, so that the wire carries text, not base64.
+
+    A Python caller may hand text as bytes (the runtime checks them as UTF-8, `TextInvalid` otherwise);
+    JSON has no bytes, and msgspec would send them as base64.
+    """
+    from resident.memory.records import utf8_text  # noqa: PLC0415 - light: only when bytes were given
+
+    changes = {
+        name: utf8_text(bytes(value), name)
+        for name in request.__struct_fields__
+        if isinstance(value := getattr(request, name), bytes | bytearray)
+    }
+    return msgspec.structs.replace(request, **changes) if changes else request
+
+
+def encode(op: Operation[Any, Any, Any], request: msgspec.Struct, member: str | None) -> Encoded:
+    """`request` of `op` (on `member`'s surface) as method, path, query and body."""
+    fields = msgspec.to_builtins(python_values(request))
+    segments: dict[str, str] = {}
+    if op.binds_member:
+        segments["member"] = member or ""
+    for name in op.path_fields:
+        segments[name] = str(fields.pop(name))
+    path = op.route.path.format(**{name: quote(value, safe="") for name, value in segments.items()})
+    if op.route.method == "GET":
+        query = {name: _query_value(value) for name, value in fields.items() if value is not None}
+        return Encoded("GET", path, query, None)
+    return Encoded("POST", path, {}, msgspec.json.encode(fields))
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    raise TypeError(f"a GET request carries only plain values in its query, not {type(value).__name__}")
+
+
+def decode(
+    op: Operation[Any, Any, Any], segments: Mapping[str, str], query: Mapping[str, str], body: bytes | None
+) -> Any:
+    """The request struct of `op` from its path segments, query string and body (`Refusal` when it is not one)."""
+    kind = op.request_type
+    if op.route.method == "GET":
+        data: dict[str, Any] = dict(query)
+    else:
+        if query:
+            raise Refusal(400, "InvalidInput", f"{op.route.method} {op.route.path} takes no query parameters; "
+                          "send options in the body")
+        data = _body_fields(body, kind.__name__)
+    for name in op.path_fields:
+        if name in data:
+            raise Refusal(400, "InvalidInput", f"`{name}` comes from the path of {op.route.path}; leave it out")
+        value = segments[name]
+        if len(value) > MAX_SEGMENT:
+            raise Refusal(400, "InvalidInput", f"the {name} in the path is longer than {MAX_SEGMENT} characters")
+        data[name] = value
+    try:
+        # A query string carries only text: its numbers and booleans are read from it (not strict).
+        return msgspec.convert(data, kind, strict=op.route.method != "GET")
+    except msgspec.ValidationError as error:
+        raise Refusal(400, "InvalidInput", f"invalid {kind.__name__}: {error}") from error
+
+
+def _body_fields(body: bytes | None, name: str) -> dict[str, Any]:
+    try:
+        data = msgspec.json.decode(body or b"{}")
+    except msgspec.DecodeError as error:
+        raise Refusal(400, "MalformedJSON", f"request body is not valid JSON: {error}") from error
+    if not isinstance(data, dict):
+        raise Refusal(400, "InvalidInput", f"invalid {name}: the body must be a JSON object")
+    return data
