@@ -61,8 +61,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpProcess]:
 def test_connect_and_open_offer_the_same_surfaces_names_and_signatures(served: UpProcess, tmp_path: Path) -> None:
     with Runtime.open(tmp_path / "local", realm="none") as local, Runtime.connect(served.home) as remote:
         opened, connected = _names(local), _names(remote)
-        assert [n for n in sorted(opened - connected) if not _listed(n, NOT_YET_ON_CONNECT)] == [], "only open has these"
-        assert [n for n in sorted(connected - opened) if not _listed(n, NOT_YET_ON_OPEN)] == [], "only connect has these"
+        only_open = [name for name in sorted(opened - connected) if not _listed(name, NOT_YET_ON_CONNECT)]
+        only_connect = [name for name in sorted(connected - opened) if not _listed(name, NOT_YET_ON_OPEN)]
+        assert only_open == [], "only Runtime.open has these"
+        assert only_connect == [], "only Runtime.connect has these"
         assert sorted(NOT_YET_ON_CONNECT & connected) == [], "now on both sides: take them off the list"
         assert sorted(NOT_YET_ON_OPEN & opened) == [], "now on both sides: take them off the list"
         for surface in SURFACES:

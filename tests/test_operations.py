@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import typing
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from resident.operations.facade import Surface, awaitable, method
 from resident.runtime.context import Call, Context
 
 
-def _surface_entries() -> list[tuple[str, str, object]]:
+def _surface_entries() -> list[tuple[str, str, method[Any, Any] | awaitable[Any, Any]]]:
     return [
         (kind.__name__, name, value)
         for kind in vars(surfaces).values()
@@ -27,7 +28,7 @@ def _surface_entries() -> list[tuple[str, str, object]]:
 
 
 @pytest.mark.parametrize("op", DECLARED, ids=lambda op: op.name)
-def test_a_declared_service_takes_the_context_the_call_and_the_request_and_answers_the_reply(op: Operation) -> None:
+def test_a_declared_service_takes_the_context_the_call_and_the_request_and_answers_the_reply(op: Operation[Any, Any, Any]) -> None:
     for awaitable_twin in (False, True):
         service = op.service_function(awaitable=awaitable_twin)
         if service is None:
@@ -44,7 +45,7 @@ def test_a_declared_service_takes_the_context_the_call_and_the_request_and_answe
 
 
 @pytest.mark.parametrize("op", DECLARED, ids=lambda op: op.name)
-def test_a_declared_operation_is_served_and_documented(op: Operation) -> None:
+def test_a_declared_operation_is_served_and_documented(op: Operation[Any, Any, Any]) -> None:
     document = openapi_document()
     entry = document["paths"][op.route.path][op.route.method.lower()]
     assert entry["operationId"] == op.name
