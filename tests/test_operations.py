@@ -28,7 +28,9 @@ def _surface_entries() -> list[tuple[str, str, method[Any, Any] | awaitable[Any,
 
 
 @pytest.mark.parametrize("op", DECLARED, ids=lambda op: op.name)
-def test_a_declared_service_takes_the_context_the_call_and_the_request_and_answers_the_reply(op: Operation[Any, Any, Any]) -> None:
+def test_a_declared_service_takes_the_context_the_call_and_the_request_and_answers_the_reply(
+    op: Operation[Any, Any, Any],
+) -> None:
     for awaitable_twin in (False, True):
         service = op.service_function(awaitable=awaitable_twin)
         if service is None:
