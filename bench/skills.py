@@ -132,7 +132,8 @@ def through_runtime(skills: list[TeamSkill], tasks: list[str]) -> dict[str, Any]
         soul.write_text(f"---\nnative_skills: [{natives}]\n---\nDeven.\n", encoding="utf-8")
         for skill in skills[:HELD]:
             rt.skills.give(skill.name, "deven")
-        actor = timed([partial(rt.ask_member, "deven", ChooseSkills(task=task, limit=10), None) for task in tasks])
+        ask = rt._services.ask_member
+        actor = timed([partial(ask, "deven", ChooseSkills(task=task, limit=10), None) for task in tasks])
         facade = timed([partial(rt.skills.choose, "deven", task) for task in tasks])
         held = len(rt.skills.skill_set("deven").skills)
     return {"held": held, "member_and_library_actors": actor, "rt_skills_choose": facade}

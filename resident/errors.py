@@ -36,6 +36,7 @@ __all__ = [
     "HomeNotFound",
     "HomeReadOnly",
     "IngestInvalid",
+    "InvalidArguments",
     "InvalidInput",
     "KnowledgeDisabled",
     "MapFull",
@@ -151,6 +152,10 @@ class UnknownMember(ResidentError, LookupError):
 
 class UnknownBank(ResidentError, LookupError):
     """No bank of that name exists."""
+
+
+class InvalidArguments(InvalidInput, TypeError):
+    """A facade method called with arguments its request does not take (an unknown or missing one)."""
 
 
 class ConfigError(ResidentError, ValueError):

@@ -157,4 +157,4 @@ def test_the_app_surface_in_process_refuses_what_the_api_refuses(tmp_path: Path)
             actions={"recall"}, scopes={"AGENT_CORE"},
         )
         with pytest.raises(OwnerOnlyAction):
-            rt._executor.with_grant(session.token).run(apps.BANKS, AppBanksQuery("ledger"), None)
+            rt._local.with_grant(session.token).run(apps.BANKS, AppBanksQuery("ledger"), None)

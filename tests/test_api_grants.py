@@ -23,15 +23,16 @@ from resident.api import routes
 from resident.api.wire import GRANT_HEADER
 from resident.clock import ManualClock
 from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token
+from resident.operations import memory as memory_ops
 from resident.runtime.coordination import Session
 from tests.api_helpers import UpProcess, raw_client
 from tests.cli_helpers import expect_error, run_process
 from tests.evolution_helpers import SESSION_ACTIONS, session, skill_folder
 
 PARAMS = {
-    "member": "deven", "record": "mem_missing", "skill": "triage", "principle": "prn_missing",
-    "question": "q_missing", "change": "deven@1", "bank": "handbook", "entry": "ke_missing",
-    "session": "ses_missing", "excerpt": "ses_missing#1",
+    "member": "deven", "record": "mem_missing", "record_id": "mem_missing", "skill": "triage",
+    "principle": "prn_missing", "question": "q_missing", "change": "deven@1", "bank": "handbook", "entry": "ke_missing",
+    "session": "ses_missing", "excerpt": "ses_missing#1", "app_or_workspace": "notes",
 }
 
 
@@ -84,7 +85,7 @@ def http(prepared: Prepared) -> Iterator[httpx.Client]:
         yield client
 
 
-def send(client: httpx.Client, op: routes.Operation, body: Any = None, grant: str | None = None,
+def send(client: httpx.Client, op: routes.AnyOperation, body: Any = None, grant: str | None = None,
          **params: str) -> httpx.Response:
     headers = {} if grant is None else {GRANT_HEADER: grant}
     path = op.url(**{**PARAMS, **params})
@@ -107,14 +108,14 @@ def records(client: httpx.Client) -> int:
 def test_a_session_s_calls_act_as_its_member_and_are_marked_as_its_execution_s(
     prepared: Prepared, http: httpx.Client
 ) -> None:
-    written = send(http, routes.REMEMBER, {"text": "the cache key includes the lockfile"}, prepared.deven)
+    written = send(http, memory_ops.REMEMBER, {"text": "the cache key includes the lockfile"}, prepared.deven)
     assert written.status_code == 200, written.text
     record_id = written.json()["id"]
-    record = send(http, routes.GET_RECORD, record=record_id).json()  # read back by the owner
+    record = send(http, memory_ops.GET, record_id=record_id).json()  # read back by the owner
     assert record["owner"] == "deven"
     assert record["delegated"] is True
     assert record["source"].startswith("execution:exec_")
-    hits = send(http, routes.RECALL, {"query": "cache key lockfile"}, prepared.deven).json()["hits"]
+    hits = send(http, memory_ops.RECALL, {"query": "cache key lockfile"}, prepared.deven).json()["hits"]
     assert record_id in [hit["id"] for hit in hits]
     shown = send(http, routes.ENGAGEMENT, {}, prepared.deven)
     assert shown.json()["member"] == "deven"  # without a member named, its own
@@ -125,7 +126,7 @@ OWNER_OPERATIONS = [op for op in routes.OPERATIONS if not op.member and op is no
 
 @pytest.mark.parametrize("op", OWNER_OPERATIONS, ids=[op.name for op in OWNER_OPERATIONS])
 def test_a_grant_token_on_an_owner_s_route_is_refused_before_anything_is_read(
-    prepared: Prepared, http: httpx.Client, op: routes.Operation
+    prepared: Prepared, http: httpx.Client, op: routes.AnyOperation
 ) -> None:
     before = records(http)
     # Even a body the route would take is never read: the refusal comes first.
@@ -144,19 +145,22 @@ def test_the_event_stream_and_the_api_document_refuse_a_grant_token(http: httpx.
 def test_a_session_cannot_act_as_another_member_with_the_home_s_token(prepared: Prepared, http: httpx.Client) -> None:
     before = records(http)
     alice = {"member": "alice"}
-    refused(send(http, routes.REMEMBER, {"text": "written as alice"}, prepared.deven, **alice), 403, "GrantExceeded")
-    refused(send(http, routes.RECALL, {"query": "release calendar"}, prepared.deven, **alice), 403, "GrantExceeded")
-    refused(send(http, routes.GET_RECORD, grant=prepared.deven, record=prepared.alice_record, **alice), 403,
+    written = send(http, memory_ops.REMEMBER, {"text": "written as alice"}, prepared.deven, **alice)
+    refused(written, 403, "GrantExceeded")
+    refused(send(http, memory_ops.RECALL, {"query": "release calendar"}, prepared.deven, **alice), 403, "GrantExceeded")
+    refused(send(http, memory_ops.GET, grant=prepared.deven, record_id=prepared.alice_record, **alice), 403,
             "GrantExceeded")
-    refused(send(http, routes.FORGET, {}, prepared.deven, record=prepared.alice_record, **alice), 403, "GrantExceeded")
+    forgotten = send(http, memory_ops.FORGET, {}, prepared.deven, record_id=prepared.alice_record, **alice)
+    refused(forgotten, 403, "GrantExceeded")
     for op, body in ((routes.SKILL_SET, alice), (routes.ENGAGE, {**alice, "domain": "work"}),
                      (routes.ENGAGEMENT, alice), (routes.EVOLUTION_LOG, alice), (routes.SKILL_RECLAIM, alice)):
         refused(send(http, op, body, prepared.deven), 403, "GrantExceeded")
     # Settling by record id goes through the session too: alice's record is not deven's even to see.
-    refused(send(http, routes.RECONCILE, {"rollback": True}, prepared.deven, record=prepared.alice_record), 404,
-            "RecordNotFound")
+    settled = send(http, memory_ops.RECONCILE_RECORD, {"rollback": True}, prepared.deven,
+                   record_id=prepared.alice_record)
+    refused(settled, 404, "RecordNotFound")
     assert records(http) == before
-    assert send(http, routes.GET_RECORD, record=prepared.alice_record, **alice).json()["lifecycle"] == "active"
+    assert send(http, memory_ops.GET, record_id=prepared.alice_record, **alice).json()["lifecycle"] == "active"
 
 
 def test_a_session_sees_only_its_own_sessions_and_knows_itself_by_its_token(
@@ -181,13 +185,13 @@ def test_a_session_sees_only_its_own_sessions_and_knows_itself_by_its_token(
 
 def test_a_session_stays_within_its_grant_s_scopes(prepared: Prepared, http: httpx.Client) -> None:
     shared = {"text": "a team-wide note", "scope": "WORLD_SHARED", "world": "team"}
-    message = refused(send(http, routes.REMEMBER, shared, prepared.deven), 403, "GrantExceeded")
+    message = refused(send(http, memory_ops.REMEMBER, shared, prepared.deven), 403, "GrantExceeded")
     assert "WORLD_SHARED" in message
 
 
 def test_a_session_cannot_choose_where_its_memories_come_from(prepared: Prepared, http: httpx.Client) -> None:
     body = {"text": "claims to be manual", "source": "manual"}
-    refused(send(http, routes.REMEMBER, body, prepared.deven), 400, "InvalidInput")
+    refused(send(http, memory_ops.REMEMBER, body, prepared.deven), 400, "InvalidInput")
 
 
 @pytest.mark.parametrize("which", ["forged", "malformed", "empty", "expired", "spent"])
@@ -197,14 +201,14 @@ def test_a_token_that_stands_for_no_running_session_is_refused_and_never_acts_as
     grant = {"forged": new_token(), "malformed": "rgt_short", "empty": "", "expired": prepared.expired,
              "spent": prepared.spent}[which]
     # The owner could read this record; a refused token must not read it as the owner either.
-    refused(send(http, routes.GET_RECORD, grant=grant, record=prepared.deven_record), 403, "GrantInvalid")
-    refused(send(http, routes.REMEMBER, {"text": "must not be stored"}, grant), 403, "GrantInvalid")
+    refused(send(http, memory_ops.GET, grant=grant, record_id=prepared.deven_record), 403, "GrantInvalid")
+    refused(send(http, memory_ops.REMEMBER, {"text": "must not be stored"}, grant), 403, "GrantInvalid")
     refused(send(http, routes.SKILLS, grant=grant), 403, "OwnerOnlyAction")
 
 
 def test_a_grant_token_alone_is_not_the_home_s_token(prepared: Prepared) -> None:
     with raw_client(prepared.up) as client:
-        refused(send(client, routes.RECALL, {"query": "x"}, prepared.deven), 401, "Unauthorized")
+        refused(send(client, memory_ops.RECALL, {"query": "x"}, prepared.deven), 401, "Unauthorized")
 
 
 def test_a_member_session_s_cli_acts_as_its_member_through_the_running_api(prepared: Prepared) -> None:

@@ -14,10 +14,11 @@ import httpx
 import pytest
 
 from resident import Runtime
-from resident.api import routes, wire
 from resident.api.wire import GRANT_HEADER
 from resident.errors import GrantExceeded, InvalidInput, NotVisible, TextInvalid
 from resident.messages.memory import Receipt
+from resident.messages.memory_calls import MAX_REMEMBER_ITEMS
+from resident.operations import memory as memory_ops
 from tests.api_helpers import UpProcess
 from tests.evolution_helpers import SESSION_ACTIONS
 from tests.memory_helpers import WORLDS, write_roster
@@ -52,7 +53,7 @@ def http(prepared: Prepared) -> Iterator[httpx.Client]:
 
 def post(client: httpx.Client, body: Any, grant: str | None = None, member: str = "deven") -> httpx.Response:
     headers = {} if grant is None else {GRANT_HEADER: grant}
-    return client.post(routes.REMEMBER_MANY.url(member=member), json=body, headers=headers)
+    return client.post(memory_ops.REMEMBER_MANY.url(member=member), json=body, headers=headers)
 
 
 def records(client: httpx.Client) -> int:
@@ -91,7 +92,7 @@ def test_a_session_s_items_outside_its_grant_are_refused_in_place_and_the_rest_w
     assert [outcome["index"] for outcome in outcomes] == [0, 1, 2]
     assert outcomes[1]["error"]["type"] == GrantExceeded.__name__
     assert outcomes[2]["error"]["type"] == InvalidInput.__name__
-    written = http.get(routes.GET_RECORD.url(member="deven", record=outcomes[0]["receipt"]["id"])).json()
+    written = http.get(memory_ops.GET.url(member="deven", record_id=outcomes[0]["receipt"]["id"])).json()
     assert written["delegated"] is True
     assert written["source"].startswith("execution:")
 
@@ -106,7 +107,7 @@ def test_a_session_cannot_write_many_as_another_member(prepared: Prepared, http:
 
 def test_more_items_than_one_call_takes_are_refused_whole(http: httpx.Client) -> None:
     before = records(http)
-    answer = post(http, {"items": [{"text": "n"}] * (wire.MAX_REMEMBER_ITEMS + 1)})
+    answer = post(http, {"items": [{"text": "n"}] * (MAX_REMEMBER_ITEMS + 1)})
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"]["type"] == InvalidInput.__name__
     assert records(http) == before

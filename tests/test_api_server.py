@@ -25,6 +25,8 @@ from resident.errors import (
     UnknownExecution,
     UnknownMember,
 )
+from resident.operations import apps
+from resident.operations import memory as memory_ops
 from tests.api_helpers import UpProcess, raw_client
 
 # Refusals of a request's form rather than its content (the client library never sends these).
@@ -32,9 +34,9 @@ FORM_REFUSALS = {
     "MalformedJSON", "UnsupportedMediaType", "BodyTooLarge", "MethodNotAllowed", "NotFound", "HostNotAllowed",
 }
 PARAMS = {
-    "member": "deven", "record": "mem_missing", "skill": "no-such-skill", "principle": "prn_missing",
-    "question": "q_missing", "change": "deven@999", "bank": "handbook", "entry": "ke_missing",
-    "session": "ses_missing", "excerpt": "ses_missing#1",
+    "member": "deven", "record": "mem_missing", "record_id": "mem_missing", "skill": "no-such-skill",
+    "principle": "prn_missing", "question": "q_missing", "change": "deven@999", "bank": "handbook",
+    "entry": "ke_missing", "session": "ses_missing", "excerpt": "ses_missing#1", "app_or_workspace": "notes",
 }
 
 
@@ -58,7 +60,7 @@ def rt(up: UpProcess) -> Iterator[Any]:
         yield connected
 
 
-def send(client: httpx.Client, op: routes.Operation, body: Any = None, **params: str) -> httpx.Response:
+def send(client: httpx.Client, op: routes.AnyOperation, body: Any = None, **params: str) -> httpx.Response:
     path = op.url(**{**PARAMS, **params})
     if op.method == "GET":
         return client.get(path)
@@ -134,41 +136,52 @@ def test_a_request_naming_a_foreign_host_is_refused_even_with_the_token(http: ht
 # -- bad input, route by route --------------------------------------------------------------------
 
 DEVEN = {"member": "deven"}
-BAD_INPUT: list[tuple[routes.Operation, dict[str, str], Any, int, str]] = [
-    (routes.MEMORY_ENABLE, {}, {"provider": "mem0"}, 400, "InvalidInput"),
-    (routes.MEMORY_ENABLE, {}, {"embedder": "http://example.com:8080"}, 400, "EmbedderNotLoopback"),
-    (routes.MEMORY_ENABLE, {}, {"embedder": 7}, 400, "InvalidInput"),
-    (routes.MEMORY_DISABLE, {}, {"now": True}, 400, "InvalidInput"),
-    (routes.REMEMBER, DEVEN, {"text": ""}, 400, "TextInvalid"),
-    (routes.REMEMBER, DEVEN, {"text": "   "}, 400, "TextInvalid"),
-    (routes.REMEMBER, DEVEN, {"text": "x" * 16_001}, 400, "TextInvalid"),
-    (routes.REMEMBER, DEVEN, {}, 400, "InvalidInput"),
-    (routes.REMEMBER, {"member": "nobody"}, {"text": "hello"}, 404, "UnknownMember"),
-    (routes.REMEMBER, DEVEN, {"text": "hello", "scope": "EVERYONE"}, 400, "InvalidInput"),
-    (routes.REMEMBER, DEVEN, {"text": "hello", "importance": 2}, 400, "InvalidInput"),
-    (routes.REMEMBER, DEVEN, {"text": "hello", "kind": "rumour"}, 400, "InvalidInput"),
-    (routes.REMEMBER, DEVEN, {"text": "hello", "delegated": True}, 400, "InvalidInput"),
-    (routes.REMEMBER, DEVEN, {"text": "hello", "occurred_at": 1e300}, 400, "InvalidInput"),
-    (routes.REMEMBER, DEVEN, {"text": "hello", "activation": {"domain": "leisure"}}, 400, "InvalidInput"),
-    (routes.REMEMBER, DEVEN, {"text": "hello", "activation": {"project": " "}}, 400, "InvalidInput"),
-    (routes.REMEMBER, DEVEN, {"text": "hello", "supersedes": "mem_missing"}, 404, "RecordNotFound"),
-    (routes.REMEMBER, DEVEN, {"text": "hello", "scope": "WORLD_SHARED", "world": "elsewhere"}, 403, "NotVisible"),
-    (routes.REMEMBER_MANY, DEVEN, {"items": "not a list"}, 400, "InvalidInput"),
-    (routes.REMEMBER_MANY, DEVEN, {}, 400, "InvalidInput"),
-    (routes.REMEMBER_MANY, {"member": "nobody"}, {"items": [{"text": "x"}]}, 404, "UnknownMember"),
-    (routes.RECALL, DEVEN, {"query": "x", "k": 0}, 400, "InvalidInput"),
-    (routes.RECALL, DEVEN, {"query": "x", "k": 101}, 400, "InvalidInput"),
-    (routes.RECALL, DEVEN, {"query": "x", "char_budget": 0}, 400, "InvalidInput"),
-    (routes.RECALL, DEVEN, {"query": ""}, 400, "TextInvalid"),
-    (routes.RECALL, DEVEN, {"query": "x" * 2_001}, 400, "TextInvalid"),
-    (routes.RECALL, {"member": "nobody"}, {"query": "x"}, 404, "UnknownMember"),
-    (routes.GET_RECORD, DEVEN, None, 404, "RecordNotFound"),
-    (routes.GET_RECORD, {"member": "nobody"}, None, 404, "UnknownMember"),
-    (routes.FORGET, DEVEN, {"reason": "gone"}, 404, "RecordNotFound"),
-    (routes.FORGET, DEVEN, {"reason": 5}, 400, "InvalidInput"),
-    (routes.MEMBER_RECONCILE, DEVEN, {"rollback": True}, 404, "RecordNotFound"),
-    (routes.MEMBER_RECONCILE, DEVEN, {"rollback": "yes"}, 400, "InvalidInput"),
-    (routes.RECONCILE, {}, {"readmit": True}, 404, "RecordNotFound"),
+BAD_INPUT: list[tuple[routes.AnyOperation, dict[str, str], Any, int, str]] = [
+    (memory_ops.ENABLE, {}, {"provider": "mem0"}, 400, "InvalidInput"),
+    (memory_ops.WAIT_INDEXED, {}, {"timeout": 0}, 400, "InvalidInput"),
+    (memory_ops.WAIT_VECTORS, {}, {"timeout": -1}, 400, "InvalidInput"),
+    (apps.CREATE_BANK, {}, {"scope": "AGENT_CORE", "name": "mine"}, 403, "ScopeNotAllowed"),
+    (apps.CREATE_BANK, {}, {"scope": "APP_PRIVATE"}, 400, "InvalidInput"),
+    (apps.CREATE_BANK, {"app_or_workspace": "no way"}, {"scope": "APP_PRIVATE", "name": "x"}, 400, "InvalidInput"),
+    (apps.BANKS, {"app_or_workspace": "no way"}, None, 400, "InvalidInput"),
+    (apps.REMEMBER, {}, {"bank": "app_private/notes/missing", "text": "x"}, 404, "UnknownBank"),
+    (apps.REMEMBER, {}, {"bank": "agent_core/deven", "text": "x"}, 404, "UnknownBank"),
+    (apps.REMEMBER, {}, {"bank": "app_private/notes/x", "text": "x", "importance": 3}, 400, "InvalidInput"),
+    (apps.RECALL, {}, {"query": ""}, 400, "TextInvalid"),
+    (apps.RECALL, {}, {"query": "x", "scope": "AGENT_CORE"}, 400, "InvalidInput"),
+    (memory_ops.ENABLE, {}, {"embedder": "http://example.com:8080"}, 400, "EmbedderNotLoopback"),
+    (memory_ops.ENABLE, {}, {"embedder": 7}, 400, "InvalidInput"),
+    (memory_ops.DISABLE, {}, {"now": True}, 400, "InvalidInput"),
+    (memory_ops.REMEMBER, DEVEN, {"text": ""}, 400, "TextInvalid"),
+    (memory_ops.REMEMBER, DEVEN, {"text": "   "}, 400, "TextInvalid"),
+    (memory_ops.REMEMBER, DEVEN, {"text": "x" * 16_001}, 400, "TextInvalid"),
+    (memory_ops.REMEMBER, DEVEN, {}, 400, "InvalidInput"),
+    (memory_ops.REMEMBER, {"member": "nobody"}, {"text": "hello"}, 404, "UnknownMember"),
+    (memory_ops.REMEMBER, DEVEN, {"text": "hello", "scope": "EVERYONE"}, 400, "InvalidInput"),
+    (memory_ops.REMEMBER, DEVEN, {"text": "hello", "importance": 2}, 400, "InvalidInput"),
+    (memory_ops.REMEMBER, DEVEN, {"text": "hello", "kind": "rumour"}, 400, "InvalidInput"),
+    (memory_ops.REMEMBER, DEVEN, {"text": "hello", "delegated": True}, 400, "InvalidInput"),
+    (memory_ops.REMEMBER, DEVEN, {"text": "hello", "occurred_at": 1e300}, 400, "InvalidInput"),
+    (memory_ops.REMEMBER, DEVEN, {"text": "hello", "activation": {"domain": "leisure"}}, 400, "InvalidInput"),
+    (memory_ops.REMEMBER, DEVEN, {"text": "hello", "activation": {"project": " "}}, 400, "InvalidInput"),
+    (memory_ops.REMEMBER, DEVEN, {"text": "hello", "supersedes": "mem_missing"}, 404, "RecordNotFound"),
+    (memory_ops.REMEMBER, DEVEN, {"text": "hello", "scope": "WORLD_SHARED", "world": "elsewhere"}, 403, "NotVisible"),
+    (memory_ops.REMEMBER_MANY, DEVEN, {"items": "not a list"}, 400, "InvalidInput"),
+    (memory_ops.REMEMBER_MANY, DEVEN, {}, 400, "InvalidInput"),
+    (memory_ops.REMEMBER_MANY, {"member": "nobody"}, {"items": [{"text": "x"}]}, 404, "UnknownMember"),
+    (memory_ops.RECALL, DEVEN, {"query": "x", "k": 0}, 400, "InvalidInput"),
+    (memory_ops.RECALL, DEVEN, {"query": "x", "k": 101}, 400, "InvalidInput"),
+    (memory_ops.RECALL, DEVEN, {"query": "x", "char_budget": 0}, 400, "InvalidInput"),
+    (memory_ops.RECALL, DEVEN, {"query": ""}, 400, "TextInvalid"),
+    (memory_ops.RECALL, DEVEN, {"query": "x" * 2_001}, 400, "TextInvalid"),
+    (memory_ops.RECALL, {"member": "nobody"}, {"query": "x"}, 404, "UnknownMember"),
+    (memory_ops.GET, DEVEN, None, 404, "RecordNotFound"),
+    (memory_ops.GET, {"member": "nobody"}, None, 404, "UnknownMember"),
+    (memory_ops.FORGET, DEVEN, {"reason": "gone"}, 404, "RecordNotFound"),
+    (memory_ops.FORGET, DEVEN, {"reason": 5}, 400, "InvalidInput"),
+    (memory_ops.RECONCILE, DEVEN, {"rollback": True}, 404, "RecordNotFound"),
+    (memory_ops.RECONCILE, DEVEN, {"rollback": "yes"}, 400, "InvalidInput"),
+    (memory_ops.RECONCILE_RECORD, {}, {"readmit": True}, 404, "RecordNotFound"),
     (routes.REPLICATION_RECORD, {}, None, 404, "RecordNotFound"),
     (routes.SYNC, {}, {"timeout": 0}, 400, "InvalidInput"),
     (routes.SYNC, {}, {"timeout": 1_000}, 400, "InvalidInput"),
@@ -272,7 +285,7 @@ BAD_INPUT: list[tuple[routes.Operation, dict[str, str], Any, int, str]] = [
     ("op", "params", "body", "status", "kind"), BAD_INPUT, ids=[f"{row[0].name}-{i}" for i, row in enumerate(BAD_INPUT)]
 )
 def test_bad_input_gets_a_typed_4xx(
-    http: httpx.Client, op: routes.Operation, params: dict[str, str], body: Any, status: int, kind: str
+    http: httpx.Client, op: routes.AnyOperation, params: dict[str, str], body: Any, status: int, kind: str
 ) -> None:
     assert_typed(send(http, op, body, **params), status, kind)
 
@@ -293,7 +306,7 @@ POSTS = [op for op in routes.OPERATIONS if op.method == "POST"]
 
 
 @pytest.mark.parametrize("op", POSTS, ids=[op.name for op in POSTS])
-def test_every_post_refuses_bodies_of_the_wrong_form(http: httpx.Client, op: routes.Operation) -> None:
+def test_every_post_refuses_bodies_of_the_wrong_form(http: httpx.Client, op: routes.AnyOperation) -> None:
     path = op.url(**PARAMS)
     json_type = {"Content-Type": "application/json"}
     assert_typed(http.post(path, content=b"{not json", headers=json_type), 400, "MalformedJSON")
@@ -334,7 +347,7 @@ def declared_too_large(http: httpx.Client, path: str, length: int) -> tuple[int,
 
 @pytest.mark.parametrize("op", routes.OPERATIONS, ids=[op.name for op in routes.OPERATIONS])
 def test_every_route_refuses_query_parameters_wrong_methods_and_overlong_segments(
-    http: httpx.Client, op: routes.Operation
+    http: httpx.Client, op: routes.AnyOperation
 ) -> None:
     path = op.url(**PARAMS)
     if op is not routes.HEALTH:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from resident import Runtime
-from resident.api import wire
 from resident.cli.jsonl import MAX_LINE_BYTES
 from resident.coordination.tokens import GRANT_TOKEN_ENV
+from resident.messages.memory_calls import MAX_REMEMBER_ITEMS
 from resident.store.tables import RECORDS
 from tests.cli_helpers import Outcome, expect_error, expect_json, expect_ok, invoke, run_process
 
@@ -105,7 +105,7 @@ def test_an_overlong_line_is_refused_alone_and_the_lines_after_it_are_read(home:
 
 
 def test_more_lines_than_one_call_takes_are_refused_whole_and_nothing_is_written(home: Path) -> None:
-    data = b'{"text": "n"}\n' * (wire.MAX_REMEMBER_ITEMS + 1)
+    data = b'{"text": "n"}\n' * (MAX_REMEMBER_ITEMS + 1)
     expect_error(invoke(home, "remember", "deven", "--jsonl", "-", input=data), "InvalidInput", naming=["split"])
     assert stored(home) == {}
 

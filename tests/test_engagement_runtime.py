@@ -109,7 +109,7 @@ def test_a_restricted_recall_finds_k_allowed_records_below_many_it_may_not_retur
     member = rt.member("oliver")
     # Forty scoped notes that match the query best, then the few unscoped ones restriction allows.
     hidden = [
-        member.remember(f"queue restart runbook queue restart steps {n}", activation={"project": "billing"}).id
+        member.remember(f"queue restart runbook queue restart steps {n}", activation=Activation(project="billing")).id
         for n in range(40)
     ]
     allowed = {member.remember(f"queue restart note {n}").id for n in range(6)}
@@ -155,7 +155,8 @@ def test_no_engagement_state_ever_reveals_a_record_the_member_could_not_see_with
             (d, p) for d in (None, "work", "personal") for p in (None, "acme", "beta")
         ):
             for copy in range(3):
-                member.remember(f"note {n}.{copy} about the deploy", activation={"domain": domain, "project": project})
+                activation = Activation(domain=domain, project=project)  # type: ignore[arg-type]  # a domain or None
+                member.remember(f"note {n}.{copy} about the deploy", activation=activation)
         rt.member("alice").remember("alice's note about the deploy")
         principal = Principal(kind="member", name="deven", worlds=("team",))
 
@@ -181,7 +182,7 @@ def test_no_engagement_state_ever_reveals_a_record_the_member_could_not_see_with
                 rt.engagement.engage("deven", domain=domain, project=project)
             state = rt.engagement.state("deven")
             asked = Activation(domain=asked_domain, project=asked_project)
-            hits = member.recall("deploy note", k=30, activation={"domain": asked_domain, "project": asked_project})
+            hits = member.recall("deploy note", k=30, activation=Activation(domain=asked_domain, project=asked_project))
             assert {h.id for h in hits} <= eligible(asked)
             with rt._internal.store.reader() as reader:
                 records = [reader.get(RECORDS, h.id) for h in hits]

@@ -34,6 +34,7 @@ from resident.errors import (
 )
 from resident.memory.records import MAX_BODY_CHARS, MAX_SUMMARY_CHARS
 from resident.messages.memory import (
+    Activation,
     BankCreated,
     MemorySwitchedOff,
     MemorySwitchedOn,
@@ -175,7 +176,7 @@ def test_a_record_carries_the_four_groups_of_fields(on: Runtime) -> None:
         kind="world",
         importance=0.8,
         confidence=0.6,
-        activation={"domain": "work", "project": "supply"},
+        activation=Activation(domain="work", project="supply"),
         source="session/42",
         occurred_at=1_700_000_000.0,
     )
@@ -285,7 +286,9 @@ def test_the_five_scopes_write_to_readable_bank_names(on: Runtime) -> None:
         "agent_dyadic/deven/alice"
     )
     assert deven.remember("about the team", scope="WORLD_SHARED", world="team").bank == "world_shared/team"
-    assert deven.remember("lower-case scope names work too", scope="agent_core").bank == "agent_core/deven"
+    # The signature names the canonical scopes; any case still works at run time.
+    lower = deven.remember("lower-case scope names work too", scope="agent_core")  # type: ignore[arg-type]
+    assert lower.bank == "agent_core/deven"
     app = on.apps.create_bank("notes", "APP_PRIVATE", "cache")
     assert (app.name, app.scope) == ("app_private/notes/cache", "APP_PRIVATE")
     assert (app.owner, app.created_by) == ("notes", "app")
@@ -399,7 +402,7 @@ def test_bad_text_is_refused_with_text_invalid_and_writes_nothing(
 ) -> None:
     before = event_count(on)
     with pytest.raises(TextInvalid):
-        on.member("deven").remember(text, summary=summary)
+        on.member("deven").remember(text, summary=summary)  # type: ignore[arg-type]  # bytes, checked at run time
     with on._internal.store.reader() as reader:
         assert reader.count(RECORDS) == 0
     assert event_count(on) == before
@@ -409,13 +412,13 @@ def test_text_at_the_limits_is_accepted(on: Runtime) -> None:
     receipt = on.member("deven").remember("b" * MAX_BODY_CHARS, summary="s" * MAX_SUMMARY_CHARS)
     record = on.member("deven").get(receipt.id)
     assert (len(record.body), len(record.summary)) == (MAX_BODY_CHARS, MAX_SUMMARY_CHARS)
-    assert on.member("deven").remember("valid utf-8 bytes: caf\u00e9".encode()).id
+    assert on.member("deven").remember("valid utf-8 bytes: caf\u00e9".encode()).id  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("query", ["", "   ", b"\xff\xfe", "lone \ud800 surrogate", "q" * 2_001])
 def test_a_bad_query_is_refused_with_text_invalid(on: Runtime, query: str | bytes) -> None:
     with pytest.raises(TextInvalid):
-        on.member("deven").recall(query)
+        on.member("deven").recall(query)  # type: ignore[arg-type]  # bytes, checked at run time
     with pytest.raises(TextInvalid):
         # The request struct declares text (what the wire carries); bytes are a Python caller's, checked as UTF-8.
         on.apps.recall("notes", query)  # type: ignore[arg-type]
@@ -425,7 +428,7 @@ def test_an_unknown_member_or_scope_is_a_typed_error(on: Runtime) -> None:
     with pytest.raises(UnknownMember, match="samuel, deven, alice, oliver, victor"):
         on.member("zed")
     with pytest.raises(UnknownScope, match="AGENT_CORE"):
-        on.member("deven").remember("text", scope="PLANET_WIDE")
+        on.member("deven").remember("text", scope="PLANET_WIDE")  # type: ignore[arg-type]
     with pytest.raises(UnknownScope):
         on.apps.create_bank("notes", "PLANET_WIDE", "x")
 
@@ -461,17 +464,19 @@ def test_the_character_budget_bounds_the_results(on: Runtime, budget: int) -> No
 
 def test_activation_narrows_recall(on: Runtime) -> None:
     deven = on.member("deven")
-    work = deven.remember("the release checklist lives in the wiki", activation={"domain": "work", "project": "apollo"})
-    home = deven.remember("the release of the garden shed key", activation={"domain": "personal"})
+    apollo = Activation(domain="work", project="apollo")
+    work = deven.remember("the release checklist lives in the wiki", activation=apollo)
+    home = deven.remember("the release of the garden shed key", activation=Activation(domain="personal"))
     anywhere = deven.remember("release notes are written on fridays")
     everything = {hit.id for hit in deven.recall("release")}
     assert everything == {work.id, home.id, anywhere.id}
-    assert {hit.id for hit in deven.recall("release", activation={"domain": "work"})} == {work.id, anywhere.id}
-    assert {hit.id for hit in deven.recall("release", activation={"domain": "personal"})} == {home.id, anywhere.id}
-    assert {hit.id for hit in deven.recall("release", activation={"domain": "work", "project": "apollo"})} == {
+    assert {hit.id for hit in deven.recall("release", activation=Activation(domain="work"))} == {work.id, anywhere.id}
+    personal = Activation(domain="personal")
+    assert {hit.id for hit in deven.recall("release", activation=personal)} == {home.id, anywhere.id}
+    assert {hit.id for hit in deven.recall("release", activation=Activation(domain="work", project="apollo"))} == {
         work.id, anywhere.id
     }
-    assert {hit.id for hit in deven.recall("release", activation={"project": "zeus"})} == {home.id, anywhere.id}
+    assert {hit.id for hit in deven.recall("release", activation=Activation(project="zeus"))} == {home.id, anywhere.id}
 
 
 def test_a_rollback_and_a_readmit_sent_together_for_one_withheld_record_cannot_both_apply(on: Runtime) -> None:
@@ -642,7 +647,7 @@ def test_an_option_the_scope_does_not_use_is_refused_rather_than_dropped(
     )
     before = event_count(on)
     with pytest.raises(InvalidInput, match=f"a {option} goes with"):
-        on.member("deven").remember("note", scope=scope, **{**needed, option: value})
+        on.member("deven").remember("note", scope=scope, **{**needed, option: value})  # type: ignore[arg-type]
     assert event_count(on) == before
 
 

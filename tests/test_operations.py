@@ -5,22 +5,28 @@ names only fields its request holds, it is served by the API and listed in /open
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 import typing
 from typing import Any
 
 import pytest
 
+from resident import operations
 from resident.api.openapi import openapi_document
-from resident.operations import DECLARED, Operation, surfaces
+from resident.operations import DECLARED, Operation
 from resident.operations.facade import Surface, awaitable, method
 from resident.runtime.context import Call, Context
 
 
 def _surface_entries() -> list[tuple[str, str, method[Any, Any] | awaitable[Any, Any]]]:
+    modules = [importlib.import_module(f"resident.operations.{info.name}") for info in pkgutil.iter_modules(
+        operations.__path__)]
     return [
         (kind.__name__, name, value)
-        for kind in vars(surfaces).values()
+        for module in modules
+        for kind in vars(module).values()
         if isinstance(kind, type) and issubclass(kind, Surface) and kind is not Surface
         for name, value in vars(kind).items()
         if isinstance(value, method | awaitable)

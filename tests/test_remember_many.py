@@ -7,9 +7,9 @@ index in the list of outcomes) and the valid ones are written all the same, in o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -34,6 +34,9 @@ def rt(home: Path) -> Iterator[Runtime]:
     with open_runtime(home, worlds=WORLDS) as runtime:
         runtime.memory.enable()
         yield runtime
+
+
+T = TypeVar("T")
 
 
 def records_in(home: Path) -> dict[str, MemoryRecord]:
@@ -91,7 +94,7 @@ def test_valid_items_are_written_each_with_its_receipt_and_each_refused_item_is_
 
 
 def test_aremember_many_reports_and_writes_the_same_way(rt: Runtime, home: Path) -> None:
-    check_mixed(asyncio.run(rt.member("deven").aremember_many(MIXED)), home, rt)
+    check_mixed(asyncio.run(_awaited(rt.member("deven").aremember_many(MIXED))), home, rt)
 
 
 def test_the_valid_items_of_one_call_share_one_commit(rt: Runtime) -> None:
@@ -105,7 +108,7 @@ def test_the_valid_items_of_one_call_share_one_commit(rt: Runtime) -> None:
 def test_more_items_than_one_call_takes_are_refused_whole_and_nothing_is_written(rt: Runtime) -> None:
     before = record_count(rt)
     with pytest.raises(InvalidInput, match=f"at most {MAX_BATCH}"):
-        rt.member("deven").remember_many({"text": "n"} for _ in range(MAX_BATCH + 1))
+        rt.member("deven").remember_many([{"text": "n"} for _ in range(MAX_BATCH + 1)])
     assert record_count(rt) == before
 
 
@@ -141,3 +144,7 @@ def test_a_session_under_a_grant_writes_only_its_items_within_the_grant(rt: Runt
     assert written.delegated
     assert written.source.startswith("execution:")
     assert banks == {"agent_core/deven"}
+
+
+async def _awaited(call: Awaitable[T]) -> T:
+    return await call

@@ -28,6 +28,7 @@ from resident.api.discovery import DISCOVERY_FILE, Discovery, read_discovery, ru
 from resident.api.wire import GRANT_HEADER
 from resident.cli.main import EXIT_TERMINATED
 from resident.coordination.tokens import new_token
+from resident.operations import memory as memory_ops
 from resident.runner.run import RunOptions, run
 from resident.store.tables import RECORDS
 
@@ -204,7 +205,7 @@ def refusals_of_the_runs_api(found: Discovery) -> None:
             answer = client.get(routes.PROGRESS.url(), headers=headers)
             assert (answer.status_code, answer.json()["error"]["type"]) == (401, "Unauthorized")
         forged = client.post(
-            routes.REMEMBER.url(member="deven"), json={"text": "must not be stored"},
+            memory_ops.REMEMBER.url(member="deven"), json={"text": "must not be stored"},
             headers={"Authorization": f"Bearer {found.token}", GRANT_HEADER: new_token()},
         )
         assert (forged.status_code, forged.json()["error"]["type"]) == (403, "GrantInvalid")

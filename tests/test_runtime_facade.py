@@ -35,9 +35,9 @@ def test_no_public_attribute_of_the_runtime_or_its_facades_reaches_the_store_an_
 ) -> None:
     with Runtime.open(tmp_path / "home") as rt:
         rt.memory.enable()
-        facades = {"rt": rt, "rt.member('deven')": rt.member("deven")}
+        facades: dict[str, object] = {"rt": rt, "rt.member('deven')": rt.member("deven")}
         for name, value in _public(rt).items():
-            if not callable(value) and type(value).__module__.startswith("resident.runtime"):
+            if not callable(value) and type(value).__module__.startswith(("resident.runtime", "resident.operations")):
                 facades[f"rt.{name}"] = value
         assert {"rt.memory", "rt.replication", "rt.coordinator"} <= set(facades)
         for where, facade in facades.items():

@@ -66,7 +66,7 @@ def write(rt: Runtime, member: str, scope: str) -> str:
     options: dict[str, Any] = {"AGENT_DYADIC": {"counterpart": "alice" if member != "alice" else "deven"},
                                "WORLD_SHARED": {"world": "team"}}.get(scope, {})
     text = f"harbour note {next(_serial)} in {scope}"
-    return rt.member(member).remember(text, scope=scope, **options).id
+    return rt.member(member).remember(text, scope=scope, **options).id  # type: ignore[arg-type]  # a scope name
 
 
 def test_a_session_granted_agent_core_cannot_recall_get_forget_or_supersede_a_world_shared_record(

@@ -78,7 +78,7 @@ def both_paths(
     mine = msgspec.structs.replace(message, supersedes=target(rt, supersedes))
     caller = outcome(lambda: rt._internal.admissions.remember(member, mine, 10.0))
     mine = msgspec.structs.replace(message, supersedes=target(rt, supersedes))
-    actor = outcome(lambda: rt.ask_member(member, mine, 10.0))
+    actor = outcome(lambda: rt._services.ask_member(member, mine, 10.0))
     return caller, actor
 
 
@@ -123,7 +123,7 @@ def test_both_paths_refuse_a_session_writing_outside_its_grant_and_mark_what_it_
 
     inside = Remember(text=f"a delegated note {next(_serial)}", delegation=core_only)
     via_caller = rt._internal.admissions.remember("deven", inside, 10.0)
-    via_actor: Receipt = rt.ask_member("deven", inside, 10.0)
+    via_actor: Receipt = rt._services.ask_member("deven", inside, 10.0)
     assert stored(rt, via_caller.id).delegated
     assert stored(rt, via_actor.id).delegated
     assert stored(rt, via_caller.id).bank == stored(rt, via_actor.id).bank == "agent_core/deven"

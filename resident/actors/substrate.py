@@ -52,6 +52,7 @@ from resident.memory.stored_terms import encode_terms, is_current, split_terms
 from resident.memory.stored_vectors import encode_vector, stored_vector, vector_key, vector_prefix
 from resident.memory.text import Analysis, Terms, analyse, term_ids, term_ids_batch, terms_of
 from resident.memory.visibility import can_see_bank
+from resident.messages.bounds import MAX_RECALL_K
 from resident.messages.memory import (
     Bank,
     BankCreated,
@@ -85,7 +86,6 @@ __all__ = ["MAX_QUERY_CHARS", "MAX_RECALL_K", "QUERY_WAIT", "Substrate"]
 
 logger = logging.getLogger(__name__)
 
-MAX_RECALL_K = 100
 # How long a recall waits for its query's vector from the embedding worker before it answers
 # without one. A model on this machine embeds a question in 20-150 ms, even under load.
 QUERY_WAIT = 0.5

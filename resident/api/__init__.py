@@ -14,14 +14,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from resident.api.client import RemoteMember, RemoteRuntime, StreamItem, connect
+    from resident.api.client import RemoteRuntime, StreamItem, connect
 
-__all__ = ["RemoteMember", "RemoteRuntime", "StreamItem", "connect"]
+__all__ = ["RemoteRuntime", "StreamItem", "connect"]
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from resident.api import client  # noqa: PLC0415
+        from resident.api import client  # noqa: PLC0415 - httpx only when the client is used
 
         return getattr(client, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -36,7 +36,7 @@ from resident.api.statuses import OS_ERROR_STATUS, error_body, status_of
 from resident.api.wire import GRANT_HEADER, READ_TIMEOUT, ErrorDetail
 from resident.errors import InvalidInput, ResidentError, Unauthorized, os_error_message
 from resident.operations import DECLARED
-from resident.operations.declaration import Operation
+from resident.operations.declaration import Access, Operation
 from resident.operations.wire import decode as decode_request
 from resident.web import (
     Refusal,
@@ -177,7 +177,10 @@ def declared_endpoint(runtime: Runtime, op: Operation[Any, Any, Any], read_timeo
     async def endpoint(request: Request) -> Response:
         try:
             grant = request.headers.get(GRANT_HEADER)
-            executor = runtime._executor.with_grant(grant)
+            if op.access is not Access.MEMBER:
+                # Refused before the body is read: a member session learns nothing of an owner's route.
+                refuse_grant(grant, f"{op.route.method} {op.route.path}")
+            executor = runtime._local.with_grant(grant)
             body = None
             if op.route.method == "POST":
                 body = await read_json_body(request, op.route.max_body, read_timeout)
@@ -228,7 +231,7 @@ def create_app(
         except ResidentError as error:
             return _typed(error)
 
-    table = [Route(op.path, _endpoint(runtime, op, read_timeout), methods=[op.method]) for op in routes.OPERATIONS]
+    table = [Route(op.path, _endpoint(runtime, op, read_timeout), methods=[op.method]) for op in routes.LEGACY]
     table += [
         Route(op.route.path, declared_endpoint(runtime, op, read_timeout), methods=[op.route.method])
         for op in DECLARED

@@ -22,244 +22,30 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from resident.api import routes, wire
 from resident.api.discovery import DISCOVERY_FILE, check_version, pid_alive, read_discovery
 from resident.api.remote import RemoteExecutor
-from resident.api.statuses import error_from_body
 from resident.api.transport import StreamItem, Transport
-from resident.errors import InvalidInput, ResidentError, RuntimeNotUp, UnknownMember
-from resident.memory.records import ActivationLike, as_activation, utf8_text
+from resident.errors import RuntimeNotUp, UnknownMember
 from resident.messages.coordination import Correction, Progress
-from resident.messages.memory import MemoryRecord, MemoryStatus, RecallHit, Receipt, Reconciled
 from resident.messages.replication import RecordReplication, ReplicationCounts
 from resident.messages.supervision import SupervisorStatistics
-from resident.operations.surfaces import AppsSurface
+from resident.operations.apps import AppsSurface
+from resident.operations.memory import MemberSurface, MemorySurface, RootSurface
 
-__all__ = ["RemoteMember", "RemoteRuntime", "StreamItem", "connect"]
+__all__ = ["RemoteRuntime", "StreamItem", "connect"]
 
 # A sync's answer comes when it settles or at its deadline; the request waits a little longer.
 _SYNC_MARGIN = 15.0
 
 
-def _many_body(items: Iterable[Mapping[str, Any]]) -> wire.RememberMany:
-    batch = tuple(dict(item) if isinstance(item, Mapping) else item for item in items)
-    if len(batch) > wire.MAX_REMEMBER_ITEMS:
-        raise InvalidInput(
-            f"remember_many takes at most {wire.MAX_REMEMBER_ITEMS} items at once, not {len(batch)}; split them"
-        )
-    return wire.RememberMany(items=batch)
-
-
-def _outcomes(answer: wire.RememberedMany) -> list[Receipt | ResidentError]:
-    """Each item's receipt, or its refusal raised again as the typed error the runtime raised."""
-    return [
-        outcome.receipt if outcome.receipt is not None
-        else error_from_body(outcome.error or wire.ErrorDetail(type="ApiError", message="no outcome"), 400)
-        for outcome in answer.outcomes
-    ]
-
-
 def _wait(timeout: float | None) -> float | None:
     # How long the HTTP request may take: the caller's ask timeout plus the trip back.
     return None if timeout is None else timeout + 5.0
-
-
-class RemoteMember:
-    """A member's memory surface over the wire; every call has an awaitable twin."""
-
-    def __init__(self, runtime: RemoteRuntime, name: str) -> None:
-        self._transport = runtime._transport
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"<RemoteMember {self.name}>"
-
-    @staticmethod
-    def _remember_body(
-        text: str | bytes, summary: str | bytes | None, activation: ActivationLike, options: dict[str, Any]
-    ) -> wire.Remember:
-        try:
-            return wire.Remember(
-                text=utf8_text(text, "text"), summary=None if summary is None else utf8_text(summary, "summary"),
-                activation=as_activation(activation), **options,
-            )
-        except TypeError as error:
-            raise InvalidInput(f"remember: {error}; see Member.remember for its options") from None
-
-    def remember(
-        self,
-        text: str | bytes,
-        *,
-        summary: str | bytes | None = None,
-        activation: ActivationLike = None,
-        timeout: float | None = None,
-        **options: Any,
-    ) -> Receipt:
-        """Admit a memory durably (options as `Member.remember`: scope, kind, counterpart, world, ...)."""
-        body = self._remember_body(text, summary, activation, options)
-        receipt: Receipt = self._transport.call(routes.REMEMBER, body, timeout=_wait(timeout), member=self.name)
-        return receipt
-
-    async def aremember(
-        self,
-        text: str | bytes,
-        *,
-        summary: str | bytes | None = None,
-        activation: ActivationLike = None,
-        timeout: float | None = None,
-        **options: Any,
-    ) -> Receipt:
-        body = self._remember_body(text, summary, activation, options)
-        receipt: Receipt = await self._transport.acall(routes.REMEMBER, body, timeout=_wait(timeout), member=self.name)
-        return receipt
-
-    def remember_many(
-        self, items: Iterable[Mapping[str, Any]], *, timeout: float | None = None
-    ) -> list[Receipt | ResidentError]:
-        """Admit many memories (as `Member.remember_many`): one outcome per item, its receipt or its refusal."""
-        answer: wire.RememberedMany = self._transport.call(
-            routes.REMEMBER_MANY, _many_body(items), timeout=_wait(timeout), member=self.name
-        )
-        return _outcomes(answer)
-
-    async def aremember_many(
-        self, items: Iterable[Mapping[str, Any]], *, timeout: float | None = None
-    ) -> list[Receipt | ResidentError]:
-        answer: wire.RememberedMany = await self._transport.acall(
-            routes.REMEMBER_MANY, _many_body(items), timeout=_wait(timeout), member=self.name
-        )
-        return _outcomes(answer)
-
-    @staticmethod
-    def _recall_body(
-        query: str | bytes, k: int, activation: ActivationLike, char_budget: int, include_inactive: bool
-    ) -> wire.RecallQuery:
-        return wire.RecallQuery(
-            query=utf8_text(query, "query"), k=k, activation=as_activation(activation), char_budget=char_budget,
-            include_inactive=include_inactive,
-        )
-
-    def recall(
-        self,
-        query: str | bytes,
-        k: int = 10,
-        *,
-        activation: ActivationLike = None,
-        char_budget: int = 8_000,
-        include_inactive: bool = False,
-        timeout: float | None = None,
-    ) -> list[RecallHit]:
-        """The member's best-matching served memories (at most `k`, within `char_budget` characters)."""
-        body = self._recall_body(query, k, activation, char_budget, include_inactive)
-        hits: wire.RecallHits = self._transport.call(routes.RECALL, body, timeout=_wait(timeout), member=self.name)
-        return list(hits.hits)
-
-    async def arecall(
-        self,
-        query: str | bytes,
-        k: int = 10,
-        *,
-        activation: ActivationLike = None,
-        char_budget: int = 8_000,
-        include_inactive: bool = False,
-        timeout: float | None = None,
-    ) -> list[RecallHit]:
-        body = self._recall_body(query, k, activation, char_budget, include_inactive)
-        hits: wire.RecallHits = await self._transport.acall(
-            routes.RECALL, body, timeout=_wait(timeout), member=self.name
-        )
-        return list(hits.hits)
-
-    def get(self, record_id: str, *, timeout: float | None = None) -> MemoryRecord:
-        """One record by id; `RecordWithheld` (with state and reason) if Realm withheld it."""
-        record: MemoryRecord = self._transport.call(
-            routes.GET_RECORD, timeout=_wait(timeout), member=self.name, record=record_id
-        )
-        return record
-
-    async def aget(self, record_id: str, *, timeout: float | None = None) -> MemoryRecord:
-        record: MemoryRecord = await self._transport.acall(
-            routes.GET_RECORD, timeout=_wait(timeout), member=self.name, record=record_id
-        )
-        return record
-
-    def forget(self, record_id: str, *, reason: str = "", timeout: float | None = None) -> None:
-        """Retract a record: it stays stored, marked retracted, and is no longer recalled."""
-        self._transport.call(
-            routes.FORGET, wire.Forget(reason=reason), timeout=_wait(timeout), member=self.name, record=record_id
-        )
-
-    async def aforget(self, record_id: str, *, reason: str = "", timeout: float | None = None) -> None:
-        await self._transport.acall(
-            routes.FORGET, wire.Forget(reason=reason), timeout=_wait(timeout), member=self.name, record=record_id
-        )
-
-    def reconcile(
-        self,
-        record_id: str,
-        *,
-        rollback: bool = False,
-        readmit: bool = False,
-        text: str | bytes | None = None,
-        canonical: bool | None = None,
-        timeout: float | None = None,
-    ) -> Reconciled:
-        """Settle a withheld record: roll it back, or re-admit it corrected (see `Member.reconcile`)."""
-        body = _reconcile_body(rollback, readmit, text, canonical)
-        result: Reconciled = self._transport.call(
-            routes.MEMBER_RECONCILE, body, timeout=_wait(timeout), member=self.name, record=record_id
-        )
-        return result
-
-    async def areconcile(
-        self,
-        record_id: str,
-        *,
-        rollback: bool = False,
-        readmit: bool = False,
-        text: str | bytes | None = None,
-        canonical: bool | None = None,
-        timeout: float | None = None,
-    ) -> Reconciled:
-        body = _reconcile_body(rollback, readmit, text, canonical)
-        result: Reconciled = await self._transport.acall(
-            routes.MEMBER_RECONCILE, body, timeout=_wait(timeout), member=self.name, record=record_id
-        )
-        return result
-
-
-def _reconcile_body(rollback: bool, readmit: bool, text: str | bytes | None, canonical: bool | None) -> wire.Reconcile:
-    return wire.Reconcile(
-        rollback=rollback, readmit=readmit, text=None if text is None else utf8_text(text, "text"), canonical=canonical
-    )
-
-
-class RemoteMemory:
-    """`rt.memory` over the wire: memory on or off, and its status."""
-
-    def __init__(self, transport: Transport) -> None:
-        self._transport = transport
-
-    def enable(self, provider: str = "hindsight", embedder: str = "hash") -> bool:
-        """Turn memory on; False if it was already on like this."""
-        switch: wire.MemorySwitch = self._transport.call(
-            routes.MEMORY_ENABLE, wire.EnableMemory(provider=provider, embedder=embedder)
-        )
-        return switch.changed
-
-    def disable(self) -> bool:
-        """Turn memory off (nothing is deleted); False if it was already off."""
-        switch: wire.MemorySwitch = self._transport.call(routes.MEMORY_DISABLE, wire.NoBody())
-        return switch.changed
-
-    def status(self) -> MemoryStatus:
-        status: MemoryStatus = self._transport.call(routes.MEMORY_STATUS)
-        return status
 
 
 class RemoteReplication:
@@ -303,17 +89,19 @@ class RemoteCoordinator:
         return correction
 
 
-class RemoteRuntime:
+class RemoteRuntime(RootSurface):
     """The runtime of a home as a `resident up` process serves it; see the module docstring."""
 
     def __init__(self, transport: Transport) -> None:
         self._transport = transport
+        executor = RemoteExecutor(transport)
+        super().__init__(executor)
         self.home = Path(transport.discovery.home)
         self.address = transport.discovery.address
-        self.memory = RemoteMemory(transport)
+        self.memory = MemorySurface(executor)
         self.replication = RemoteReplication(transport)
         self.coordinator = RemoteCoordinator(transport)
-        self.apps = AppsSurface(RemoteExecutor(transport))
+        self.apps = AppsSurface(executor)
         self._roster: frozenset[str] = frozenset()
 
     @classmethod
@@ -342,35 +130,14 @@ class RemoteRuntime:
 
     # -- surfaces ---------------------------------------------------------------------------------
 
-    def member(self, name: str) -> RemoteMember:
+    def member(self, name: str) -> MemberSurface:
         """The memory surface of one member of the roster (`UnknownMember` otherwise)."""
         if name not in self._roster:
-            self.members()
+            self._roster = frozenset(member.name for member in self.members())
             if name not in self._roster:
                 known = ", ".join(sorted(self._roster))
                 raise UnknownMember(f"no member named {name!r}; the roster is: {known}")
-        return RemoteMember(self, name)
-
-    def members(self) -> tuple[wire.MemberInfo, ...]:
-        """The roster (configured and imported members)."""
-        roster: wire.Members = self._transport.call(routes.MEMBERS)
-        self._roster = frozenset(member.name for member in roster.members)
-        return roster.members
-
-    def reconcile(
-        self,
-        record_id: str,
-        *,
-        rollback: bool = False,
-        readmit: bool = False,
-        text: str | bytes | None = None,
-        canonical: bool | None = None,
-    ) -> Reconciled:
-        """Reconcile a withheld record as the member who wrote it."""
-        result: Reconciled = self._transport.call(
-            routes.RECONCILE, _reconcile_body(rollback, readmit, text, canonical), record=record_id
-        )
-        return result
+        return MemberSurface(self._executor, name)
 
     def statistics(self) -> SupervisorStatistics:
         """Every supervised actor: state, restarts, buffered, dead letters."""

@@ -25,11 +25,9 @@ from resident.api import routes, wire
 from resident.api.knowledge_handlers import KNOWLEDGE_HANDLERS
 from resident.api.paths import absolute
 from resident.api.session_handlers import SESSION_HANDLERS
-from resident.api.statuses import error_body
-from resident.errors import InvalidInput, ResidentError
-from resident.messages.memory import Receipt
+from resident.errors import ResidentError
 from resident.messages.replication import ReplicationCounts
-from resident.runtime.caller import Caller, CallerMemory, refuse_member_session, resolve_caller
+from resident.runtime.caller import Caller, refuse_member_session, resolve_caller
 from resident.runtime.portability import export_document, import_document
 from resident.store.tables import SCHEMA_VERSION
 
@@ -53,9 +51,6 @@ class Call:
     body: Any
     blocking: Blocking
 
-    def memory(self) -> CallerMemory:
-        """The memory of the member the path names, as this caller may use it."""
-        return self.caller.memory(self.runtime, self.params["member"])
 
     async def run(self, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         """`function(*args, **kwargs)`, a blocking facade call, off the event loop."""
@@ -134,88 +129,6 @@ async def statistics(call: Call) -> Any:
 
 
 # -- memory --------------------------------------------------------------------------------------
-
-
-async def memory_status(call: Call) -> Any:
-    return await call.run(call.runtime.memory.status)
-
-
-async def memory_enable(call: Call) -> wire.MemorySwitch:
-    body: wire.EnableMemory = call.body
-    changed = await call.run(call.runtime.memory.enable, body.provider, body.embedder)
-    return wire.MemorySwitch(changed=changed, enabled=True)
-
-
-async def memory_disable(call: Call) -> wire.MemorySwitch:
-    changed = await call.run(call.runtime.memory.disable)
-    return wire.MemorySwitch(changed=changed, enabled=False)
-
-
-async def members(call: Call) -> wire.Members:
-    config = call.runtime.config
-    roster = (*config.members, *config.extra_members)
-    return wire.Members(
-        members=tuple(wire.MemberInfo(name=m.name, role=m.role, worlds=tuple(m.worlds)) for m in roster),
-        coordinator=config.coordinator,
-    )
-
-
-async def remember(call: Call) -> Any:
-    fields = msgspec.structs.asdict(call.body)
-    text = fields.pop("text")
-    source = fields.pop("source")
-    if source is not None:
-        if not call.caller.is_owner:
-            raise InvalidInput("a member session's memories come from its execution; leave `source` out")
-        fields["source"] = source
-    return await call.memory().remember(text, **fields)
-
-
-async def remember_many(call: Call) -> wire.RememberedMany:
-    body: wire.RememberMany = call.body
-    outcomes = await call.memory().remember_many(body.items)
-    return wire.RememberedMany(outcomes=tuple(_item_outcome(index, outcome) for index, outcome in enumerate(outcomes)))
-
-
-def _item_outcome(index: int, outcome: Receipt | ResidentError) -> wire.ItemOutcome:
-    if isinstance(outcome, ResidentError):
-        return wire.ItemOutcome(index=index, error=error_body(outcome).error)
-    return wire.ItemOutcome(index=index, receipt=outcome)
-
-
-async def recall(call: Call) -> wire.RecallHits:
-    body: wire.RecallQuery = call.body
-    hits = await call.memory().recall(
-        body.query, body.k, activation=body.activation, char_budget=body.char_budget,
-        include_inactive=body.include_inactive,
-    )
-    return wire.RecallHits(hits=tuple(hits))
-
-
-async def get_record(call: Call) -> Any:
-    return await call.memory().get(call.params["record"])
-
-
-async def forget(call: Call) -> wire.Forgotten:
-    record = call.params["record"]
-    await call.memory().forget(record, call.body.reason)
-    return wire.Forgotten(id=record)
-
-
-def _reconcile_options(body: wire.Reconcile) -> dict[str, Any]:
-    return {"rollback": body.rollback, "readmit": body.readmit, "text": body.text, "canonical": body.canonical}
-
-
-async def member_reconcile(call: Call) -> Any:
-    return await call.memory().reconcile(call.params["record"], **_reconcile_options(call.body))
-
-
-async def reconcile(call: Call) -> Any:
-    record, options = call.params["record"], _reconcile_options(call.body)
-    if call.caller.is_owner:
-        return await call.run(call.runtime.reconcile, record, **options)
-    # A member session settles its own records, under its grant.
-    return await call.caller.memory(call.runtime, None).reconcile(record, **options)
 
 
 async def export(call: Call) -> Any:
@@ -402,19 +315,8 @@ HANDLERS: dict[str, Handler] = {
     routes.HEALTH.name: health,
     routes.STATUS.name: status,
     routes.BACKUP.name: backup,
-    routes.MEMORY_STATUS.name: memory_status,
-    routes.MEMORY_ENABLE.name: memory_enable,
-    routes.MEMORY_DISABLE.name: memory_disable,
-    routes.MEMBERS.name: members,
-    routes.REMEMBER.name: remember,
-    routes.REMEMBER_MANY.name: remember_many,
-    routes.RECALL.name: recall,
-    routes.GET_RECORD.name: get_record,
-    routes.FORGET.name: forget,
-    routes.MEMBER_RECONCILE.name: member_reconcile,
     routes.EXPORT.name: export,
     routes.IMPORT.name: import_member,
-    routes.RECONCILE.name: reconcile,
     routes.REPLICATION_STATUS.name: replication_status,
     routes.REPLICATION_RECORD.name: replication_record,
     routes.SYNC.name: sync,

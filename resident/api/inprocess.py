@@ -20,6 +20,8 @@ from resident.api import routes
 from resident.api.handlers import perform
 from resident.api.statuses import error_from_body
 from resident.api.wire import ErrorDetail
+from resident.operations.declaration import Operation
+from resident.operations.wire import python_values
 from resident.web.decoding import Refusal, decode_json
 
 if TYPE_CHECKING:
@@ -53,6 +55,14 @@ class InProcess:
             perform(self.runtime, op, params=params, body=checked, grant=self._grant, blocking=_in_thread)
         )
         return msgspec.json.decode(msgspec.json.encode(result), type=op.reply)
+
+    def run(self, op: Operation[Any, Any, Any], request: Any, member: str | None = None) -> Any:
+        """Run a declared operation's `request` as the server would: checked against its struct's bounds first,
+        and the reply passed through its JSON form."""
+        checked = self._checked(op.request_type, python_values(request))
+        executor = self.runtime._local.with_grant(self._grant)
+        reply = executor.run(op, checked, member)
+        return msgspec.json.decode(msgspec.json.encode(reply), type=op.reply)
 
     @staticmethod
     def _checked(kind: type[Any], body: Any) -> Any:

@@ -17,18 +17,22 @@ from __future__ import annotations
 
 import socket
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from resident.api import routes
 from resident.api.discovery import Discovery
-from resident.api.exchange import Request, auth_headers, decode_answer, unreachable
+from resident.api.exchange import Request, auth_headers, decode_answer, decode_reply, unreachable
 from resident.errors import RuntimeNotUp
+from resident.operations.declaration import Operation
+from resident.operations.wire import encode
 
 __all__ = ["DEFAULT_TIMEOUT", "OneShot"]
 
 # The runtime's own asks wait up to 30 s; the answer gets a little longer to come back.
 DEFAULT_TIMEOUT = 45.0
 _CHUNK = 256 * 1024
+# How much longer than a call's own timeout its request may take: the trip there and back.
+_MARGIN = 5.0
 
 
 class OneShot:
@@ -62,6 +66,19 @@ class OneShot:
         except (OSError, ValueError) as error:
             raise unreachable(self.discovery, error) from None
         return decode_answer(op, status, content)
+
+    def run(self, op: Operation[Any, Any, Any], request: Any, member: str | None = None) -> Any:
+        """Run a declared operation's `request` (on `member`'s surface); its reply struct, or its typed error."""
+        encoded = encode(op, request, member)
+        path = encoded.path if not encoded.query else f"{encoded.path}?{urlencode(encoded.query)}"
+        headers = {} if encoded.body is None else {"Content-Type": "application/json"}
+        timeout = getattr(request, "timeout", None)
+        wait = DEFAULT_TIMEOUT if timeout is None else float(timeout) + _MARGIN
+        try:
+            status, content = self._exchange(Request(encoded.method, path, encoded.body, headers), wait)
+        except (OSError, ValueError) as error:
+            raise unreachable(self.discovery, error) from None
+        return decode_reply(op.reply, status, content, op.name)
 
     def _connect(self, timeout: float) -> socket.socket:
         if self._tcp is not None:

@@ -130,7 +130,7 @@ def _events_operation() -> dict[str, Any]:
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 document of the API."""
     kinds: list[Any] = [wire.ErrorBody]
-    for op in routes.OPERATIONS:
+    for op in routes.LEGACY:
         kinds.extend(kind for kind in (op.reply, op.body) if kind is not None)
     for declared in DECLARED:
         kinds.extend((declared.reply, declared.request_type))
@@ -139,7 +139,7 @@ def openapi_document() -> dict[str, Any]:
     components["ApiEvents"] = msgspec.json.schema(events, ref_template=_REF)
     components["ApiEvents"].pop("$defs", None)
     paths: dict[str, dict[str, Any]] = {}
-    for op in routes.OPERATIONS:
+    for op in routes.LEGACY:
         paths.setdefault(op.path, {})[op.method.lower()] = _operation(op)
     for declared in DECLARED:
         paths.setdefault(declared.route.path, {})[declared.route.method.lower()] = _declared(declared, components)

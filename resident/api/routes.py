@@ -24,12 +24,14 @@ from resident.messages.coordination import Correction, Progress
 from resident.messages.engagement import EngagementState
 from resident.messages.evolution import EvolutionChange, WeeklyReport
 from resident.messages.knowledge import IndexStatus, IngestReport, KnowledgeBank, KnowledgeEntry, Repository
-from resident.messages.memory import MemoryRecord, MemoryStatus, Receipt, Reconciled
+from resident.messages.memory import Receipt
 from resident.messages.portability import MemberExport
 from resident.messages.principles import Principle
 from resident.messages.replication import RecordReplication, ReplicationCounts
 from resident.messages.skills import SkillRebuild, SkillSetView, TeamSkill
 from resident.messages.supervision import SupervisorStatistics
+from resident.operations import DECLARED
+from resident.operations.declaration import Operation as Declared
 
 __all__ = [
     "ANSWER",
@@ -42,8 +44,6 @@ __all__ = [
     "EXCERPTS",
     "EXCERPT_ADMIT",
     "EXPORT",
-    "FORGET",
-    "GET_RECORD",
     "HEALTH",
     "IMPORT",
     "KNOWLEDGE_BANKS",
@@ -57,11 +57,7 @@ __all__ = [
     "KNOWLEDGE_REPOSITORIES",
     "KNOWLEDGE_REPOSITORY_ADD",
     "KNOWLEDGE_SEARCH",
-    "MEMBERS",
-    "MEMBER_RECONCILE",
-    "MEMORY_DISABLE",
-    "MEMORY_ENABLE",
-    "MEMORY_STATUS",
+    "LEGACY",
     "OPENAPI_PATH",
     "OPERATIONS",
     "PRINCIPLES",
@@ -70,11 +66,7 @@ __all__ = [
     "PROGRESS",
     "PROPOSE",
     "QUESTIONS",
-    "RECALL",
-    "RECONCILE",
     "RELEASE",
-    "REMEMBER",
-    "REMEMBER_MANY",
     "REPLICATION_RECORD",
     "REPLICATION_STATUS",
     "ROLLBACK",
@@ -101,6 +93,7 @@ __all__ = [
     "STATUS",
     "SYNC",
     "WEEKLY_REPORT",
+    "AnyOperation",
     "Operation",
 ]
 
@@ -140,39 +133,6 @@ BACKUP = Operation(
     "home.backup", "POST", "/v1/backup", BackupManifest, "Write a verifiable copy of the home to a directory",
     wire.Backup,
 )
-MEMORY_STATUS = Operation("memory.status", "GET", "/v1/memory", MemoryStatus, "Memory on or off, and how it is doing")
-MEMORY_ENABLE = Operation(
-    "memory.enable", "POST", "/v1/memory/enable", wire.MemorySwitch, "Turn memory on", wire.EnableMemory
-)
-MEMORY_DISABLE = Operation(
-    "memory.disable", "POST", "/v1/memory/disable", wire.MemorySwitch, "Turn memory off (deletes nothing)", wire.NoBody
-)
-MEMBERS = Operation("members.list", "GET", "/v1/members", wire.Members, "The roster and its coordinator")
-REMEMBER = Operation(
-    "member.remember", "POST", "/v1/members/{member}/remember", Receipt, "Store a memory durably", wire.Remember,
-    member=True,
-)
-REMEMBER_MANY = Operation(
-    "member.remember_many", "POST", "/v1/members/{member}/remember-many", wire.RememberedMany,
-    "Store many memories durably, each with its receipt; a refused item is reported in its place",
-    wire.RememberMany, member=True, max_body=wire.MAX_REMEMBER_MANY_BODY_BYTES,
-)
-RECALL = Operation(
-    "member.recall", "POST", "/v1/members/{member}/recall", wire.RecallHits, "Recall a member's memories",
-    wire.RecallQuery, member=True,
-)
-GET_RECORD = Operation(
-    "member.get", "GET", "/v1/members/{member}/records/{record}", MemoryRecord, "One record, as the member sees it",
-    member=True,
-)
-FORGET = Operation(
-    "member.forget", "POST", "/v1/members/{member}/records/{record}/forget", wire.Forgotten,
-    "Retract a record (it stays stored, marked retracted)", wire.Forget, member=True,
-)
-MEMBER_RECONCILE = Operation(
-    "member.reconcile", "POST", "/v1/members/{member}/records/{record}/reconcile", Reconciled,
-    "Settle a withheld record as this member", wire.Reconcile, member=True,
-)
 EXPORT = Operation(
     "member.export", "GET", "/v1/members/{member}/export", MemberExport,
     "A member's portable memory, as the export file holds it",
@@ -180,11 +140,6 @@ EXPORT = Operation(
 IMPORT = Operation(
     "members.import", "POST", "/v1/members/import", wire.Imported, "Load a member export into this home",
     wire.ImportMember, max_body=wire.MAX_IMPORT_BODY_BYTES,
-)
-RECONCILE = Operation(
-    "records.reconcile", "POST", "/v1/records/{record}/reconcile", Reconciled,
-    "Settle a withheld record as the member who wrote it (a member session: one of its own)", wire.Reconcile,
-    member=True,
 )
 REPLICATION_STATUS = Operation(
     "replication.status", "GET", "/v1/replication", ReplicationCounts, "Records per replication state"
@@ -284,12 +239,11 @@ WEEKLY_REPORT = Operation(
     "reports.weekly", "POST", "/v1/reports/weekly", WeeklyReport, "The weekly evolution report", wire.WeekQuery
 )
 
-OPERATIONS: tuple[Operation, ...] = (
-    HEALTH, STATUS, BACKUP, MEMORY_STATUS, MEMORY_ENABLE, MEMORY_DISABLE, MEMBERS, REMEMBER, REMEMBER_MANY, RECALL,
-    GET_RECORD, FORGET, MEMBER_RECONCILE, EXPORT, IMPORT, RECONCILE, REPLICATION_STATUS, REPLICATION_RECORD, SYNC,
-    PROGRESS, CORRECT, STATISTICS, SKILLS, SKILL_ADD, SKILL_SET, SKILL_SEARCH, SKILL_REBUILD, SKILL_READ, SKILL_GIVE,
-    SKILL_RECLAIM, SKILL_CHOOSE, PROPOSE, PRINCIPLES, PRINCIPLE_APPROVE, PRINCIPLE_REJECT, ENGAGE, RELEASE,
-    ENGAGEMENT, QUESTIONS, ANSWER, EVOLUTION_LOG, ROLLBACK, WEEKLY_REPORT,
+LEGACY: tuple[Operation, ...] = (
+    HEALTH, STATUS, BACKUP, EXPORT, IMPORT, REPLICATION_STATUS, REPLICATION_RECORD, SYNC, PROGRESS, CORRECT, STATISTICS,
+    SKILLS, SKILL_ADD, SKILL_SET, SKILL_SEARCH, SKILL_REBUILD, SKILL_READ, SKILL_GIVE, SKILL_RECLAIM, SKILL_CHOOSE,
+    PROPOSE, PRINCIPLES, PRINCIPLE_APPROVE, PRINCIPLE_REJECT, ENGAGE, RELEASE, ENGAGEMENT, QUESTIONS, ANSWER,
+    EVOLUTION_LOG, ROLLBACK, WEEKLY_REPORT,
 )
 
 # Served beside the table: the event stream (text/event-stream) and the document describing the API.
@@ -396,9 +350,15 @@ EXCERPT_ADMIT = Operation(
     "Admit an excerpt into the member's memory through the admission gate", wire_sessions.Admit,
 )
 
-OPERATIONS += (
+LEGACY += (
     KNOWLEDGE_BANK_CREATE, KNOWLEDGE_BANKS, KNOWLEDGE_INGEST, KNOWLEDGE_SEARCH, KNOWLEDGE_REINDEX,
     KNOWLEDGE_REPOSITORY_ADD, KNOWLEDGE_REPOSITORIES, KNOWLEDGE_ENTRIES, KNOWLEDGE_PROMOTE, KNOWLEDGE_CONTEXT,
     KNOWLEDGE_IMPORT_LEGACY, SESSION_GRANT, SESSION_CONTEXT, SESSION_START, SESSION_END, SESSION_RECOVER, SESSIONS,
     SESSION_SHOW, SESSION_RAW, SESSION_CANDIDATES, SESSION_IMPORT, EXCERPTS, EXCERPT_ADMIT,
 )
+
+# Every route: the table above, and the operations declared once (`resident.operations`), which the rest of
+# the table is moving to.
+# A route of either kind.
+AnyOperation = Operation | Declared[Any, Any, Any]
+OPERATIONS: tuple[AnyOperation, ...] = (*LEGACY, *DECLARED)

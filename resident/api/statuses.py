@@ -15,11 +15,8 @@ out of process too.
 
 from __future__ import annotations
 
-import resident.errors as errors_module
-from resident.api.wire import ErrorBody, ErrorDetail
 from resident.errors import (
     ActorUnavailable,
-    ApiError,
     BackupInvalid,
     ConfigError,
     DiskFull,
@@ -67,6 +64,7 @@ from resident.errors import (
     UnknownSkill,
     WriteFailed,
 )
+from resident.messages.outcomes import ErrorBody, ErrorDetail, detail_of, error_of
 
 __all__ = [
     "OS_ERROR_STATUS",
@@ -155,25 +153,9 @@ def status_of(error: ResidentError) -> int:
 
 def error_body(error: ResidentError) -> ErrorBody:
     """The wire form of `error`; a withheld record also names its id, state and reason."""
-    message = " ".join(error.message.split())
-    if isinstance(error, RecordWithheld):
-        detail = ErrorDetail(
-            type=type(error).__name__, message=message, id=error.record_id, state=error.state, reason=error.reason
-        )
-    else:
-        detail = ErrorDetail(type=type(error).__name__, message=message)
-    return ErrorBody(error=detail)
+    return ErrorBody(error=detail_of(error))
 
 
 def error_from_body(detail: ErrorDetail, status: int) -> ResidentError:
     """The `ResidentError` a client raises for an error answer (`ApiError` for types it does not know)."""
-    cls = getattr(errors_module, detail.type, None)
-    if not (isinstance(cls, type) and issubclass(cls, ResidentError) and detail.type in errors_module.__all__):
-        return ApiError(f"{detail.type} (HTTP {status}): {detail.message}")
-    if issubclass(cls, RecordWithheld):  # RecordCorrupted too
-        withheld: ResidentError = cls(
-            detail.message, record_id=detail.id or "", state=detail.state or "", reason=detail.reason or ""
-        )
-        return withheld
-    error: ResidentError = cls(detail.message)
-    return error
+    return error_of(detail, status)

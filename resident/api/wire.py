@@ -13,13 +13,15 @@ it without loading the runtime, numpy or LMDB.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 
+from resident.messages.bounds import Name, Named, Note, RecordRef, Text
 from resident.messages.engagement import Domain, EngagementQuestion, EngagementState
 from resident.messages.evolution import EvolutionChange
-from resident.messages.memory import Activation, Kind, MemoryStatus, RecallHit, Receipt, ReplicationState, Scope
+from resident.messages.memory import Kind, MemoryStatus, ReplicationState, Scope
+from resident.messages.outcomes import ErrorBody, ErrorDetail, ItemOutcome, RememberedMany
 from resident.messages.principles import Principle, PrincipleState
 from resident.messages.skills import MAX_SEARCH, PROJECTED_SKILLS, ChosenSkill, SkillMatch, TeamSkill, Track
 from resident.messages.supervision import SupervisorStatistics
@@ -29,11 +31,8 @@ __all__ = [
     "API_VERSION",
     "GRANT_HEADER",
     "MAX_BODY_BYTES",
-    "MAX_CHAR_BUDGET",
     "MAX_IMPORT_BODY_BYTES",
     "MAX_LISTED_IDS",
-    "MAX_REMEMBER_ITEMS",
-    "MAX_REMEMBER_MANY_BODY_BYTES",
     "MAX_SKILL_BODY_BYTES",
     "READ_TIMEOUT",
     "ActorEvent",
@@ -45,14 +44,11 @@ __all__ = [
     "ChosenSkills",
     "Correct",
     "Decide",
-    "EnableMemory",
     "Engage",
     "EngagementOf",
     "ErrorBody",
     "ErrorDetail",
     "EvolutionLog",
-    "Forget",
-    "Forgotten",
     "GiveSkill",
     "Health",
     "HomeStatus",
@@ -61,9 +57,6 @@ __all__ = [
     "ItemOutcome",
     "ListPrinciples",
     "LogQuery",
-    "MemberInfo",
-    "Members",
-    "MemorySwitch",
     "MemorySwitchedEvent",
     "NoBody",
     "Principles",
@@ -71,15 +64,10 @@ __all__ = [
     "Propose",
     "Questions",
     "QuestionsQuery",
-    "RecallHits",
-    "RecallQuery",
-    "Reconcile",
     "RecordAdmittedEvent",
     "RecordLifecycleEvent",
     "RecordWithheldEvent",
     "Reject",
-    "Remember",
-    "RememberMany",
     "RememberedMany",
     "ReplicationAttemptEvent",
     "ReplicationSyncedEvent",
@@ -98,8 +86,6 @@ __all__ = [
 API_VERSION = 1
 # A remember of the longest text (16,000 characters), every one escaped as \\uXXXX, fits.
 MAX_BODY_BYTES = 256 * 1024
-# Recall answers are bounded by `k` (at most 100) and this many characters of memory text.
-MAX_CHAR_BUDGET = 200_000
 # Id lists in answers (withheld records in replication status) are cut to this many.
 MAX_LISTED_IDS = 1_000
 # A member import carries the export file itself (base64 in JSON: 4 bytes for every 3), up to the
@@ -107,26 +93,12 @@ MAX_LISTED_IDS = 1_000
 MAX_IMPORT_BODY_BYTES = (256 * 1024 * 1024) * 4 // 3 + 64 * 1024
 # A skill's SKILL.md travels the same way, up to the 256 KiB a skill file may hold.
 MAX_SKILL_BODY_BYTES = (256 * 1024) * 4 // 3 + 64 * 1024
-# `remember_many` admits at most this many items a call (they are one transaction, one message to the writer).
-MAX_REMEMBER_ITEMS = 10_000
-# ... and its body holds at most this much (the CLI's `remember --jsonl` reads no more from its file).
-MAX_REMEMBER_MANY_BODY_BYTES = 64 * 1024 * 1024
 # A whole request arrives within this many seconds (by default; `resident up --read-timeout`) or is answered 408.
 READ_TIMEOUT = 10.0
 # A member session presents its grant token in this header, besides the home's token; the server
 # then acts as that member within that grant, as the CLI does in-process with $RESIDENT_GRANT_TOKEN.
 GRANT_HEADER = "Resident-Grant-Token"
 
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-# A name the runtime checks itself (an empty one is its UnknownMember or InvalidInput, with its own words).
-Named = Annotated[str, msgspec.Meta(max_length=200)]
-RecordRef = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-# Wider than any text the runtime admits, so that its own TextInvalid says what is too long.
-Text = Annotated[str, msgspec.Meta(max_length=64_000)]
-Note = Annotated[str, msgspec.Meta(max_length=4_000)]
-Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
-# Seconds since the epoch, up to the year 5138: enough for any real timestamp, no inf.
-Timestamp = Annotated[float, msgspec.Meta(ge=0.0, le=1e11)]
 
 
 class _Request(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -144,67 +116,10 @@ class NoBody(_Request, frozen=True):
     """The body of a POST that takes no options: `{}` (or nothing at all)."""
 
 
-class EnableMemory(_Request, frozen=True):
-    """Turn memory on with this provider and embedder (`hash`, `local` or a loopback llama.cpp URL).
-
-    Without an embedder, the home's resident.toml `[memory] embedder` is used (`hash` when it names none).
-    """
-
-    provider: Annotated[str, msgspec.Meta(max_length=100)] = "hindsight"
-    embedder: Annotated[str, msgspec.Meta(max_length=2_000)] | None = None
 
 
-class Remember(_Request, frozen=True):
-    """A memory for the member named in the path; the fields of `Member.remember`."""
-
-    text: Text
-    scope: Scope = "AGENT_CORE"
-    summary: Text | None = None
-    kind: Kind = "experience"
-    counterpart: Name | None = None
-    world: Name | None = None
-    importance: Unit = 0.5
-    confidence: Unit = 1.0
-    activation: Activation = msgspec.field(default_factory=Activation)
-    supersedes: RecordRef | None = None
-    canonical: bool = False
-    # Where it comes from (the facade's default is "manual"); a member session's writes come from its execution.
-    source: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
-    occurred_at: Timestamp | None = None
-    cites: Annotated[tuple[RecordRef, ...], msgspec.Meta(max_length=100)] = ()
 
 
-class RememberMany(_Request, frozen=True):
-    """Memories for the member named in the path, each an object with the fields of `Remember`.
-
-    Items are checked one by one, so a malformed item is refused in its place (in the answer's
-    `outcomes`) and the others are written all the same.
-    """
-
-    items: Annotated[tuple[Any, ...], msgspec.Meta(max_length=MAX_REMEMBER_ITEMS)]
-
-
-class RecallQuery(_Request, frozen=True):
-    """A recall for the member named in the path; the fields of `Member.recall`."""
-
-    query: Text
-    k: Annotated[int, msgspec.Meta(ge=1, le=100)] = 10
-    activation: Activation = msgspec.field(default_factory=Activation)
-    char_budget: Annotated[int, msgspec.Meta(ge=1, le=MAX_CHAR_BUDGET)] = 8_000
-    include_inactive: bool = False
-
-
-class Forget(_Request, frozen=True):
-    reason: Note = ""
-
-
-class Reconcile(_Request, frozen=True):
-    """Settle a withheld record: `rollback`, or `readmit` with optional corrected `text`/`canonical`."""
-
-    rollback: bool = False
-    readmit: bool = False
-    text: Text | None = None
-    canonical: bool | None = None
 
 
 class Sync(_Request, frozen=True):
@@ -335,28 +250,8 @@ class Health(_Answer, frozen=True):
     api_version: int = API_VERSION
 
 
-class MemorySwitch(_Answer, frozen=True):
-    """What `memory enable`/`disable` did: whether anything changed, and the status after it."""
-
-    changed: bool
-    enabled: bool
 
 
-class MemberInfo(_Answer, frozen=True):
-    name: str
-    role: str
-    worlds: tuple[str, ...]
-
-
-class Members(_Answer, frozen=True):
-    """The home's roster (configured and imported members) and its coordinator."""
-
-    members: tuple[MemberInfo, ...]
-    coordinator: str
-
-
-class RecallHits(_Answer, frozen=True):
-    hits: tuple[RecallHit, ...]
 
 
 class HomeStatus(_Answer, frozen=True):
@@ -414,39 +309,9 @@ class EvolutionLog(_Answer, frozen=True):
     changes: tuple[EvolutionChange, ...]
 
 
-class Forgotten(_Answer, frozen=True):
-    id: str
-    lifecycle: Literal["retracted"] = "retracted"
 
 
-class ErrorDetail(_Answer, frozen=True, omit_defaults=True):
-    """`type` is the error's class name (a `ResidentError` leaf); a withheld record adds id, state, reason."""
 
-    type: str
-    message: str
-    id: str | None = None
-    state: str | None = None
-    reason: str | None = None
-
-
-class ErrorBody(_Answer, frozen=True):
-    """Every 4xx and 5xx answer: `{"error": {"type": ..., "message": ...}}`, as the CLI prints it."""
-
-    error: ErrorDetail
-
-
-class ItemOutcome(_Answer, frozen=True, omit_defaults=True):
-    """What one item of a `remember_many` came to: its receipt, or the error that refused it."""
-
-    index: int
-    receipt: Receipt | None = None
-    error: ErrorDetail | None = None
-
-
-class RememberedMany(_Answer, frozen=True):
-    """One outcome per item, in the order of the items."""
-
-    outcomes: tuple[ItemOutcome, ...]
 
 
 # -- the event stream ----------------------------------------------------------------------------

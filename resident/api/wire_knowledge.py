@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from resident.api.wire import Name, Named, Text
+from resident.messages.bounds import Name, Named, Text
 from resident.messages.knowledge import ContextEntry, KnowledgeBank, KnowledgeEntry, Repository, SearchHit
 
 __all__ = [

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import msgspec
 
-from resident.api.wire import Name, Named, Text, Unit
+from resident.messages.bounds import Name, Named, Text, Unit
 from resident.messages.sessions import Harness, SessionCandidate, SessionExcerpt, SessionRecord, SessionTurn
 
 __all__ = [

@@ -25,6 +25,7 @@ from resident.messages.replication import RecordsSynced
 from resident.messages.store import GetWriterStatistics, WriterStatistics
 from resident.realm.process import realm_for
 from resident.runtime import Runtime
+from resident.runtime.memory import require_memory
 from resident.store.tables import RECORDS
 
 __all__ = ["WriteBench", "WriteBenchReport", "quantiles", "run_write_bench"]
@@ -136,7 +137,7 @@ def _measure(
     if bench.home is None:
         runtime.memory.enable()
     else:
-        runtime.memory.require_enabled()
+        require_memory(runtime.memory.status())
     names = runtime.config.member_names()[: bench.members]
     if len(names) < bench.members:
         raise InvalidInput(f"the home's roster has {len(names)} members; --members asks for {bench.members}")

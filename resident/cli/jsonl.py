@@ -1,8 +1,8 @@
 """Reading `resident remember MEMBER --jsonl FILE|-`: one JSON object a line, bounded, errors by line number.
 
 The whole input is read before anything is written, within bounds that make it one
-`remember_many` call: at most `wire.MAX_REMEMBER_ITEMS` lines that hold an item, each at most
-`MAX_LINE_BYTES`, and at most `wire.MAX_REMEMBER_MANY_BODY_BYTES` in all. Input past a bound is
+`remember_many` call: at most `MAX_REMEMBER_ITEMS` lines that hold an item, each at most
+`MAX_LINE_BYTES`, and at most `MAX_REMEMBER_MANY_BODY_BYTES` in all. Input past a bound is
 refused whole, before anything is written. A line that is not UTF-8 or not JSON is reported with
 its number and left out; every other line goes to the runtime, which refuses a bad item in its place.
 Blank lines are skipped (they still count in the numbering).
@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from resident.api import wire
 from resident.errors import InvalidInput
+from resident.messages.memory_calls import MAX_REMEMBER_ITEMS, MAX_REMEMBER_MANY_BODY_BYTES
+from resident.operations.declaration import MAX_BODY_BYTES
 
 __all__ = ["MAX_LINE_BYTES", "Lines", "read_jsonl"]
 
 # A line holds one remember: the longest one, every character escaped as \\uXXXX, fits.
-MAX_LINE_BYTES = wire.MAX_BODY_BYTES
+MAX_LINE_BYTES = MAX_BODY_BYTES
 
 
 @dataclass
@@ -62,13 +63,13 @@ def _read(stream: IO[bytes], name: str) -> Lines:
             lines.refused.append((number, "InvalidInput", f"longer than {MAX_LINE_BYTES} bytes; shorten it"))
         elif raw.strip():
             _parse(raw, number, lines)
-        if total > wire.MAX_REMEMBER_MANY_BODY_BYTES:
+        if total > MAX_REMEMBER_MANY_BODY_BYTES:
             raise InvalidInput(
-                f"{name} holds more than {wire.MAX_REMEMBER_MANY_BODY_BYTES} bytes; nothing was written, split it"
+                f"{name} holds more than {MAX_REMEMBER_MANY_BODY_BYTES} bytes; nothing was written, split it"
             )
-        if len(lines.items) + len(lines.refused) > wire.MAX_REMEMBER_ITEMS:
+        if len(lines.items) + len(lines.refused) > MAX_REMEMBER_ITEMS:
             raise InvalidInput(
-                f"{name} holds more than {wire.MAX_REMEMBER_ITEMS} memories; nothing was written, split it"
+                f"{name} holds more than {MAX_REMEMBER_ITEMS} memories; nothing was written, split it"
             )
 
 
@@ -77,7 +78,7 @@ def _skip_line(stream: IO[bytes]) -> int:
     skipped = 0
     while chunk := stream.readline(MAX_LINE_BYTES):
         skipped += len(chunk)
-        if chunk.endswith(b"\n") or skipped > wire.MAX_REMEMBER_MANY_BODY_BYTES:
+        if chunk.endswith(b"\n") or skipped > MAX_REMEMBER_MANY_BODY_BYTES:
             break
     return skipped
 

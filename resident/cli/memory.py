@@ -8,10 +8,20 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from resident.api import routes, wire
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, read_text_argument, stdout
 from resident.cli.target import runtime_for
+from resident.messages.bounds import MAX_CHAR_BUDGET
 from resident.messages.memory import PROVIDERS, Activation, MemoryRecord, MemoryStatus, Receipt
+from resident.messages.memory_calls import (
+    EnableMemory,
+    ForgetRequest,
+    GetRequest,
+    NoOptions,
+    RecallRequest,
+    RememberManyRequest,
+    RememberRequest,
+)
+from resident.operations import memory as ops
 from resident.terminal import printable
 
 __all__ = ["COMMANDS"]
@@ -111,8 +121,8 @@ def enable(state: CliState, provider: str, embedder: str | None, as_json: bool) 
     status`); recall keeps answering meanwhile, and switching back finds the old vectors in place.
     """
     with runtime_for(state) as runtime:
-        switch = runtime.call(routes.MEMORY_ENABLE, wire.EnableMemory(provider=provider, embedder=embedder))
-        status = runtime.call(routes.MEMORY_STATUS)
+        switch = runtime.run(ops.ENABLE, EnableMemory(provider=provider, embedder=embedder))
+        status = runtime.run(ops.STATUS, NoOptions())
     changed = switch.changed
     if as_json:
         emit_json({"changed": changed, "status": status})
@@ -130,7 +140,7 @@ def disable(state: CliState, as_json: bool) -> None:
     New writes and recalls are refused until it is enabled again; nothing is deleted.
     """
     with runtime_for(state) as runtime:
-        changed = runtime.call(routes.MEMORY_DISABLE, wire.NoBody()).changed
+        changed = runtime.run(ops.DISABLE, NoOptions()).changed
     if as_json:
         emit_json({"changed": changed, "enabled": False})
     else:
@@ -147,7 +157,7 @@ def memory_status(state: CliState, as_json: bool) -> None:
     superseded, retracted) and by replication state (pending, synced, conflict, invalidated).
     """
     with runtime_for(state, create=False) as runtime:
-        status = runtime.call(routes.MEMORY_STATUS)
+        status = runtime.run(ops.STATUS, NoOptions())
     if as_json:
         emit_json(status)
     else:
@@ -183,7 +193,7 @@ def show(state: CliState, record_id: str, member: str, as_json: bool) -> None:
     `resident reconcile ID`.
     """
     with runtime_for(state, create=False) as runtime:
-        record = runtime.call(routes.GET_RECORD, member=member, record=record_id)
+        record = runtime.run(ops.GET, GetRequest(record_id), member)
     if as_json:
         emit_json(record)
     else:
@@ -202,7 +212,7 @@ def forget(state: CliState, record_id: str, member: str, reason: str, as_json: b
     The record stays stored, marked retracted (an event), and is no longer recalled.
     """
     with runtime_for(state) as runtime:
-        runtime.call(routes.FORGET, wire.Forget(reason=reason), member=member, record=record_id)
+        runtime.run(ops.FORGET, ForgetRequest(record_id, reason=reason), member)
     if as_json:
         emit_json({"id": record_id, "lifecycle": "retracted"})
     else:
@@ -285,7 +295,7 @@ def remember(
         raise click.UsageError(
             "Missing argument 'TEXT': give the text to remember (- reads it from stdin), or --jsonl FILE"
         )
-    request = wire.Remember(
+    request = RememberRequest(
         text=read_text_argument(text),
         scope=scope,  # type: ignore[arg-type]  # one of MEMBER_SCOPES
         summary=summary,
@@ -298,7 +308,7 @@ def remember(
         canonical=canonical,
     )
     with runtime_for(state) as runtime:
-        receipt = runtime.call(routes.REMEMBER, request, member=member)
+        receipt = runtime.run(ops.REMEMBER, request, member)
     if as_json:
         emit_json(receipt)
     else:
@@ -319,8 +329,8 @@ def _remember_lines(ctx: click.Context, state: CliState, member: str, source: st
     refused = list(lines.refused)
     if lines.items:
         with runtime_for(state) as runtime:
-            answer = runtime.call(
-                routes.REMEMBER_MANY, wire.RememberMany(items=tuple(item for _, item in lines.items)), member=member
+            answer = runtime.run(
+                ops.REMEMBER_MANY, RememberManyRequest(items=tuple(item for _, item in lines.items)), member
             )
         for outcome in answer.outcomes:
             number = lines.items[outcome.index][0]
@@ -353,7 +363,7 @@ def _remember_lines(ctx: click.Context, state: CliState, member: str, source: st
 @click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True, help="At most this many results.")
 @click.option(
     "--budget",
-    type=click.IntRange(1, wire.MAX_CHAR_BUDGET),
+    type=click.IntRange(1, MAX_CHAR_BUDGET),
     default=8_000,
     show_default=True,
     help="At most this many characters of memory text in all results together.",
@@ -380,12 +390,12 @@ def recall(
     three partial scores and replication).
     """
     text = read_text_argument(query)
-    request = wire.RecallQuery(
+    request = RecallRequest(
         query=text, k=k, char_budget=budget,
         activation=Activation(domain=domain, project=project),  # type: ignore[arg-type]  # a DOMAIN choice
     )
     with runtime_for(state, create=False) as runtime:
-        hits = runtime.call(routes.RECALL, request, member=member).hits
+        hits = runtime.run(ops.RECALL, request, member).hits
     if as_json:
         emit_json({"member": member, "query": text, "hits": hits})
         return

@@ -8,7 +8,9 @@ from resident.api import routes, wire
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, stdout
 from resident.cli.target import runtime_for
 from resident.errors import InvalidInput
+from resident.messages.memory_calls import ReconcileRecord
 from resident.messages.replication import RecordReplication, ReplicationCounts
+from resident.operations import memory as ops
 
 __all__ = ["COMMANDS"]
 
@@ -126,10 +128,12 @@ def reconcile(
         raise InvalidInput("choose one: --rollback (retract the local write) or --readmit (write a corrected version)")
     if rollback and (text is not None or no_canonical):
         raise InvalidInput("--text and --no-canonical go with --readmit, not --rollback")
-    request = wire.Reconcile(rollback=rollback, readmit=readmit, text=text, canonical=False if no_canonical else None)
+    request = ReconcileRecord(
+        record_id, rollback=rollback, readmit=readmit, text=text, canonical=False if no_canonical else None
+    )
     with runtime_for(state) as runtime:
         # The owner settles any record; a member session its own, under its grant.
-        result = runtime.call(routes.RECONCILE, request, record=record_id)
+        result = runtime.run(ops.RECONCILE_RECORD, request)
     if as_json:
         emit_json(result)
     elif result.action == "rollback":

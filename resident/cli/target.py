@@ -33,6 +33,7 @@ from resident.api.discovery import check_version, running
 from resident.cli.common import CliState
 from resident.coordination.tokens import check_token
 from resident.errors import RuntimeIsUp
+from resident.operations.declaration import Operation
 from resident.runtime.caller import presented_token
 from resident.store.home import resolve_home
 
@@ -44,6 +45,9 @@ class Target(Protocol):
 
     def call(self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str) -> Any:
         """Run `op` (with `body` and the path segments `params`); its answer struct, or its typed error."""
+
+    def run(self, op: Operation[Any, Any, Any], request: Any, member: str | None = None) -> Any:
+        """Run a declared operation's `request` (on `member`'s surface); its reply struct, or its typed error."""
 
 
 @contextmanager

@@ -1,4 +1,6 @@
-"""Operations, each declared once (`declaration`), and the facade derived from them (`facade`, `surfaces`).
+"""Operations, each declared once (`declaration`), and the facade derived from them (`facade`).
+
+One module per capability holds its declarations, its `OPERATIONS` and the surfaces that offer them.
 
 Light on purpose: msgspec and the message structs only, so the remote client and the command line
 load the whole table without the runtime.
@@ -6,10 +8,12 @@ load the whole table without the runtime.
 
 from __future__ import annotations
 
-from resident.operations import apps
+from typing import Any
+
+from resident.operations import apps, memory
 from resident.operations.declaration import Access, Operation, Route, declare
 
 __all__ = ["DECLARED", "Access", "Operation", "Route", "declare"]
 
-# Every operation declared this way, in the order the API lists them.
-DECLARED: tuple[Operation, ...] = (apps.CREATE_BANK, apps.BANKS, apps.REMEMBER, apps.RECALL)  # type: ignore[type-arg]
+# Every operation declared this way, capability by capability, in the order the API lists them.
+DECLARED: tuple[Operation[Any, Any, Any], ...] = (*memory.OPERATIONS, *apps.OPERATIONS)

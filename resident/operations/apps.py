@@ -9,8 +9,9 @@ from __future__ import annotations
 from resident.messages.apps import AppBanks, AppBanksQuery, AppRecall, AppRecallHits, AppRemember, CreateAppBank
 from resident.messages.memory import Bank, RecallHit, Receipt
 from resident.operations.declaration import Access, Route, declare
+from resident.operations.facade import Surface, awaitable, method
 
-__all__ = ["BANKS", "CREATE_BANK", "RECALL", "REMEMBER"]
+__all__ = ["BANKS", "CREATE_BANK", "OPERATIONS", "RECALL", "REMEMBER", "AppsSurface"]
 
 _SERVICES = "resident.runtime.apps"
 
@@ -43,3 +44,18 @@ RECALL = declare(
     route=Route("POST", "/v1/apps/{app_or_workspace}/recall"), service=f"{_SERVICES}:recall",
     access=Access.APP, result=_hits,
 )
+
+OPERATIONS = (CREATE_BANK, BANKS, REMEMBER, RECALL)
+
+
+class AppsSurface(Surface):
+    """`rt.apps`: banks and memories of a host's apps and workspaces (APP_PRIVATE, WORKSPACE_PRIVATE)."""
+
+    create_bank = method(CREATE_BANK)
+    acreate_bank = awaitable(CREATE_BANK)
+    banks = method(BANKS)
+    abanks = awaitable(BANKS)
+    remember = method(REMEMBER)
+    aremember = awaitable(REMEMBER)
+    recall = method(RECALL)
+    arecall = awaitable(RECALL)

@@ -18,6 +18,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar, overload
 
+from resident.errors import InvalidArguments
 from resident.operations.declaration import Operation
 
 __all__ = ["Executor", "Surface", "awaitable", "method"]
@@ -42,6 +43,14 @@ class Surface:
     def __init__(self, executor: Executor, member: str | None = None) -> None:
         self._executor = executor
         self._member = member
+
+
+def _request(op: Operation[Any, Any, Any], name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The request a facade call makes; `InvalidArguments` (a `TypeError` too) for arguments it does not take."""
+    try:
+        return op.request(*args, **kwargs)
+    except TypeError as error:
+        raise InvalidArguments(f"{name}: {error}; it takes {op.signature()}") from None
 
 
 def _described(function: Callable[..., Any], op: Operation[Any, Any, Any], name: str, returns: Any) -> None:
@@ -73,7 +82,7 @@ class method(Generic[P, Out]):  # noqa: N801 - used like the `property` it resem
         op, executor, member = self.op, surface._executor, surface._member
 
         def call(*args: P.args, **kwargs: P.kwargs) -> Out:
-            return op.finish(executor.run(op, op.request(*args, **kwargs), member))
+            return op.finish(executor.run(op, _request(op, self.name, args, kwargs), member))
 
         _described(call, op, self.name, op.reply if op.result is None else inspect.Signature.empty)
         # Cached on the surface: later lookups find the bound function without building it again.
@@ -103,7 +112,7 @@ class awaitable(Generic[P, Out]):  # noqa: N801 - used like the `property` it re
         op, executor, member = self.op, surface._executor, surface._member
 
         async def call(*args: P.args, **kwargs: P.kwargs) -> Out:
-            reply = await executor.arun(op, op.request(*args, **kwargs), member)
+            reply = await executor.arun(op, _request(op, self.name, args, kwargs), member)
             return op.finish(reply)
 
         _described(call, op, self.name, inspect.Signature.empty)

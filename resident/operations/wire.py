@@ -10,7 +10,7 @@ Light: msgspec and the standard library.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -37,18 +37,25 @@ class Encoded:
 
 
 def python_values(request: msgspec.Struct) -> msgspec.Struct:
-    """`request` with bytes given for text decoded as UTF-8, so that the wire carries text, not base64.
+    """`request` as a Python caller's values travel: text, an activation, a list.
 
-    A Python caller may hand text as bytes (the runtime checks them as UTF-8, `TextInvalid` otherwise);
-    JSON has no bytes, and msgspec would send them as base64.
+    A Python caller may hand text as bytes (the runtime checks them as UTF-8, `TextInvalid` otherwise),
+    an activation as a mapping, a batch as any iterable; JSON has no bytes (msgspec would send base64),
+    and an activation's unknown keys would be dropped by the server rather than refused as in process.
     """
-    from resident.memory.records import utf8_text  # noqa: PLC0415 - light: only when bytes were given
+    changes: dict[str, Any] = {}
+    for name in request.__struct_fields__:
+        value = getattr(request, name)
+        if isinstance(value, bytes | bytearray):
+            from resident.memory.records import utf8_text  # noqa: PLC0415 - light: only when bytes were given
 
-    changes = {
-        name: utf8_text(bytes(value), name)
-        for name in request.__struct_fields__
-        if isinstance(value := getattr(request, name), bytes | bytearray)
-    }
+            changes[name] = utf8_text(bytes(value), name)
+        elif name == "activation" and isinstance(value, Mapping):
+            from resident.memory.records import as_activation  # noqa: PLC0415 - light: only for a mapping
+
+            changes[name] = as_activation(value)
+        elif isinstance(value, Iterator):
+            changes[name] = tuple(value)
     return msgspec.structs.replace(request, **changes) if changes else request
 
 

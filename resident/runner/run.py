@@ -39,6 +39,7 @@ from resident.runner.display import live_view, summary_view
 from resident.runner.harness import RunHarness, RunMetrics
 from resident.runner.invariants import Invariant, check_cli_read_surfaces, check_invariants, withheld_records
 from resident.runtime import Runtime
+from resident.runtime.memory import require_memory
 from resident.store.home import CONFIG_FILE, HOME_ENV, HomeLock, current_store_dir, ensure_home, resolve_home
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.store import Store
@@ -190,7 +191,7 @@ def run(options: RunOptions, console: Console) -> RunReport:
             if enable_memory:
                 runtime.memory.enable()
             else:
-                runtime.memory.require_enabled()
+                require_memory(runtime.memory.status())
             # While the plan plays the run is "up" for its home: its members' own `resident` calls
             # (with their grant tokens) and `resident progress` from another shell go through the API.
             with serving(runtime):

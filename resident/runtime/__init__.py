@@ -1,6 +1,6 @@
 """The runtime facade: `Runtime.open(home)` and the surfaces hanging off it.
 
-`Runtime` and `Member` are loaded on first use, so that the light modules of this package (who is
+`Runtime` and `Member` (the member surface) are loaded on first use, so that the light modules of this package (who is
 calling, `resident.runtime.caller`) can be imported without starting on the whole actor tree.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from resident.runtime.member import Member
+    from resident.operations.memory import MemberSurface as Member
     from resident.runtime.runtime import Runtime
 
 __all__ = ["Member", "Runtime"]
@@ -21,7 +21,7 @@ def __getattr__(name: str) -> Any:
 
         return Runtime
     if name == "Member":
-        from resident.runtime.member import Member  # noqa: PLC0415
+        from resident.operations.memory import MemberSurface  # noqa: PLC0415 - loaded on first use, see above
 
-        return Member
+        return MemberSurface
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,30 +14,31 @@ commit and come back as one answer, each item with its own outcome.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from resident.api import wire
+from resident.clock import Clock
+from resident.config import Config
 from resident.errors import InvalidInput, ResidentError
 from resident.ids import new_id
 from resident.memory.admission import Admission, admit
+from resident.memory.requests import remember_message
 from resident.messages.memory import Principal, Receipt, Remember
+from resident.messages.memory_calls import MAX_REMEMBER_ITEMS, RememberRequest
 from resident.messages.store import CommitEach
-from resident.runtime.member import remember_message
 from resident.store.admission_reads import StoredReads
 from resident.store.store import Store
 from resident.supervisor import Address
 
 if TYPE_CHECKING:
     from resident.messages.memory import Delegation
-    from resident.runtime.runtime import Runtime
 
 __all__ = ["MAX_BATCH", "Admissions", "Outcome"]
 
 # Items one `remember_many` admits at most: they are one transaction, and one message to the writer.
-MAX_BATCH = wire.MAX_REMEMBER_ITEMS
+MAX_BATCH = MAX_REMEMBER_ITEMS
 # What one item of `remember_many` came to: its receipt, or the error that refused it.
 Outcome = Receipt | ResidentError
 
@@ -45,18 +46,23 @@ Outcome = Receipt | ResidentError
 class Admissions:
     """Remembers of the runtime's members, admitted in the caller's thread (blocking and awaitable)."""
 
-    def __init__(self, runtime: Runtime, store: Store, writer: Address) -> None:
-        self._runtime = runtime
+    def __init__(
+        self, store: Store, writer: Address, clock: Clock, config_now: Callable[[], Config],
+        check_open: Callable[[], None],
+    ) -> None:
         self._reads = StoredReads(store)
         self._writer = writer
+        self._clock = clock
+        self._config_now = config_now
+        self._check_open = check_open
 
     def _member(self, name: str) -> Principal:
-        self._runtime.check_open()
-        member = self._runtime.config.member(name)
+        self._check_open()
+        member = self._config_now().member(name)
         return Principal(kind="member", name=member.name, worlds=member.worlds)
 
     def _admit(self, member: Principal, message: Remember) -> Admission:
-        return admit(member, message, self._reads, record_id=new_id("mem"), now=self._runtime.clock.time())
+        return admit(member, message, self._reads, record_id=new_id("mem"), now=self._clock.time())
 
     def remember(self, name: str, message: Remember, timeout: float | None) -> Receipt:
         """Admit `message` as member `name`'s and wait until it is durable."""
@@ -112,10 +118,12 @@ def remember_item(item: Mapping[str, Any]) -> Remember:
     """One item of `remember_many`: a mapping of `Member.remember`'s fields (`text` and the options)."""
     if not isinstance(item, Mapping):
         raise InvalidInput(f"an item is a mapping of remember's fields (text, scope, ...), not {type(item).__name__}")
+    fields_named = ", ".join(name for name in RememberRequest.__struct_fields__ if name != "timeout")
+    if "timeout" in item:
+        raise InvalidInput(f"an item has no timeout of its own (remember_many takes one); its fields: {fields_named}")
     try:
-        fields = msgspec.convert(item, wire.Remember)
+        fields = msgspec.convert(item, RememberRequest)
     except msgspec.ValidationError as error:
-        fields_named = ", ".join(wire.Remember.__struct_fields__)
         raise InvalidInput(f"{error}; an item takes remember's fields: {fields_named}") from None
     return remember_message(
         fields.text, scope=fields.scope, summary=fields.summary, kind=fields.kind, counterpart=fields.counterpart,

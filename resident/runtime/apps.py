@@ -11,16 +11,16 @@ from __future__ import annotations
 from typing import Literal
 
 from resident.config import validate_name
-from resident.errors import InvalidInput, NotVisible, ScopeNotAllowed, UnknownBank
+from resident.errors import ConfigError, InvalidInput, NotVisible, ScopeNotAllowed, UnknownBank
 from resident.ids import new_id
 from resident.memory.banks import APP_SCOPES, app_bank, parse_scope
 from resident.memory.records import as_activation, make_record
+from resident.memory.requests import recall_message
 from resident.memory.visibility import can_see_bank, can_write
 from resident.messages.apps import AppBanks, AppBanksQuery, AppRecall, AppRecallHits, AppRemember, CreateAppBank
 from resident.messages.memory import Bank, BankCreated, Principal, RecallHit, Receipt, RecordAdmitted
 from resident.messages.store import Commit
 from resident.runtime.context import Call, Context
-from resident.runtime.member import recall_message
 from resident.store.tables import BANKS
 
 __all__ = ["banks", "create_bank", "recall", "remember"]
@@ -31,7 +31,11 @@ def _principal(owner: str, scope: str, refusal: type[InvalidInput | ScopeNotAllo
     if checked not in APP_SCOPES:
         raise refusal(f"the app surface works with APP_PRIVATE or WORKSPACE_PRIVATE banks, not {checked}")
     kind: Literal["app", "workspace"] = "app" if checked == "APP_PRIVATE" else "workspace"
-    return Principal(kind=kind, name=validate_name(kind, owner))
+    try:
+        return Principal(kind=kind, name=validate_name(kind, owner))
+    except ConfigError as error:
+        # The name comes with the request, not from resident.toml: the caller's input is what is wrong.
+        raise InvalidInput(error.message) from None
 
 
 def create_bank(context: Context, _call: Call, request: CreateAppBank) -> Bank:

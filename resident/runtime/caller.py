@@ -15,21 +15,18 @@ Light on purpose: the `resident` command imports it before it knows whether a ru
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from resident.coordination.tokens import GRANT_TOKEN_ENV
 from resident.errors import GrantExceeded, InvalidInput, OwnerOnlyAction
 
 if TYPE_CHECKING:
-    from resident.errors import ResidentError
-    from resident.messages.memory import MemoryRecord, RecallHit, Receipt, Reconciled
     from resident.runtime.coordination import Session
-    from resident.runtime.member import ActivationLike, Member
     from resident.runtime.runtime import Runtime
 
-__all__ = ["Caller", "CallerMemory", "presented_token", "refuse_member_session", "resolve_caller"]
+__all__ = ["Caller", "presented_token", "refuse_member_session", "resolve_caller"]
 
 # How a presented grant reached the runtime, for the refusal's message.
 _FROM_ENVIRONMENT = f"${GRANT_TOKEN_ENV} is set"
@@ -50,89 +47,6 @@ def refuse_member_session(token: str | None, what: str, how: str = _FROM_ENVIRON
             f"{what} belongs to the owner; this call presents a member's grant ({how}), so it acts as that "
             "member and cannot"
         )
-
-
-class CallerMemory(Protocol):
-    """A member's memory calls as one caller may make them (awaitable; a session's are checked against its grant).
-
-    The signatures are `Session`'s; the owner's also take `source` on `remember`.
-    """
-
-    async def remember(
-        self,
-        text: str | bytes,
-        *,
-        scope: str = ...,
-        summary: str | bytes | None = ...,
-        kind: str = ...,
-        counterpart: str | None = ...,
-        world: str | None = ...,
-        importance: float = ...,
-        confidence: float = ...,
-        activation: ActivationLike = ...,
-        supersedes: str | None = ...,
-        canonical: bool = ...,
-        occurred_at: float | None = ...,
-        cites: tuple[str, ...] = ...,
-        timeout: float | None = ...,
-    ) -> Receipt: ...
-
-    async def remember_many(
-        self, items: Iterable[Mapping[str, Any]], *, timeout: float | None = ...
-    ) -> list[Receipt | ResidentError]: ...
-
-    async def recall(
-        self,
-        query: str | bytes,
-        k: int = ...,
-        *,
-        activation: ActivationLike = ...,
-        char_budget: int = ...,
-        include_inactive: bool = ...,
-        timeout: float | None = ...,
-    ) -> list[RecallHit]: ...
-
-    async def get(self, record_id: str, *, timeout: float | None = ...) -> MemoryRecord: ...
-
-    async def forget(self, record_id: str, reason: str = ..., *, timeout: float | None = ...) -> None: ...
-
-    async def reconcile(
-        self,
-        record_id: str,
-        *,
-        rollback: bool = ...,
-        readmit: bool = ...,
-        text: str | bytes | None = ...,
-        canonical: bool | None = ...,
-        timeout: float | None = ...,
-    ) -> Reconciled: ...
-
-
-class _OwnersMemory:
-    """The owner's calls on a member's memory: the member's own awaitable twins."""
-
-    def __init__(self, member: Member) -> None:
-        self._member = member
-
-    async def remember(self, text: str | bytes, **options: Any) -> Receipt:
-        return await self._member.aremember(text, **options)
-
-    async def remember_many(
-        self, items: Iterable[Mapping[str, Any]], *, timeout: float | None = None
-    ) -> list[Receipt | ResidentError]:
-        return await self._member.aremember_many(items, timeout=timeout)
-
-    async def recall(self, query: str | bytes, k: int = 10, **options: Any) -> list[RecallHit]:
-        return await self._member.arecall(query, k, **options)
-
-    async def get(self, record_id: str, *, timeout: float | None = None) -> MemoryRecord:
-        return await self._member.aget(record_id, timeout=timeout)
-
-    async def forget(self, record_id: str, reason: str = "", *, timeout: float | None = None) -> None:
-        await self._member.aforget(record_id, reason=reason, timeout=timeout)
-
-    async def reconcile(self, record_id: str, **options: Any) -> Reconciled:
-        return await self._member.areconcile(record_id, **options)
 
 
 @dataclass(frozen=True)
@@ -164,13 +78,6 @@ class Caller:
         """Check `action` against the session's grant (the owner needs no grant)."""
         if self.session is not None:
             self.session.authorize(action)
-
-    def memory(self, runtime: Runtime, member: str | None) -> CallerMemory:
-        """`member`'s memory as this caller may use it."""
-        name = self.acting_as(member)
-        if self.session is None:
-            return _OwnersMemory(runtime.member(name))
-        return self.session
 
 
 def resolve_caller(runtime: Runtime, token: str | None) -> Caller:

@@ -8,21 +8,24 @@ member's surface, when the operation is bound to one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resident.clock import Clock
 from resident.config import Config
-from resident.errors import MemoryDisabled
+from resident.errors import AskTimeout, MemoryDisabled, SubstrateUnavailable
 from resident.messages.store import Commit
+from resident.messages.supervision import SupervisorStatistics
+from resident.runtime.wiring import DEFAULT_TIMEOUT
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.store import Store
 from resident.store.tables import MEMORY_CONFIG
 from resident.supervisor import Address
 
 if TYPE_CHECKING:
+    from resident.runtime.admissions import Admissions
     from resident.runtime.caller import Caller
 
 __all__ = ["Call", "Context"]
@@ -44,13 +47,20 @@ class Context:
     store: Store
     writer: Address
     substrate: Address
+    embedder: Address
     replication: Address
     coordinator: Address
+    # Each running member's actor, by name (a member that joins by import is added while the runtime runs).
+    members: Mapping[str, Address]
+    # Members' remembers, checked and shaped in the caller's thread (`resident.runtime.admissions`).
+    admissions: Admissions
     clock: Clock
     # The configuration changes when a member joins by import; read it when needed, never keep it.
     config_now: Callable[[], Config]
     # Raises `RuntimeStopped` once the runtime is closed or its supervisor gave up.
     check_open: Callable[[], None]
+    # A snapshot of every supervised actor.
+    statistics: Callable[[], SupervisorStatistics]
 
     @property
     def config(self) -> Config:
@@ -60,6 +70,35 @@ class Context:
         """Commit through the writer and wait until it is durable; the commit's answer."""
         self.check_open()
         return self.writer.ask(commit, timeout)
+
+    def member(self, name: str) -> Address:
+        """The actor of roster member `name` (`UnknownMember` otherwise)."""
+        self.check_open()
+        return self.members[self.config.member(name).name]
+
+    def ask_member(self, name: str, message: Any, timeout: float | None) -> Any:
+        """`message` answered by member `name`'s actor; a timeout while the substrate is down says so."""
+        try:
+            return self.member(name).ask(message, timeout if timeout is not None else DEFAULT_TIMEOUT)
+        except AskTimeout as error:
+            raise self._explain(error) from None
+
+    async def ask_member_async(self, name: str, message: Any, timeout: float | None) -> Any:
+        """`ask_member` for asyncio callers."""
+        try:
+            return await self.member(name).ask_async(message, timeout if timeout is not None else DEFAULT_TIMEOUT)
+        except AskTimeout as error:
+            raise self._explain(error) from None
+
+    def _explain(self, error: AskTimeout) -> Exception:
+        # A member hands memory work to the substrate; a timeout while the substrate is down
+        # or rebuilding is the substrate's unavailability, and the caller should hear so.
+        if self.substrate.state != "running":
+            return SubstrateUnavailable(
+                f"the memory substrate is {self.substrate.state} (restarting or rebuilding its index) "
+                f"and did not answer in time; retry shortly ({error})"
+            )
+        return error
 
     def require_memory(self) -> None:
         """`MemoryDisabled` (naming the command that turns memory on) unless memory is on."""

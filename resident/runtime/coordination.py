@@ -25,6 +25,8 @@ from resident.ids import check_record_id, new_id
 from resident.knowledge.evidence import EVIDENCE_ROLES, fingerprint
 from resident.knowledge.repositories import check_ref
 from resident.memory.banks import parse_scope
+from resident.memory.records import ActivationLike
+from resident.memory.requests import recall_message, reconcile_message, reconciled, remember_message
 from resident.messages.coordination import (
     AcceptExecution,
     CorrectExecution,
@@ -55,7 +57,6 @@ from resident.messages.memory import (
 )
 from resident.messages.store import Commit
 from resident.runtime.knowledge_evidence import prepare_candidate, promote_candidates_of
-from resident.runtime.member import ActivationLike, recall_message, reconcile_message, reconciled, remember_message
 from resident.store.tables import EXECUTIONS, GRANT_TOKENS, GRANTS
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class Session:
         self.check(action)
 
     async def _ask(self, message: Any, timeout: float | None) -> Any:
-        return await self._runtime.ask_member_async(self.member.name, message, timeout)
+        return await self._runtime._services.ask_member_async(self.member.name, message, timeout)
 
     async def remember(
         self,

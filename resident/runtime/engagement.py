@@ -171,11 +171,11 @@ class EngagementControl:
         return self._switch(Engage(state=state, example=_teaches(question.context), answers=question.id, by=by))
 
     def _row(self, member: str, *, examples: bool) -> MemberEngagement:
-        row: MemberEngagement = self._runtime.ask_member(member, GetEngagement(with_examples=examples), None)
+        row: MemberEngagement = self._runtime._services.ask_member(member, GetEngagement(with_examples=examples), None)
         return row
 
     def _switch(self, message: Engage) -> EngagementState:
-        state: EngagementState = self._runtime.ask_member(message.state.member, message, None)
+        state: EngagementState = self._runtime._services.ask_member(message.state.member, message, None)
         return state
 
 

@@ -69,7 +69,7 @@ class EvolutionControl:
         at = runtime.clock.time()
         basis = f"rollback of {change.id} by {by}" + (f": {note}" if note else "")
         if change.kind in _SKILL_KINDS:
-            runtime.ask_member(change.member, RollBackSkillChange(change=change.id, by=by, reason=note), None)
+            runtime._services.ask_member(change.member, RollBackSkillChange(change=change.id, by=by, reason=note), None)
         elif change.kind in ("principle-approve", "principle-reject"):
             event: Any = PrincipleReverted(at=at, id=change.subject, compensates=change.id, by=by, reason=basis)
             runtime._internal.write(Commit(events=(event,)))

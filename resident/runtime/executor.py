@@ -40,6 +40,9 @@ class LocalExecutor:
         if op.access is not Access.MEMBER:
             refuse_member_session(self._grant, f"{op.name} ({op.route.method} {op.route.path})", self.presented)
         caller = Caller() if self._grant is None else self._resolve(self._grant)
+        if op.binds_member and not caller.is_owner:
+            # A session acts as its own member only: naming another is refused (GrantExceeded).
+            member = caller.acting_as(member)
         return Call(caller, member)
 
     def run(self, op: Operation[Any, Any, Any], request: Any, member: str | None) -> Any:

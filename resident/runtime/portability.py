@@ -115,7 +115,7 @@ def import_document(runtime: Runtime, data: bytes, source: str, world: str | Non
                 "import it again without --world"
             )
     now = runtime.clock.time()
-    runtime.memory.require_enabled()
+    runtime._services.require_memory()
     # Checked whole before anything is written, and written in the same transaction as the memories.
     sessions = imported_sessions(runtime, document, source)
     with runtime._internal.store.reader() as reader:

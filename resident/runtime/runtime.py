@@ -28,19 +28,16 @@ from resident.config import Config, MemberConfig, load_config
 from resident.errors import (
     AskTimeout,
     InvalidInput,
-    RecordNotFound,
     ResidentError,
     RuntimeStopped,
-    SubstrateUnavailable,
 )
-from resident.ids import check_record_id
 from resident.memory.embedders import make_embedder
 from resident.memory.embedding import Embedder
 from resident.messages.backup import BackupManifest
-from resident.messages.memory import Reconciled
 from resident.messages.store import Commit, DoctorReport, SalvageReport
 from resident.messages.supervision import SupervisorStatistics
-from resident.operations.surfaces import AppsSurface
+from resident.operations.apps import AppsSurface
+from resident.operations.memory import MemberSurface, MemorySurface, RootSurface
 from resident.realm.client import realm_base_url
 from resident.runtime.admissions import Admissions
 from resident.runtime.caller import Caller
@@ -52,20 +49,18 @@ from resident.runtime.engagement import EngagementControl
 from resident.runtime.evolution import EvolutionControl
 from resident.runtime.executor import LocalExecutor
 from resident.runtime.knowledge import KnowledgeControl
-from resident.runtime.member import Member
-from resident.runtime.memory import MemoryControl
 from resident.runtime.portability import ImportResult, export_member, import_member
 from resident.runtime.principles import PrinciplesControl
 from resident.runtime.replication import ReplicationControl, home_realm_token
 from resident.runtime.salvage import salvage as salvage_home
 from resident.runtime.sessions import SessionsControl
 from resident.runtime.skills import SkillsControl
-from resident.runtime.wiring import DEFAULT_TIMEOUT, Wiring, build_wiring
+from resident.runtime.wiring import Wiring, build_wiring
 from resident.store.backup import backup as backup_home
 from resident.store.backup import restore as restore_home
 from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, home_writable, require_home, resolve_home
 from resident.store.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
-from resident.store.tables import MEMBERS, RECORDS
+from resident.store.tables import MEMBERS
 from resident.supervisor import StartChild, SupervisionTree, ThreadReply
 
 __all__ = ["Runtime"]
@@ -86,7 +81,9 @@ class Internals:
         # The actors' addresses, the writer's and the store's among them: asking them directly skips the facade.
         self.wiring = wiring
         # Members' remembers, checked and shaped in the caller's thread (`resident.runtime.admissions`).
-        self.admissions = Admissions(runtime, store, wiring.writer)
+        self.admissions = Admissions(
+            store, wiring.writer, runtime.clock, lambda: runtime.config, runtime.check_open
+        )
 
     def write(self, commit: Commit, timeout: float | None = None) -> Any:
         """Commit events through the writer and wait for durability."""
@@ -132,7 +129,7 @@ class PendingWrites:
         return outcomes
 
 
-class Runtime:
+class Runtime(RootSurface):
     """One open home and its running actor tree."""
 
     def __init__(
@@ -147,19 +144,23 @@ class Runtime:
         wiring: Wiring,
     ) -> None:
         self.home = home
-        self._internal = Internals(self, store, wiring)
         self.config = config
         self.clock = clock
+        self._stopped = ""
+        self._closed = False
+        self._internal = Internals(self, store, wiring)
         self._lock = lock
         self._owns_clock = owns_clock
         self._tree = SupervisionTree(wiring.spec, clock, self._escalated)
-        self._stopped = ""
-        self._closed = False
         self._close_lock = threading.Lock()
-        self.memory = MemoryControl(self)
         self.replication = ReplicationControl(self)
-        self._executor = LocalExecutor(self._context(store, wiring), self._session_caller)
-        self.apps = AppsSurface(self._executor)
+        # What the services use; the capabilities not yet declared as operations reach it here too.
+        self._services = self._context(store, wiring)
+        # The executor of this process's surfaces; the API server runs each request through it too.
+        self._local = LocalExecutor(self._services, self._session_caller)
+        super().__init__(self._local)
+        self.memory = MemorySurface(self._local)
+        self.apps = AppsSurface(self._local)
         self.coordinator = CoordinatorControl(self)
         self.knowledge = KnowledgeControl(self)
         self.chaos = Chaos(self)
@@ -172,8 +173,9 @@ class Runtime:
     def _context(self, store: Store, wiring: Wiring) -> Context:
         return Context(
             home=self.home, store=store, writer=wiring.writer, substrate=wiring.substrate,
-            replication=wiring.replication, coordinator=wiring.coordinator, clock=self.clock,
-            config_now=lambda: self.config, check_open=self.check_open,
+            embedder=wiring.embedder, replication=wiring.replication, coordinator=wiring.coordinator,
+            members=wiring.members, admissions=self._internal.admissions, clock=self.clock,
+            config_now=lambda: self.config, check_open=self.check_open, statistics=self.statistics,
         )
 
     def _session_caller(self, token: str) -> Caller:
@@ -296,30 +298,9 @@ class Runtime:
 
     # -- surfaces ---------------------------------------------------------------------------------
 
-    def member(self, name: str) -> Member:
+    def member(self, name: str) -> MemberSurface:
         """The memory surface of one member of the roster (`UnknownMember` otherwise)."""
-        self.config.member(name)
-        return Member(self, name)
-
-    def reconcile(
-        self,
-        record_id: str,
-        *,
-        rollback: bool = False,
-        readmit: bool = False,
-        text: str | bytes | None = None,
-        canonical: bool | None = None,
-    ) -> Reconciled:
-        """Reconcile a withheld record as the member who wrote it (see `Member.reconcile`)."""
-        self.check_open()
-        with self._internal.store.reader() as reader:
-            record = reader.get(RECORDS, check_record_id(record_id))
-        if record is None:
-            raise RecordNotFound(f"no memory record {record_id}")
-        author = record.author or record.owner
-        return self.member(author).reconcile(
-            record_id, rollback=rollback, readmit=readmit, text=text, canonical=canonical
-        )
+        return MemberSurface(self._local, self.config.member(name).name)
 
     def export_member(self, name: str, path: str | os.PathLike[str]) -> int:
         """Write `name`'s portable records (AGENT_CORE, AGENT_DYADIC; none withheld) to `path`."""
@@ -378,34 +359,6 @@ class Runtime:
     def salvage(dest: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> SalvageReport:
         """Copy every record (and row) of a closed, damaged home that still reads and verifies into `dest`."""
         return salvage_home(_existing_home(home), Path(dest).expanduser())
-
-    # -- plumbing shared by the surfaces ----------------------------------------------------------
-
-    def ask_member(self, name: str, message: Any, timeout: float | None) -> Any:
-        self.check_open()
-        address = self._internal.wiring.members[self.config.member(name).name]
-        try:
-            return address.ask(message, timeout if timeout is not None else DEFAULT_TIMEOUT)
-        except AskTimeout as error:
-            raise self._explain_timeout(error) from None
-
-    async def ask_member_async(self, name: str, message: Any, timeout: float | None) -> Any:
-        self.check_open()
-        address = self._internal.wiring.members[self.config.member(name).name]
-        try:
-            return await address.ask_async(message, timeout if timeout is not None else DEFAULT_TIMEOUT)
-        except AskTimeout as error:
-            raise self._explain_timeout(error) from None
-
-    def _explain_timeout(self, error: AskTimeout) -> Exception:
-        # A member hands memory work to the substrate; a timeout while the substrate is down
-        # or rebuilding is the substrate's unavailability, and the caller should hear so.
-        if self._internal.wiring.substrate.state != "running":
-            return SubstrateUnavailable(
-                f"the memory substrate is {self._internal.wiring.substrate.state} (restarting or rebuilding its index) "
-                f"and did not answer in time; retry shortly ({error})"
-            )
-        return error
 
 
 def _existing_home(home: str | os.PathLike[str] | None) -> Path:

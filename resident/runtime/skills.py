@@ -212,4 +212,4 @@ class SkillsControl:
         return SkillRebuild(events=len(events), holdings=len(live), differences=tuple(found))
 
     def _ask(self, member: str, message: object) -> Any:
-        return self._runtime.ask_member(member, message, None)
+        return self._runtime._services.ask_member(member, message, None)
