@@ -23,6 +23,7 @@ from resident.api import routes
 from resident.api.wire import GRANT_HEADER
 from resident.clock import ManualClock
 from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token
+from resident.operations import home as home_ops
 from resident.operations import memory as memory_ops
 from resident.runtime.coordination import Session
 from tests.api_helpers import UpProcess, raw_client
@@ -121,7 +122,7 @@ def test_a_session_s_calls_act_as_its_member_and_are_marked_as_its_execution_s(
     assert shown.json()["member"] == "deven"  # without a member named, its own
 
 
-OWNER_OPERATIONS = [op for op in routes.OPERATIONS if not op.member and op is not routes.HEALTH]
+OWNER_OPERATIONS = [op for op in routes.OPERATIONS if not op.member and op is not home_ops.HEALTH]
 
 
 @pytest.mark.parametrize("op", OWNER_OPERATIONS, ids=[op.name for op in OWNER_OPERATIONS])

@@ -26,7 +26,9 @@ from resident.errors import (
     UnknownMember,
 )
 from resident.operations import apps
+from resident.operations import home as home_ops
 from resident.operations import memory as memory_ops
+from resident.operations import replication as replication_ops
 from tests.api_helpers import UpProcess, raw_client
 
 # Refusals of a request's form rather than its content (the client library never sends these).
@@ -87,7 +89,7 @@ def assert_typed(response: httpx.Response, status: int | None = None, kind: str 
 
 
 def every_guarded_request() -> list[tuple[str, str]]:
-    requests = [(op.method, op.url(**PARAMS)) for op in routes.OPERATIONS if op is not routes.HEALTH]
+    requests = [(op.method, op.url(**PARAMS)) for op in routes.OPERATIONS if op is not home_ops.HEALTH]
     return [*requests, ("GET", routes.EVENTS_PATH), ("GET", routes.OPENAPI_PATH), ("GET", "/v1/nowhere")]
 
 
@@ -182,15 +184,15 @@ BAD_INPUT: list[tuple[routes.AnyOperation, dict[str, str], Any, int, str]] = [
     (memory_ops.RECONCILE, DEVEN, {"rollback": True}, 404, "RecordNotFound"),
     (memory_ops.RECONCILE, DEVEN, {"rollback": "yes"}, 400, "InvalidInput"),
     (memory_ops.RECONCILE_RECORD, {}, {"readmit": True}, 404, "RecordNotFound"),
-    (routes.REPLICATION_RECORD, {}, None, 404, "RecordNotFound"),
-    (routes.SYNC, {}, {"timeout": 0}, 400, "InvalidInput"),
-    (routes.SYNC, {}, {"timeout": 1_000}, 400, "InvalidInput"),
+    (replication_ops.RECORD, {}, None, 404, "RecordNotFound"),
+    (replication_ops.SYNC, {}, {"timeout": 0}, 400, "InvalidInput"),
+    (replication_ops.SYNC, {}, {"timeout": 1_000}, 400, "InvalidInput"),
     (routes.CORRECT, {}, {"execution": "exe_missing", "note": "wrong file"}, 404, "UnknownExecution"),
     (routes.CORRECT, {}, {"execution": "exe_missing", "note": ""}, 400, "InvalidInput"),
     (routes.CORRECT, {}, {"note": "wrong file"}, 400, "InvalidInput"),
-    (routes.BACKUP, {}, {"dest": "relative/backup"}, 400, "InvalidInput"),
-    (routes.BACKUP, {}, {"dest": "/"}, 400, "InvalidInput"),
-    (routes.BACKUP, {}, {}, 400, "InvalidInput"),
+    (home_ops.BACKUP, {}, {"dest": "relative/backup"}, 400, "InvalidInput"),
+    (home_ops.BACKUP, {}, {"dest": "/"}, 400, "InvalidInput"),
+    (home_ops.BACKUP, {}, {}, 400, "InvalidInput"),
     (routes.EXPORT, {"member": "nobody"}, None, 404, "UnknownMember"),
     (routes.IMPORT, {}, {"data": "not base64!"}, 400, "InvalidInput"),
     (routes.IMPORT, {}, {"data": "bm90IGFuIGV4cG9ydA=="}, 400, "ExportInvalid"),
@@ -350,7 +352,7 @@ def test_every_route_refuses_query_parameters_wrong_methods_and_overlong_segment
     http: httpx.Client, op: routes.AnyOperation
 ) -> None:
     path = op.url(**PARAMS)
-    if op is not routes.HEALTH:
+    if op is not home_ops.HEALTH:
         assert_typed(http.request(op.method, path + "?k=5", json={} if op.method == "POST" else None), 400)
     assert_typed(http.request("PUT", path, json={}), 405, "MethodNotAllowed")
     if op.params:

@@ -24,14 +24,14 @@ pytestmark = pytest.mark.timeout(120)
 # Public names of `Runtime.open`'s facade (a surface's method as `surface.method`) that `Runtime.connect` does not
 # offer yet (see the module docstring).
 NOT_YET_ON_CONNECT = {
-    "add_member", "backup", "chaos", "check_open", "clock", "config",
+    "add_member", "chaos", "check_open", "clock", "config",
     "doctor", "engagement", "evolution", "export_member", "import_member", "knowledge", "open", "principles",
     "replication_note", "restore", "salvage", "sessions", "skills",
     "coordinator.issue_grant", "coordinator.dispatch", "coordinator.execution", "coordinator.session",
     "coordinator.finish", "coordinator.accept", "coordinator.executions",
 }
 # Public names of `Runtime.connect`'s facade that `Runtime.open` does not offer yet.
-NOT_YET_ON_OPEN = {"health", "events", "aevents", "aclose", "address"}
+NOT_YET_ON_OPEN = {"events", "aevents", "aclose", "address"}
 # The surfaces of the facade, each walked one level down.
 SURFACES = ("memory", "replication", "coordinator", "apps", "knowledge", "skills", "sessions", "engagement",
             "evolution", "principles")

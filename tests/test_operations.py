@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import keyword
 import pkgutil
 import typing
 from typing import Any
@@ -49,7 +50,7 @@ def test_a_declared_service_takes_the_context_the_call_and_the_request_and_answe
         returned = hints["return"]
         if awaitable_twin:
             returned = typing.get_args(returned)[-1] if typing.get_origin(returned) else returned
-        assert returned is op.reply, f"{op.service} answers {returned}, the declaration says {op.reply}"
+        assert returned == op.reply, f"{op.service} answers {returned}, the declaration says {op.reply}"
 
 
 @pytest.mark.parametrize("op", DECLARED, ids=lambda op: op.name)
@@ -68,7 +69,9 @@ def test_every_declared_operation_is_one_surface_method_and_its_awaitable_twin()
         twins = [(kind, name) for kind, name, entry in entries if isinstance(entry, awaitable) and entry.op is op]
         assert len(blocking) == 1, f"{op.name} is the method of {blocking}"
         assert len(twins) == 1, f"{op.name} has the awaitable twins {twins}"
-        assert twins[0] == (blocking[0][0], "a" + blocking[0][1]), f"{op.name}: the twin of {blocking} is {twins}"
+        twin = "a" + blocking[0][1]
+        twin += "_" if keyword.iskeyword(twin) else ""  # PEP 8: `async` becomes `async_`
+        assert twins[0] == (blocking[0][0], twin), f"{op.name}: the twin of {blocking} is {twins}"
     declared = set(DECLARED)
     assert all(entry.op in declared for _, _, entry in entries), "a surface method whose operation is not declared"
 

@@ -37,6 +37,7 @@ from resident.api.wire import GRANT_HEADER, READ_TIMEOUT, ErrorDetail
 from resident.errors import InvalidInput, ResidentError, Unauthorized, os_error_message
 from resident.operations import DECLARED
 from resident.operations.declaration import Access, Operation
+from resident.operations.home import HEALTH
 from resident.operations.wire import decode as decode_request
 from resident.web import (
     Refusal,
@@ -81,7 +82,7 @@ class Guard:
     def __init__(self, app: ASGIApp, token: str, *, max_in_flight: int = MAX_IN_FLIGHT) -> None:
         self.app = app
         self._token = token.encode("utf-8")
-        self._open_paths = frozenset({routes.HEALTH.path})
+        self._open_paths = frozenset({HEALTH.path})
         self._max_in_flight = max_in_flight
         self._in_flight = 0
 
@@ -180,7 +181,7 @@ def declared_endpoint(runtime: Runtime, op: Operation[Any, Any, Any], read_timeo
             if op.access is not Access.MEMBER:
                 # Refused before the body is read: a member session learns nothing of an owner's route.
                 refuse_grant(grant, f"{op.route.method} {op.route.path}")
-            executor = runtime._local.with_grant(grant)
+            executor = runtime._local.with_grant(grant, remote=True)
             body = None
             if op.route.method == "POST":
                 body = await read_json_body(request, op.route.max_body, read_timeout)

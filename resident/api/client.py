@@ -20,7 +20,6 @@ Importing this module loads httpx and msgspec, not the runtime, numpy or LMDB.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -32,44 +31,18 @@ from resident.api.remote import RemoteExecutor
 from resident.api.transport import StreamItem, Transport
 from resident.errors import RuntimeNotUp, UnknownMember
 from resident.messages.coordination import Correction, Progress
-from resident.messages.replication import RecordReplication, ReplicationCounts
-from resident.messages.supervision import SupervisorStatistics
 from resident.operations.apps import AppsSurface
-from resident.operations.memory import MemberSurface, MemorySurface, RootSurface
+from resident.operations.home import RootSurface
+from resident.operations.memory import MemberSurface, MemorySurface
+from resident.operations.replication import ReplicationSurface
 
 __all__ = ["RemoteRuntime", "StreamItem", "connect"]
-
-# A sync's answer comes when it settles or at its deadline; the request waits a little longer.
-_SYNC_MARGIN = 15.0
 
 
 def _wait(timeout: float | None) -> float | None:
     # How long the HTTP request may take: the caller's ask timeout plus the trip back.
     return None if timeout is None else timeout + 5.0
 
-
-class RemoteReplication:
-    """`rt.replication` over the wire: where records stand with Realm, and pushing now."""
-
-    def __init__(self, transport: Transport) -> None:
-        self._transport = transport
-
-    def status(
-        self, id: str | None = None, timeout: float | None = None  # noqa: A002 - the facade names it `id`
-    ) -> ReplicationCounts | RecordReplication:
-        """Counts per state (at most 1,000 withheld ids listed); with `id`, that record's replication."""
-        if id is None:
-            counts: ReplicationCounts = self._transport.call(routes.REPLICATION_STATUS, timeout=_wait(timeout))
-            return counts
-        record: RecordReplication = self._transport.call(routes.REPLICATION_RECORD, timeout=_wait(timeout), record=id)
-        return record
-
-    def sync(self, timeout: float = 30.0) -> ReplicationCounts:
-        """Push pending records and poll now; wait until nothing is pending or `timeout` (at most 120 s)."""
-        # The server checks the timeout (a positive number up to 120); the request waits a little longer.
-        wait = timeout + _SYNC_MARGIN if isinstance(timeout, int | float) and math.isfinite(timeout) else None
-        counts: ReplicationCounts = self._transport.call(routes.SYNC, wire.Sync(timeout=timeout), timeout=wait)
-        return counts
 
 
 class RemoteCoordinator:
@@ -99,7 +72,7 @@ class RemoteRuntime(RootSurface):
         self.home = Path(transport.discovery.home)
         self.address = transport.discovery.address
         self.memory = MemorySurface(executor)
-        self.replication = RemoteReplication(transport)
+        self.replication = ReplicationSurface(executor)
         self.coordinator = RemoteCoordinator(transport)
         self.apps = AppsSurface(executor)
         self._roster: frozenset[str] = frozenset()
@@ -138,15 +111,6 @@ class RemoteRuntime(RootSurface):
                 known = ", ".join(sorted(self._roster))
                 raise UnknownMember(f"no member named {name!r}; the roster is: {known}")
         return MemberSurface(self._executor, name)
-
-    def statistics(self) -> SupervisorStatistics:
-        """Every supervised actor: state, restarts, buffered, dead letters."""
-        statistics: SupervisorStatistics = self._transport.call(routes.STATISTICS)
-        return statistics
-
-    def health(self) -> wire.Health:
-        health: wire.Health = self._transport.call(routes.HEALTH)
-        return health
 
     def events(self, last_event_id: str | None = None) -> Iterator[StreamItem]:
         """The live event stream (from the beginning, or after `last_event_id`); see `resident.api.events`."""

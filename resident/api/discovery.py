@@ -22,9 +22,9 @@ from typing import Literal
 
 import msgspec
 
-from resident.api.wire import API_VERSION
 from resident.errors import InvalidInput, RuntimeNotUp
 from resident.loopback import is_loopback_host
+from resident.messages.home_calls import API_VERSION
 from resident.processes import pid_alive
 
 __all__ = [

@@ -19,17 +19,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import msgspec
-
 from resident.api import routes, wire
 from resident.api.knowledge_handlers import KNOWLEDGE_HANDLERS
-from resident.api.paths import absolute
 from resident.api.session_handlers import SESSION_HANDLERS
-from resident.errors import ResidentError
-from resident.messages.replication import ReplicationCounts
 from resident.runtime.caller import Caller, refuse_member_session, resolve_caller
 from resident.runtime.portability import export_document, import_document
-from resident.store.tables import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from resident.runtime import Runtime
@@ -87,45 +81,12 @@ def refuse_grant(grant: str | None, what: str) -> None:
     refuse_member_session(grant, what, "a grant token is presented")
 
 
-def _bounded(counts: ReplicationCounts) -> ReplicationCounts:
-    # Every withheld id would make the answer grow with the store; the first ones are enough to act on.
-    if len(counts.withheld) <= wire.MAX_LISTED_IDS:
-        return counts
-    return msgspec.structs.replace(counts, withheld=counts.withheld[: wire.MAX_LISTED_IDS])
-
-
 def _by(caller: Caller) -> str:
     """Who an action is recorded as done by: the session's member, or the owner."""
     return caller.member or "owner"
 
 
 # -- the home ------------------------------------------------------------------------------------
-
-
-async def health(call: Call) -> wire.Health:
-    try:
-        call.runtime.check_open()
-    except ResidentError:
-        return wire.Health(status="stopped")
-    return wire.Health(status="ok")
-
-
-async def status(call: Call) -> wire.HomeStatus:
-    runtime = call.runtime
-    memory = await call.run(runtime.memory.status)
-    return wire.HomeStatus(
-        home=str(runtime.home), schema_version=SCHEMA_VERSION, members=tuple(runtime.config.member_names()),
-        coordinator=runtime.config.coordinator, realm=runtime.config.realm_url, memory=memory,
-        supervisor=runtime.statistics(),
-    )
-
-
-async def backup(call: Call) -> Any:
-    return await call.run(call.runtime.backup, absolute(call.body.dest, "the backup destination"))
-
-
-async def statistics(call: Call) -> Any:
-    return call.runtime.statistics()
 
 
 # -- memory --------------------------------------------------------------------------------------
@@ -145,19 +106,6 @@ async def import_member(call: Call) -> wire.Imported:
 
 
 # -- replication and the coordinator -------------------------------------------------------------
-
-
-async def replication_status(call: Call) -> ReplicationCounts:
-    counts = await call.run(call.runtime.replication.status)
-    return _bounded(counts)  # type: ignore[arg-type]  # without an id, status() answers counts
-
-
-async def replication_record(call: Call) -> Any:
-    return await call.run(call.runtime.replication.status, call.params["record"])
-
-
-async def sync(call: Call) -> ReplicationCounts:
-    return _bounded(await call.run(call.runtime.replication.sync, call.body.timeout))
 
 
 async def progress(call: Call) -> Any:
@@ -312,17 +260,10 @@ async def weekly_report(call: Call) -> Any:
 
 
 HANDLERS: dict[str, Handler] = {
-    routes.HEALTH.name: health,
-    routes.STATUS.name: status,
-    routes.BACKUP.name: backup,
     routes.EXPORT.name: export,
     routes.IMPORT.name: import_member,
-    routes.REPLICATION_STATUS.name: replication_status,
-    routes.REPLICATION_RECORD.name: replication_record,
-    routes.SYNC.name: sync,
     routes.PROGRESS.name: progress,
     routes.CORRECT.name: correct,
-    routes.STATISTICS.name: statistics,
     routes.SKILLS.name: skills_library,
     routes.SKILL_ADD.name: skill_add,
     routes.SKILL_SET.name: skill_set,

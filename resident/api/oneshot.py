@@ -32,7 +32,7 @@ __all__ = ["DEFAULT_TIMEOUT", "OneShot"]
 DEFAULT_TIMEOUT = 45.0
 _CHUNK = 256 * 1024
 # How much longer than a call's own timeout its request may take: the trip there and back.
-_MARGIN = 5.0
+_MARGIN = 15.0
 
 
 class OneShot:

@@ -8,12 +8,15 @@ Schema 2020-12, which msgspec writes).
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Union
 
 import msgspec
 
 from resident.api import routes, wire
+from resident.messages.home_calls import API_VERSION
 from resident.operations import DECLARED, Access, Operation
+from resident.operations.home import HEALTH
 
 __all__ = ["openapi_document"]
 
@@ -61,17 +64,25 @@ def _operation(op: routes.Operation) -> dict[str, Any]:
         spec["parameters"] = parameters
     if op.body is not None:
         spec["requestBody"] = {"required": True, "content": _json_content(_ref(op.body))}
-    if op is routes.HEALTH:
-        spec["security"] = []
     return spec
+
+
+def _reply_schema(reply: Any) -> dict[str, Any]:
+    """A reference to the reply's schema; one of several for a reply that is a union of tagged structs."""
+    members = typing.get_args(reply)
+    if members:
+        return {"oneOf": [_ref(member) for member in members]}
+    return _ref(reply)
 
 
 def _declared(op: Operation[Any, Any, Any], schemas: dict[str, Any]) -> dict[str, Any]:
     """The entry of a declared operation: its path fields, its query or body, every status it may answer."""
-    responses: dict[str, Any] = {"200": {"description": "OK", "content": _json_content(_ref(op.reply))}}
+    responses: dict[str, Any] = {"200": {"description": "OK", "content": _json_content(_reply_schema(op.reply))}}
     for status, description in _ERROR_STATUSES.items():
         responses[status] = {"description": description, "content": _json_content(_ref(wire.ErrorBody))}
     spec: dict[str, Any] = {"operationId": op.name, "summary": op.summary, "responses": responses}
+    if op is HEALTH:
+        spec["security"] = []
     fields = schemas[op.request_type.__name__]
     properties: dict[str, Any] = fields.get("properties", {})
     required = set(fields.get("required", ()))
@@ -133,7 +144,7 @@ def openapi_document() -> dict[str, Any]:
     for op in routes.LEGACY:
         kinds.extend(kind for kind in (op.reply, op.body) if kind is not None)
     for declared in DECLARED:
-        kinds.extend((declared.reply, declared.request_type))
+        kinds.extend((*(typing.get_args(declared.reply) or (declared.reply,)), declared.request_type))
     events = Union[wire.API_EVENTS]  # type: ignore[valid-type]  # noqa: UP007 - a runtime union of a tuple
     _, components = msgspec.json.schema_components([*dict.fromkeys(kinds), events], ref_template=_REF)
     components["ApiEvents"] = msgspec.json.schema(events, ref_template=_REF)
@@ -151,7 +162,7 @@ def openapi_document() -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {
             "title": "resident runtime API",
-            "version": str(wire.API_VERSION),
+            "version": str(API_VERSION),
             "description": "The runtime of one home, served on loopback by `resident up`. Every request but "
             "health carries the home's token (from its api.json) as `Authorization: Bearer TOKEN`; every "
             "POST body is JSON (`Content-Type: application/json`).",

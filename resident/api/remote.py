@@ -18,8 +18,9 @@ from resident.operations.wire import encode
 
 __all__ = ["RemoteExecutor"]
 
-# How much longer than the call's own timeout its request may take: the trip there and back.
-_MARGIN = 5.0
+# How much longer than the call's own timeout its request may take: the trip there and back, and a runtime
+# that answers at its deadline while inside one request to Realm (bounded by Realm's request timeout).
+_MARGIN = 15.0
 
 
 def _wait(request: Any) -> float | None:

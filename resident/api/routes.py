@@ -19,7 +19,6 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from resident.api import wire, wire_knowledge, wire_sessions
-from resident.messages.backup import BackupManifest
 from resident.messages.coordination import Correction, Progress
 from resident.messages.engagement import EngagementState
 from resident.messages.evolution import EvolutionChange, WeeklyReport
@@ -27,15 +26,12 @@ from resident.messages.knowledge import IndexStatus, IngestReport, KnowledgeBank
 from resident.messages.memory import Receipt
 from resident.messages.portability import MemberExport
 from resident.messages.principles import Principle
-from resident.messages.replication import RecordReplication, ReplicationCounts
 from resident.messages.skills import SkillRebuild, SkillSetView, TeamSkill
-from resident.messages.supervision import SupervisorStatistics
 from resident.operations import DECLARED
 from resident.operations.declaration import Operation as Declared
 
 __all__ = [
     "ANSWER",
-    "BACKUP",
     "CORRECT",
     "ENGAGE",
     "ENGAGEMENT",
@@ -44,7 +40,6 @@ __all__ = [
     "EXCERPTS",
     "EXCERPT_ADMIT",
     "EXPORT",
-    "HEALTH",
     "IMPORT",
     "KNOWLEDGE_BANKS",
     "KNOWLEDGE_BANK_CREATE",
@@ -67,8 +62,6 @@ __all__ = [
     "PROPOSE",
     "QUESTIONS",
     "RELEASE",
-    "REPLICATION_RECORD",
-    "REPLICATION_STATUS",
     "ROLLBACK",
     "SESSIONS",
     "SESSION_CANDIDATES",
@@ -89,9 +82,6 @@ __all__ = [
     "SKILL_RECLAIM",
     "SKILL_SEARCH",
     "SKILL_SET",
-    "STATISTICS",
-    "STATUS",
-    "SYNC",
     "WEEKLY_REPORT",
     "AnyOperation",
     "Operation",
@@ -125,14 +115,6 @@ class Operation:
         return self.path.format(**{name: quote(params[name], safe="") for name in self.params})
 
 
-HEALTH = Operation("health", "GET", "/v1/health", wire.Health, "Whether the runtime is open (no token needed)")
-STATUS = Operation(
-    "home.status", "GET", "/v1/status", wire.HomeStatus, "The home, its roster, Realm, memory and every actor"
-)
-BACKUP = Operation(
-    "home.backup", "POST", "/v1/backup", BackupManifest, "Write a verifiable copy of the home to a directory",
-    wire.Backup,
-)
 EXPORT = Operation(
     "member.export", "GET", "/v1/members/{member}/export", MemberExport,
     "A member's portable memory, as the export file holds it",
@@ -141,23 +123,10 @@ IMPORT = Operation(
     "members.import", "POST", "/v1/members/import", wire.Imported, "Load a member export into this home",
     wire.ImportMember, max_body=wire.MAX_IMPORT_BODY_BYTES,
 )
-REPLICATION_STATUS = Operation(
-    "replication.status", "GET", "/v1/replication", ReplicationCounts, "Records per replication state"
-)
-REPLICATION_RECORD = Operation(
-    "replication.record", "GET", "/v1/replication/records/{record}", RecordReplication,
-    "One record's replication state, reason and attempts",
-)
-SYNC = Operation(
-    "replication.sync", "POST", "/v1/replication/sync", ReplicationCounts, "Push and poll now, and wait", wire.Sync
-)
 PROGRESS = Operation("coordinator.progress", "GET", "/v1/coordinator/progress", Progress, "Progress per member")
 CORRECT = Operation(
     "coordinator.correct", "POST", "/v1/coordinator/corrections", Correction, "Record an owner correction",
     wire.Correct,
-)
-STATISTICS = Operation(
-    "statistics", "GET", "/v1/statistics", SupervisorStatistics, "Every supervised actor: state, restarts, buffers"
 )
 SKILLS = Operation("skills.library", "GET", "/v1/skills", wire.Skills, "The team skill library")
 SKILL_ADD = Operation(
@@ -240,10 +209,9 @@ WEEKLY_REPORT = Operation(
 )
 
 LEGACY: tuple[Operation, ...] = (
-    HEALTH, STATUS, BACKUP, EXPORT, IMPORT, REPLICATION_STATUS, REPLICATION_RECORD, SYNC, PROGRESS, CORRECT, STATISTICS,
-    SKILLS, SKILL_ADD, SKILL_SET, SKILL_SEARCH, SKILL_REBUILD, SKILL_READ, SKILL_GIVE, SKILL_RECLAIM, SKILL_CHOOSE,
-    PROPOSE, PRINCIPLES, PRINCIPLE_APPROVE, PRINCIPLE_REJECT, ENGAGE, RELEASE, ENGAGEMENT, QUESTIONS, ANSWER,
-    EVOLUTION_LOG, ROLLBACK, WEEKLY_REPORT,
+    EXPORT, IMPORT, PROGRESS, CORRECT, SKILLS, SKILL_ADD, SKILL_SET, SKILL_SEARCH, SKILL_REBUILD, SKILL_READ,
+    SKILL_GIVE, SKILL_RECLAIM, SKILL_CHOOSE, PROPOSE, PRINCIPLES, PRINCIPLE_APPROVE, PRINCIPLE_REJECT, ENGAGE, RELEASE,
+    ENGAGEMENT, QUESTIONS, ANSWER, EVOLUTION_LOG, ROLLBACK, WEEKLY_REPORT,
 )
 
 # Served beside the table: the event stream (text/event-stream) and the document describing the API.

@@ -38,8 +38,9 @@ import uvicorn
 from resident.api.app import MAX_IN_FLIGHT, create_app
 from resident.api.discovery import DISCOVERY_FILE, Discovery, Listen, lock_holder, pid_alive, read_discovery
 from resident.api.events import EventHub, HubSettings
-from resident.api.wire import API_VERSION, READ_TIMEOUT
+from resident.api.wire import READ_TIMEOUT
 from resident.errors import HomeInUse, InvalidInput, RuntimeNotUp, RuntimeStopped
+from resident.messages.home_calls import API_VERSION
 from resident.runtime import Runtime
 from resident.store.home import ensure_home, resolve_home, write_private_file
 from resident.web import ReadyServer, listen_tcp, stop_on_signals, strict_http

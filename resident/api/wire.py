@@ -20,26 +20,22 @@ import msgspec
 from resident.messages.bounds import Name, Named, Note, RecordRef, Text
 from resident.messages.engagement import Domain, EngagementQuestion, EngagementState
 from resident.messages.evolution import EvolutionChange
-from resident.messages.memory import Kind, MemoryStatus, ReplicationState, Scope
+from resident.messages.memory import Kind, ReplicationState, Scope
 from resident.messages.outcomes import ErrorBody, ErrorDetail, ItemOutcome, RememberedMany
 from resident.messages.principles import Principle, PrincipleState
 from resident.messages.skills import MAX_SEARCH, PROJECTED_SKILLS, ChosenSkill, SkillMatch, TeamSkill, Track
-from resident.messages.supervision import SupervisorStatistics
 
 __all__ = [
     "API_EVENTS",
-    "API_VERSION",
     "GRANT_HEADER",
     "MAX_BODY_BYTES",
     "MAX_IMPORT_BODY_BYTES",
-    "MAX_LISTED_IDS",
     "MAX_SKILL_BODY_BYTES",
     "READ_TIMEOUT",
     "ActorEvent",
     "AddSkill",
     "AnswerQuestion",
     "ApiEvent",
-    "Backup",
     "ChooseSkills",
     "ChosenSkills",
     "Correct",
@@ -50,8 +46,6 @@ __all__ = [
     "ErrorDetail",
     "EvolutionLog",
     "GiveSkill",
-    "Health",
-    "HomeStatus",
     "ImportMember",
     "Imported",
     "ItemOutcome",
@@ -78,16 +72,12 @@ __all__ = [
     "SkillSetQuery",
     "Skills",
     "StreamGapEvent",
-    "Sync",
     "WeekQuery",
     "Whose",
 ]
 
-API_VERSION = 1
 # A remember of the longest text (16,000 characters), every one escaped as \\uXXXX, fits.
 MAX_BODY_BYTES = 256 * 1024
-# Id lists in answers (withheld records in replication status) are cut to this many.
-MAX_LISTED_IDS = 1_000
 # A member import carries the export file itself (base64 in JSON: 4 bytes for every 3), up to the
 # size an import accepts from a file (`resident.memory.portability.MAX_EXPORT_BYTES`, 256 MiB).
 MAX_IMPORT_BODY_BYTES = (256 * 1024 * 1024) * 4 // 3 + 64 * 1024
@@ -98,7 +88,6 @@ READ_TIMEOUT = 10.0
 # A member session presents its grant token in this header, besides the home's token; the server
 # then acts as that member within that grant, as the CLI does in-process with $RESIDENT_GRANT_TOKEN.
 GRANT_HEADER = "Resident-Grant-Token"
-
 
 
 class _Request(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -116,30 +105,12 @@ class NoBody(_Request, frozen=True):
     """The body of a POST that takes no options: `{}` (or nothing at all)."""
 
 
-
-
-
-
-
-
-class Sync(_Request, frozen=True):
-    """Push and poll now, and wait up to `timeout` seconds for nothing to be pending."""
-
-    timeout: Annotated[float, msgspec.Meta(gt=0.0, le=120.0)] = 30.0
-
-
 class Correct(_Request, frozen=True):
     """An owner correction of one execution."""
 
     execution: RecordRef
     note: Note
     by: Name = "owner"
-
-
-class Backup(_Request, frozen=True):
-    """Write a verifiable copy of the home to `dest`, an absolute path on the runtime's machine."""
-
-    dest: Annotated[str, msgspec.Meta(min_length=1, max_length=4_096)]
 
 
 class ImportMember(_Request, frozen=True):
@@ -243,29 +214,6 @@ class WeekQuery(_Request, frozen=True):
 # -- answers -------------------------------------------------------------------------------------
 
 
-class Health(_Answer, frozen=True):
-    """Whether the runtime behind the API is open (`ok`) or has stopped; needs no token."""
-
-    status: Literal["ok", "stopped"]
-    api_version: int = API_VERSION
-
-
-
-
-
-
-class HomeStatus(_Answer, frozen=True):
-    """The home, its roster, its Realm, memory and every supervised actor (`resident status`)."""
-
-    home: str
-    schema_version: int
-    members: tuple[str, ...]
-    coordinator: str
-    realm: str | None
-    memory: MemoryStatus
-    supervisor: SupervisorStatistics
-
-
 class Imported(_Answer, frozen=True):
     """What a member import did: records imported and already here, whether the member joined, sessions brought."""
 
@@ -307,11 +255,6 @@ class Questions(_Answer, frozen=True):
 class EvolutionLog(_Answer, frozen=True):
     member: str
     changes: tuple[EvolutionChange, ...]
-
-
-
-
-
 
 
 # -- the event stream ----------------------------------------------------------------------------

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import click
 
-from resident.api import routes, wire
 from resident.api.discovery import running
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
 from resident.cli.target import require_closed, runtime_for
 from resident.errors import InvalidInput
+from resident.messages.home_calls import BackupRequest, HomeStatus, StatusQuery
+from resident.operations import home as home_ops
 from resident.realm.tokens import HOME_TOKEN_FILE, read_token_file
 from resident.realm.urls import realm_base_url
 from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, resolve_home, write_private_file
@@ -73,7 +74,7 @@ def init(state: CliState, realm_url: str | None, realm_token_file: Path | None, 
 def _kept_while_up(state: CliState, as_json: bool) -> None:
     """What a plain `init` says of a home whose runtime is up: it is there, and nothing changes."""
     with runtime_for(state) as runtime:
-        status: wire.HomeStatus = runtime.call(routes.STATUS)
+        status: HomeStatus = runtime.run(home_ops.STATUS, StatusQuery())
     _said_init(Path(status.home), status.realm, created=False, changed=False, as_json=as_json)
 
 
@@ -127,7 +128,7 @@ def status(state: CliState, as_json: bool) -> None:
     and supervisor.
     """
     with runtime_for(state, create=False) as runtime:
-        status: wire.HomeStatus = runtime.call(routes.STATUS)
+        status: HomeStatus = runtime.run(home_ops.STATUS, StatusQuery())
     memory, stats = status.memory, status.supervisor
     if as_json:
         emit_json(
@@ -180,7 +181,7 @@ def backup(state: CliState, dest: Path, as_json: bool) -> None:
     """
     with runtime_for(state, create=False) as runtime:
         # The runtime writes the copy, perhaps in another process: it gets the path whole.
-        manifest = runtime.call(routes.BACKUP, wire.Backup(dest=str(dest.absolute())))
+        manifest = runtime.run(home_ops.BACKUP, BackupRequest(str(dest.absolute())))
     if as_json:
         emit_json({"backup": str(dest), "manifest": manifest})
     else:

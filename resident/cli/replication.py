@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import click
 
-from resident.api import routes, wire
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, stdout
 from resident.cli.target import runtime_for
 from resident.errors import InvalidInput
+from resident.messages.home_calls import RecordReplicationQuery, ReplicationQuery, SyncRequest
 from resident.messages.memory_calls import ReconcileRecord
 from resident.messages.replication import RecordReplication, ReplicationCounts
 from resident.operations import memory as ops
+from resident.operations import replication as replication_ops
 
 __all__ = ["COMMANDS"]
-
-_ANSWER_MARGIN = 15.0
 
 
 @click.group()
@@ -51,9 +50,9 @@ def status_command(state: CliState, record_id: str | None, as_json: bool) -> Non
     """
     with runtime_for(state, create=False) as runtime:
         if record_id is None:
-            result = runtime.call(routes.REPLICATION_STATUS)
+            result = runtime.run(replication_ops.STATUS, ReplicationQuery())
         else:
-            result = runtime.call(routes.REPLICATION_RECORD, record=record_id)
+            result = runtime.run(replication_ops.RECORD, RecordReplicationQuery(record_id))
     if as_json:
         emit_json(result if isinstance(result, RecordReplication) else {**_counts_json(result)})
         return
@@ -93,7 +92,7 @@ def sync(state: CliState, timeout: float, as_json: bool) -> None:
     """
     with runtime_for(state) as runtime:
         # The request waits a little longer than the sync itself, which answers at its deadline.
-        counts = runtime.call(routes.SYNC, wire.Sync(timeout=timeout), timeout=timeout + _ANSWER_MARGIN)
+        counts = runtime.run(replication_ops.SYNC, SyncRequest(timeout=timeout))
     pending = counts.pending
     error = f"{pending} record{'s are' if pending != 1 else ' is'} still pending after {timeout:g} s"
     if as_json:

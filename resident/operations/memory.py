@@ -51,7 +51,6 @@ __all__ = [
     "WAIT_VECTORS",
     "MemberSurface",
     "MemorySurface",
-    "RootSurface",
 ]
 
 _SWITCH = "resident.runtime.memory"
@@ -152,15 +151,6 @@ OPERATIONS = (
     STATUS, ENABLE, DISABLE, WAIT_INDEXED, WAIT_VECTORS, MEMBERS, REMEMBER, REMEMBER_MANY, RECALL, GET, FORGET,
     RECONCILE, RECONCILE_RECORD,
 )
-
-
-class RootSurface(Surface):
-    """What the runtime itself answers: its roster, and reconciling a record as the member who wrote it."""
-
-    members = method(MEMBERS)
-    amembers = awaitable(MEMBERS)
-    reconcile = method(RECONCILE_RECORD)
-    areconcile = awaitable(RECONCILE_RECORD)
 
 
 class MemorySurface(Surface):

@@ -10,6 +10,7 @@ Light: msgspec and the standard library.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,11 +38,12 @@ class Encoded:
 
 
 def python_values(request: msgspec.Struct) -> msgspec.Struct:
-    """`request` as a Python caller's values travel: text, an activation, a list.
+    """`request` as a Python caller's values travel: text, a path, an activation, a list.
 
-    A Python caller may hand text as bytes (the runtime checks them as UTF-8, `TextInvalid` otherwise),
-    an activation as a mapping, a batch as any iterable; JSON has no bytes (msgspec would send base64),
-    and an activation's unknown keys would be dropped by the server rather than refused as in process.
+    A Python caller may hand text as bytes (the runtime checks them as UTF-8, `TextInvalid` otherwise), a
+    path as a `Path`, an activation as a mapping, a batch as any iterable; JSON has no bytes (msgspec would
+    send base64) nor paths, and an activation's unknown keys would be dropped by the server rather than
+    refused as in process.
     """
     changes: dict[str, Any] = {}
     for name in request.__struct_fields__:
@@ -54,6 +56,8 @@ def python_values(request: msgspec.Struct) -> msgspec.Struct:
             from resident.memory.records import as_activation  # noqa: PLC0415 - light: only for a mapping
 
             changes[name] = as_activation(value)
+        elif isinstance(value, os.PathLike):
+            changes[name] = os.fspath(value)
         elif isinstance(value, Iterator):
             changes[name] = tuple(value)
     return msgspec.structs.replace(request, **changes) if changes else request

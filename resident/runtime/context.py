@@ -37,6 +37,8 @@ class Call:
 
     caller: Caller
     member: str | None = None
+    # Whether the call came over the loopback API (a path it names is on the runtime's machine, not the caller's).
+    remote: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,16 +23,22 @@ __all__ = ["LocalExecutor"]
 class LocalExecutor:
     """Operations run against this process's runtime, as the owner or as the session of `grant`."""
 
-    def __init__(self, context: Context, resolve: Callable[[str], Caller], grant: str | None = None) -> None:
+    def __init__(
+        self, context: Context, resolve: Callable[[str], Caller], grant: str | None = None, *, remote: bool = False
+    ) -> None:
         self._context = context
         self._resolve = resolve
         self._grant = grant
+        self._remote = remote
         # How a presented grant reached the runtime, for the owner-only refusal's message.
         self.presented = "a grant token is presented"
 
-    def with_grant(self, grant: str | None, presented: str = "a grant token is presented") -> LocalExecutor:
-        """The same runtime, called by the session `grant` stands for (the owner when None)."""
-        executor = LocalExecutor(self._context, self._resolve, grant)
+    def with_grant(
+        self, grant: str | None, presented: str = "a grant token is presented", *, remote: bool = False
+    ) -> LocalExecutor:
+        """The same runtime, called by the session `grant` stands for (the owner when None); `remote` when the
+        call came over the loopback API."""
+        executor = LocalExecutor(self._context, self._resolve, grant, remote=remote)
         executor.presented = presented
         return executor
 
@@ -43,7 +49,7 @@ class LocalExecutor:
         if op.binds_member and not caller.is_owner:
             # A session acts as its own member only: naming another is refused (GrantExceeded).
             member = caller.acting_as(member)
-        return Call(caller, member)
+        return Call(caller, member, self._remote)
 
     def run(self, op: Operation[Any, Any, Any], request: Any, member: str | None) -> Any:
         service = op.service_function()

@@ -1,62 +1,75 @@
-"""`rt.replication`: where records stand with Realm, and pushing now; which token a home uses."""
+"""`rt.replication`'s services: where records stand with Realm, and pushing now; which token a home uses.
+
+Declared in `resident.operations.replication`.
+"""
 
 from __future__ import annotations
 
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import msgspec
 
 from resident.errors import ActorUnavailable, InvalidInput
 from resident.ids import check_record_id
+from resident.messages.home_calls import RecordReplicationQuery, ReplicationQuery, SyncRequest
 from resident.messages.replication import GetReplicationStatus, RecordReplication, ReplicationCounts, SyncNow
 from resident.realm.tokens import HOME_TOKEN_FILE, TOKEN_ENV, check_token, read_token_file
+from resident.runtime.context import Call, Context
 
-if TYPE_CHECKING:
-    from resident.runtime.runtime import Runtime
-
-__all__ = ["ReplicationControl", "home_realm_token"]
+__all__ = ["MAX_LISTED_IDS", "home_realm_token", "record", "status", "sync"]
 
 # The actor answers a sync at its deadline, but it may be inside one Realm request (bounded by the
 # request timeout) or restarting when the deadline falls; the caller waits this much longer.
 ANSWER_MARGIN = 10.0
 STATUS_TIMEOUT = 10.0
+# Id lists in answers (withheld records in replication status) are cut to this many.
+MAX_LISTED_IDS = 1_000
 
 
-class ReplicationControl:
-    """Replication state per record and overall; `sync()` pushes and polls now and waits."""
+def status(context: Context, _call: Call, request: ReplicationQuery) -> ReplicationCounts | RecordReplication:
+    """Counts per state (at most `MAX_LISTED_IDS` withheld ids listed); with `id`, that record's state, reason,
+    attempts and last error."""
+    context.check_open()
+    result: ReplicationCounts | RecordReplication = context.replication.ask(
+        GetReplicationStatus(id=None if request.id is None else check_record_id(request.id)),
+        STATUS_TIMEOUT if request.timeout is None else request.timeout,
+    )
+    return _bounded(result) if isinstance(result, ReplicationCounts) else result
 
-    def __init__(self, runtime: Runtime) -> None:
-        self._runtime = runtime
 
-    def status(
-        self, id: str | None = None, timeout: float | None = None  # noqa: A002 - the spec names it `id`
-    ) -> ReplicationCounts | RecordReplication:
-        """Counts per state; with `id`, that record's state, reason, attempts and last error."""
-        self._runtime.check_open()
-        result: ReplicationCounts | RecordReplication = self._runtime._internal.wiring.replication.ask(
-            GetReplicationStatus(id=None if id is None else check_record_id(id)),
-            STATUS_TIMEOUT if timeout is None else timeout,
-        )
-        return result
+def record(context: Context, call: Call, request: RecordReplicationQuery) -> RecordReplication:
+    """One record's replication state, reason and attempts."""
+    answer = status(context, call, ReplicationQuery(request.record_id, timeout=request.timeout))
+    assert isinstance(answer, RecordReplication)  # asked about one record, the actor answers about it
+    return answer
 
-    def sync(self, timeout: float = 30.0) -> ReplicationCounts:
-        """Push pending records and poll invalidations now; wait until nothing is pending or `timeout`.
 
-        Returns the counts either way: `pending == 0` means everything settled (records Realm
-        refused stay pending, parked, and are counted).
-        """
-        self._runtime.check_open()
-        number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
-        if not number or not math.isfinite(timeout) or timeout <= 0:
-            raise InvalidInput(f"timeout must be a positive number of seconds, not {timeout!r}")
-        address = self._runtime._internal.wiring.replication
-        try:
-            counts: ReplicationCounts = address.ask(SyncNow(timeout=float(timeout)), timeout + ANSWER_MARGIN)
-        except ActorUnavailable:
-            # The actor restarted (or stalled) before answering: report where things stand now.
-            counts = address.ask(GetReplicationStatus(), STATUS_TIMEOUT)
+def sync(context: Context, _call: Call, request: SyncRequest) -> ReplicationCounts:
+    """Push pending records and poll invalidations now; wait until nothing is pending or `timeout`.
+
+    Returns the counts either way: `pending == 0` means everything settled (records Realm
+    refused stay pending, parked, and are counted).
+    """
+    context.check_open()
+    timeout = request.timeout
+    number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
+    if not number or not math.isfinite(timeout) or timeout <= 0:
+        raise InvalidInput(f"timeout must be a positive number of seconds, not {timeout!r}")
+    try:
+        counts: ReplicationCounts = context.replication.ask(SyncNow(timeout=float(timeout)), timeout + ANSWER_MARGIN)
+    except ActorUnavailable:
+        # The actor restarted (or stalled) before answering: report where things stand now.
+        counts = context.replication.ask(GetReplicationStatus(), STATUS_TIMEOUT)
+    return _bounded(counts)
+
+
+def _bounded(counts: ReplicationCounts) -> ReplicationCounts:
+    # Every withheld id would make the answer grow with the store; the first ones are enough to act on.
+    if len(counts.withheld) <= MAX_LISTED_IDS:
         return counts
+    return msgspec.structs.replace(counts, withheld=counts.withheld[:MAX_LISTED_IDS])
 
 
 def home_realm_token(home: Path, explicit: str | None = None) -> str | None:

@@ -37,7 +37,9 @@ from resident.messages.backup import BackupManifest
 from resident.messages.store import Commit, DoctorReport, SalvageReport
 from resident.messages.supervision import SupervisorStatistics
 from resident.operations.apps import AppsSurface
-from resident.operations.memory import MemberSurface, MemorySurface, RootSurface
+from resident.operations.home import RootSurface
+from resident.operations.memory import MemberSurface, MemorySurface
+from resident.operations.replication import ReplicationSurface
 from resident.realm.client import realm_base_url
 from resident.runtime.admissions import Admissions
 from resident.runtime.caller import Caller
@@ -51,12 +53,11 @@ from resident.runtime.executor import LocalExecutor
 from resident.runtime.knowledge import KnowledgeControl
 from resident.runtime.portability import ImportResult, export_member, import_member
 from resident.runtime.principles import PrinciplesControl
-from resident.runtime.replication import ReplicationControl, home_realm_token
+from resident.runtime.replication import home_realm_token
 from resident.runtime.salvage import salvage as salvage_home
 from resident.runtime.sessions import SessionsControl
 from resident.runtime.skills import SkillsControl
 from resident.runtime.wiring import Wiring, build_wiring
-from resident.store.backup import backup as backup_home
 from resident.store.backup import restore as restore_home
 from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, home_writable, require_home, resolve_home
 from resident.store.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
@@ -153,13 +154,13 @@ class Runtime(RootSurface):
         self._owns_clock = owns_clock
         self._tree = SupervisionTree(wiring.spec, clock, self._escalated)
         self._close_lock = threading.Lock()
-        self.replication = ReplicationControl(self)
         # What the services use; the capabilities not yet declared as operations reach it here too.
         self._services = self._context(store, wiring)
         # The executor of this process's surfaces; the API server runs each request through it too.
         self._local = LocalExecutor(self._services, self._session_caller)
         super().__init__(self._local)
         self.memory = MemorySurface(self._local)
+        self.replication = ReplicationSurface(self._local)
         self.apps = AppsSurface(self._local)
         self.coordinator = CoordinatorControl(self)
         self.knowledge = KnowledgeControl(self)
@@ -175,8 +176,11 @@ class Runtime(RootSurface):
             home=self.home, store=store, writer=wiring.writer, substrate=wiring.substrate,
             embedder=wiring.embedder, replication=wiring.replication, coordinator=wiring.coordinator,
             members=wiring.members, admissions=self._internal.admissions, clock=self.clock,
-            config_now=lambda: self.config, check_open=self.check_open, statistics=self.statistics,
+            config_now=lambda: self.config, check_open=self.check_open, statistics=self._tree_statistics,
         )
+
+    def _tree_statistics(self) -> SupervisorStatistics:
+        return self._tree.statistics()
 
     def _session_caller(self, token: str) -> Caller:
         return Caller(self.coordinator.session(token))
@@ -324,20 +328,11 @@ class Runtime(RootSurface):
             raise
         self.config = self.config.with_imported([*self.config.extra_members, member])
 
-    def statistics(self) -> SupervisorStatistics:
-        """An immutable snapshot of every supervised actor: state, restarts, buffered, dead letters."""
-        return self._tree.statistics()
-
     def replication_note(self) -> str:
         """Why records stay pending, when they do."""
         return NO_REALM_NOTE if self.config.realm_url is None else ""
 
     # -- backup and restore -----------------------------------------------------------------------
-
-    def backup(self, dest: str | os.PathLike[str]) -> BackupManifest:
-        """A consistent, compacted copy of this home in `dest`, with a checksummed manifest."""
-        self.check_open()
-        return backup_home(self._internal.store, self.home, Path(dest))
 
     @staticmethod
     def restore(src: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> BackupManifest:
