@@ -28,7 +28,8 @@ Note = Annotated[str, msgspec.Meta(max_length=4_000)]
 Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 # Seconds since the epoch, up to the year 5138: enough for any real timestamp, no inf.
 Timestamp = Annotated[float, msgspec.Meta(ge=0.0, le=1e11)]
-# How long a call may wait for the runtime, in seconds (a day at most).
-Seconds = Annotated[float, msgspec.Meta(gt=0.0, le=86_400.0)]
+# How long a call may wait for the runtime, in seconds: from one (an actor answers a plain question well within
+# it; less would only turn a healthy runtime's answer into a timeout) to a day.
+Seconds = Annotated[float, msgspec.Meta(ge=1.0, le=86_400.0)]
 RecallK = Annotated[int, msgspec.Meta(ge=1, le=MAX_RECALL_K)]
 Budget = Annotated[int, msgspec.Meta(ge=1, le=MAX_CHAR_BUDGET)]
