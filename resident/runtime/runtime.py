@@ -19,10 +19,9 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from resident.actors.replication import NO_REALM_NOTE, ReplicationSettings
-from resident.api.client import RemoteRuntime
 from resident.clock import Clock, SystemClock
 from resident.config import Config, MemberConfig, load_config
 from resident.errors import (
@@ -201,7 +200,7 @@ class Runtime(RootSurface):
         replication: ReplicationSettings | None = None,
         create: bool = True,
         lock: HomeLock | None = None,
-    ) -> Runtime:
+    ) -> Self:
         """Open `home` (else `$RESIDENT_HOME`, else the user data dir) and start the actors.
 
         `realm` overrides the Realm URL of `resident.toml` (`"none"` turns replication off for
@@ -254,15 +253,6 @@ class Runtime(RootSurface):
             raise
         return runtime
 
-    @classmethod
-    def connect(cls, home: str | os.PathLike[str] | None = None) -> RemoteRuntime:
-        """The runtime a `resident up` process serves for `home`, over its loopback API.
-
-        The same surfaces as `open` (see `resident.api.client`), with the same typed errors;
-        `RuntimeNotUp` when no runtime is up for the home.
-        """
-        return RemoteRuntime.connect(home)
-
     def close(self, timeout: float = 30.0) -> None:
         """Stop every actor (reverse start order), close the store and release the home."""
         with self._close_lock:
@@ -280,7 +270,7 @@ class Runtime(RootSurface):
             if self._owns_clock and isinstance(self.clock, SystemClock):
                 self.clock.close()
 
-    def __enter__(self) -> Runtime:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
