@@ -30,7 +30,9 @@ from resident.api.discovery import DISCOVERY_FILE, check_version, pid_alive, rea
 from resident.api.remote import RemoteExecutor
 from resident.api.transport import StreamItem, Transport
 from resident.errors import RuntimeNotUp, UnknownMember
+from resident.messages.backup import BackupManifest
 from resident.messages.coordination import Correction, Progress
+from resident.messages.store import DoctorReport, SalvageReport
 from resident.operations.apps import AppsSurface
 from resident.operations.home import RootSurface
 from resident.operations.memory import MemberSurface, MemorySurface
@@ -118,6 +120,29 @@ class RemoteRuntime(RootSurface):
 
     def aevents(self, last_event_id: str | None = None) -> AsyncIterator[StreamItem]:
         return self._transport.aevents(last_event_id)
+
+    # -- maintenance of a closed home: the in-process runtime's own functions (`resident.runtime.maintenance`) --
+
+    @staticmethod
+    def restore(src: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> BackupManifest:
+        """Verify the backup at `src`, then switch `home` to it atomically (the home must be closed)."""
+        from resident.runtime import maintenance  # noqa: PLC0415 - the client stays light until asked
+
+        return maintenance.restore(src, home)
+
+    @staticmethod
+    def doctor(home: str | os.PathLike[str] | None = None) -> DoctorReport:
+        """Check a closed home whole: configuration, structure, tables, event log, record digests."""
+        from resident.runtime import maintenance  # noqa: PLC0415 - the client stays light until asked
+
+        return maintenance.doctor(home)
+
+    @staticmethod
+    def salvage(dest: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> SalvageReport:
+        """Copy every record (and row) of a closed, damaged home that still reads and verifies into `dest`."""
+        from resident.runtime import maintenance  # noqa: PLC0415 - the client stays light until asked
+
+        return maintenance.salvage(dest, home)
 
     # -- closing ----------------------------------------------------------------------------------
 

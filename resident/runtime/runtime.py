@@ -32,20 +32,19 @@ from resident.errors import (
 )
 from resident.memory.embedders import make_embedder
 from resident.memory.embedding import Embedder
-from resident.messages.backup import BackupManifest
-from resident.messages.store import Commit, DoctorReport, SalvageReport
+from resident.messages.store import Commit
 from resident.messages.supervision import SupervisorStatistics
 from resident.operations.apps import AppsSurface
 from resident.operations.home import RootSurface
 from resident.operations.memory import MemberSurface, MemorySurface
 from resident.operations.replication import ReplicationSurface
 from resident.realm.client import realm_base_url
+from resident.runtime import maintenance
 from resident.runtime.admissions import Admissions
 from resident.runtime.caller import Caller
 from resident.runtime.chaos import Chaos
 from resident.runtime.context import Context
 from resident.runtime.coordination import CoordinatorControl
-from resident.runtime.doctor import examine
 from resident.runtime.engagement import EngagementControl
 from resident.runtime.evolution import EvolutionControl
 from resident.runtime.executor import LocalExecutor
@@ -53,11 +52,9 @@ from resident.runtime.knowledge import KnowledgeControl
 from resident.runtime.portability import ImportResult, export_member, import_member
 from resident.runtime.principles import PrinciplesControl
 from resident.runtime.replication import home_realm_token
-from resident.runtime.salvage import salvage as salvage_home
 from resident.runtime.sessions import SessionsControl
 from resident.runtime.skills import SkillsControl
 from resident.runtime.wiring import Wiring, build_wiring
-from resident.store.backup import restore as restore_home
 from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, home_writable, require_home, resolve_home
 from resident.store.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 from resident.store.tables import MEMBERS
@@ -322,33 +319,8 @@ class Runtime(RootSurface):
         """Why records stay pending, when they do."""
         return NO_REALM_NOTE if self.config.realm_url is None else ""
 
-    # -- backup and restore -----------------------------------------------------------------------
+    # -- maintenance of a closed home: the same functions on both sides (`resident.runtime.maintenance`) ---------
 
-    @staticmethod
-    def restore(src: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> BackupManifest:
-        """Verify the backup at `src`, then switch `home` to it atomically (the home must be closed).
-
-        Besides its checksums, the backup's `resident.toml` must parse and its data file must
-        verify and open; otherwise it is refused (`BackupInvalid`) before anything is switched.
-        """
-        return restore_home(Path(src), ensure_home(resolve_home(home)), check_config=load_config)
-
-    # -- maintenance of a closed home -------------------------------------------------------------
-
-    @staticmethod
-    def doctor(home: str | os.PathLike[str] | None = None) -> DoctorReport:
-        """Check a closed home whole: configuration, structure, tables, event log, record digests."""
-        return examine(_existing_home(home))
-
-    @staticmethod
-    def salvage(dest: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> SalvageReport:
-        """Copy every record (and row) of a closed, damaged home that still reads and verifies into `dest`."""
-        return salvage_home(_existing_home(home), Path(dest).expanduser())
-
-
-def _existing_home(home: str | os.PathLike[str] | None) -> Path:
-    """The home to check or salvage: it must exist already (checking one never creates it)."""
-    path = resolve_home(home)
-    if not path.is_dir():
-        raise InvalidInput(f"there is no home at {path}; pass the one to use with --home")
-    return path
+    restore = staticmethod(maintenance.restore)
+    doctor = staticmethod(maintenance.doctor)
+    salvage = staticmethod(maintenance.salvage)
