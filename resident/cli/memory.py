@@ -11,7 +11,6 @@ from click.core import ParameterSource
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, read_text_argument, stdout
 from resident.cli.options import field_options
 from resident.cli.target import runtime_for
-from resident.messages.bounds import MAX_CHAR_BUDGET
 from resident.messages.memory import PROVIDERS, Activation, MemoryRecord, MemoryStatus, Receipt
 from resident.messages.memory_calls import (
     EnableMemory,
@@ -205,7 +204,7 @@ def show(state: CliState, record_id: str, member: str, as_json: bool) -> None:
 @memory.command()
 @click.argument("record_id", metavar="ID", type=UTF8)
 @click.option("--as", "member", type=UTF8, required=True, metavar="MEMBER", help="The member whose record it is.")
-@click.option("--reason", type=UTF8, default="", help="Why it is retracted (kept with the event).")
+@field_options(ForgetRequest, ("reason",))
 @json_option
 @pass_state
 def forget(state: CliState, record_id: str, member: str, reason: str, as_json: bool) -> None:
@@ -341,14 +340,7 @@ def _remember_lines(ctx: click.Context, state: CliState, member: str, source: st
 @click.command()
 @click.argument("member", type=UTF8)
 @click.argument("query", type=UTF8)
-@click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True, help="At most this many results.")
-@click.option(
-    "--budget",
-    type=click.IntRange(1, MAX_CHAR_BUDGET),
-    default=8_000,
-    show_default=True,
-    help="At most this many characters of memory text in all results together.",
-)
+@field_options(RecallRequest, ("k", "char_budget"), flags={"k": "-k", "char_budget": "--budget"})
 @click.option("--domain", type=click.Choice(["work", "personal"]), help="Engagement domain (narrows recall).")
 @click.option("--project", type=UTF8, help="Engagement project (narrows recall).")
 @json_option
@@ -358,7 +350,7 @@ def recall(
     member: str,
     query: str,
     k: int,
-    budget: int,
+    char_budget: int,
     domain: str | None,
     project: str | None,
     as_json: bool,
@@ -372,7 +364,7 @@ def recall(
     """
     text = read_text_argument(query)
     request = RecallRequest(
-        query=text, k=k, char_budget=budget,
+        query=text, k=k, char_budget=char_budget,
         activation=Activation(domain=domain, project=project),  # type: ignore[arg-type]  # a DOMAIN choice
     )
     with runtime_for(state, create=False) as runtime:

@@ -29,9 +29,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def field_options(
-    request: type[msgspec.Struct], fields: Sequence[str], *, kinds: Mapping[str, click.ParamType[Any]] | None = None
+    request: type[msgspec.Struct],
+    fields: Sequence[str],
+    *,
+    kinds: Mapping[str, click.ParamType[Any]] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> Callable[[F], F]:
-    """Add an option for each of `fields` of `request` (`kinds` overrides a field's click type)."""
+    """Add an option for each of `fields` of `request`; `kinds` overrides a field's click type, `flags` the
+    command line's name for it (`-k`, `--budget`), which then still fills the field."""
     info = types.type_info(request)
     assert isinstance(info, types.StructType)
     by_name = {field.name: field for field in info.fields}
@@ -42,26 +47,26 @@ def field_options(
     def decorate(function: F) -> F:
         # click applies decorators bottom up: the first field's option is added last so it is listed first.
         for name in reversed(fields):
-            function = _option(by_name[name], (kinds or {}).get(name))(function)
+            function = _option(by_name[name], (kinds or {}).get(name), (flags or {}).get(name))(function)
         return function
 
     return decorate
 
 
-def _option(field: types.Field, kind: click.ParamType[Any] | None) -> Callable[[F], F]:
+def _option(field: types.Field, kind: click.ParamType[Any] | None, flag: str | None) -> Callable[[F], F]:
     annotation, description, extra = _unwrapped(field.type)
-    flag = "--" + field.name.replace("_", "-")
+    names = (flag or "--" + field.name.replace("_", "-"), field.name)
     default = None if field.default is msgspec.NODEFAULT else field.default
     options: dict[str, Any] = {"help": description or None, "default": default, "metavar": extra.get("metavar")}
     if isinstance(annotation, types.BoolType):
-        return click.option(flag, is_flag=True, help=description or None)
+        return click.option(*names, is_flag=True, help=description or None)
     if isinstance(annotation, types.TupleType | types.VarTupleType | types.ListType):
         options["multiple"] = True
         options["default"] = ()
         annotation = annotation.item_type if isinstance(annotation, types.VarTupleType | types.ListType) else annotation
     options["type"] = kind or _click_type(annotation)
     options["show_default"] = default not in (None, ())
-    return click.option(flag, **options)
+    return click.option(*names, **options)
 
 
 def _unwrapped(kind: types.Type) -> tuple[types.Type, str, dict[str, Any]]:

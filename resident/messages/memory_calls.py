@@ -144,14 +144,16 @@ class RememberManyRequest(_RememberItems, frozen=True, kw_only=True):
 
 class _RecallQuery(_Request, frozen=True):
     query: Text
-    k: RecallK = 10
+    k: Annotated[RecallK, _about("At most this many results.")] = 10
 
 
 class RecallRequest(_RecallQuery, frozen=True, kw_only=True):
     """The member's best-matching served memories: at most `k`, within `char_budget` characters."""
 
     activation: Activation | None = None
-    char_budget: Budget = 8_000
+    char_budget: Annotated[
+        Budget, _about("At most this many characters of memory text in all results together.")
+    ] = 8_000
     include_inactive: bool = False
     timeout: Seconds | None = None
 
@@ -175,7 +177,7 @@ class GetRequest(_RecordNamed, frozen=True, kw_only=True):
 class ForgetRequest(_RecordNamed, frozen=True, kw_only=True):
     """Retract a record: it stays stored, marked retracted, and is no longer recalled."""
 
-    reason: Note = ""
+    reason: Annotated[Note, _about("Why it is retracted (kept with the event).")] = ""
     timeout: Seconds | None = None
 
 
