@@ -32,8 +32,9 @@ from tests.evolution_helpers import SESSION_ACTIONS, session, skill_folder
 
 PARAMS = {
     "member": "deven", "record": "mem_missing", "record_id": "mem_missing", "skill": "triage",
-    "principle": "prn_missing", "question": "q_missing", "change": "deven@1", "bank": "handbook", "entry": "ke_missing",
-    "session": "ses_missing", "excerpt": "ses_missing#1", "app_or_workspace": "notes",
+    "principle": "prn_missing", "principle_id": "prn_missing", "question": "q_missing", "change": "deven@1",
+    "bank": "handbook", "entry": "ke_missing", "session": "ses_missing", "excerpt": "ses_missing#1",
+    "app_or_workspace": "notes",
 }
 
 

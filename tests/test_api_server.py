@@ -28,6 +28,7 @@ from resident.errors import (
 from resident.operations import apps
 from resident.operations import home as home_ops
 from resident.operations import memory as memory_ops
+from resident.operations import principles as principles_ops
 from resident.operations import replication as replication_ops
 from tests.api_helpers import UpProcess, raw_client
 
@@ -37,8 +38,9 @@ FORM_REFUSALS = {
 }
 PARAMS = {
     "member": "deven", "record": "mem_missing", "record_id": "mem_missing", "skill": "no-such-skill",
-    "principle": "prn_missing", "question": "q_missing", "change": "deven@999", "bank": "handbook",
-    "entry": "ke_missing", "session": "ses_missing", "excerpt": "ses_missing#1", "app_or_workspace": "notes",
+    "principle": "prn_missing", "principle_id": "prn_missing", "question": "q_missing", "change": "deven@999",
+    "bank": "handbook", "entry": "ke_missing", "session": "ses_missing", "excerpt": "ses_missing#1",
+    "app_or_workspace": "notes",
 }
 
 
@@ -214,14 +216,16 @@ BAD_INPUT: list[tuple[routes.AnyOperation, dict[str, str], Any, int, str]] = [
     (routes.SKILL_RECLAIM, {}, {}, 400, "InvalidInput"),
     (routes.SKILL_CHOOSE, {}, {"task": "deploy", "limit": 11}, 400, "InvalidInput"),
     (routes.SKILL_CHOOSE, {"member": "nobody"}, {"task": "deploy"}, 404, "UnknownMember"),
-    (routes.PROPOSE, {}, {"text": "test first", "basis": "a failure"}, 400, "InvalidInput"),
-    (routes.PROPOSE, {}, {"member": "nobody", "text": "test first", "basis": "a failure"}, 404, "UnknownMember"),
-    (routes.PRINCIPLES, {}, {"state": "maybe"}, 400, "InvalidInput"),
-    (routes.PRINCIPLES, {}, {"member": "nobody"}, 404, "UnknownMember"),
-    (routes.PRINCIPLE_APPROVE, {}, {}, 404, "UnknownPrinciple"),
-    (routes.PRINCIPLE_APPROVE, {}, {"reason": 7}, 400, "InvalidInput"),
-    (routes.PRINCIPLE_REJECT, {}, {"reason": "no"}, 404, "UnknownPrinciple"),
-    (routes.PRINCIPLE_REJECT, {}, {}, 400, "InvalidInput"),
+    (principles_ops.PROPOSE, {}, {"text": "test first", "basis": "a failure"}, 400, "InvalidInput"),
+    (principles_ops.PROPOSE, {}, {"member": "nobody", "text": "test first", "basis": "a failure"}, 404,
+     "UnknownMember"),
+    (principles_ops.LIST, {}, {"state": "maybe"}, 400, "InvalidInput"),
+    (principles_ops.GET, {}, None, 404, "UnknownPrinciple"),
+    (principles_ops.LIST, {}, {"member": "nobody"}, 404, "UnknownMember"),
+    (principles_ops.APPROVE, {}, {}, 404, "UnknownPrinciple"),
+    (principles_ops.APPROVE, {}, {"reason": 7}, 400, "InvalidInput"),
+    (principles_ops.REJECT, {}, {"reason": "no"}, 404, "UnknownPrinciple"),
+    (principles_ops.REJECT, {}, {}, 400, "InvalidInput"),
     (routes.ENGAGE, {}, {"domain": "work"}, 400, "InvalidInput"),
     (routes.ENGAGE, {}, {"member": "deven", "domain": "leisure"}, 400, "InvalidInput"),
     (routes.ENGAGE, {}, {"member": "nobody", "domain": "work"}, 404, "UnknownMember"),

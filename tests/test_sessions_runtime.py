@@ -73,8 +73,7 @@ def test_the_work_package_holds_recalled_memories_approved_principles_and_at_mos
     for name in names:
         rt.skills.give(name, "deven")
     memory = rt.member("deven").remember("the payments retry test used wall time and flaked on CI")
-    principle = rt.principles.propose("deven", "Never sleep in a test; inject the clock.", basis="retry flake",
-                                      by="owner")
+    principle = rt.principles.propose("deven", "Never sleep in a test; inject the clock.", basis="retry flake")
     rt.principles.approve(principle.id)
     launch = rt.sessions.start("deven", harness="codex", command=fake("--as", "codex"), directory=str(repo),
                                task="payments retry test flakes")

@@ -33,10 +33,8 @@ from resident.errors import RuntimeNotUp, UnknownMember
 from resident.messages.backup import BackupManifest
 from resident.messages.coordination import Correction, Progress
 from resident.messages.store import DoctorReport, SalvageReport
-from resident.operations.apps import AppsSurface
-from resident.operations.home import RootSurface
-from resident.operations.memory import MemberSurface, MemorySurface
-from resident.operations.replication import ReplicationSurface
+from resident.operations.memory import MemberSurface
+from resident.operations.runtime_facade import Facade
 
 __all__ = ["RemoteRuntime", "StreamItem", "connect"]
 
@@ -64,7 +62,7 @@ class RemoteCoordinator:
         return correction
 
 
-class RemoteRuntime(RootSurface):
+class RemoteRuntime(Facade):
     """The runtime of a home as a `resident up` process serves it; see the module docstring."""
 
     def __init__(self, transport: Transport) -> None:
@@ -73,10 +71,7 @@ class RemoteRuntime(RootSurface):
         super().__init__(executor)
         self.home = Path(transport.discovery.home)
         self.address = transport.discovery.address
-        self.memory = MemorySurface(executor)
-        self.replication = ReplicationSurface(executor)
         self.coordinator = RemoteCoordinator(transport)
-        self.apps = AppsSurface(executor)
         self._roster: frozenset[str] = frozenset()
 
     @classmethod
@@ -112,7 +107,7 @@ class RemoteRuntime(RootSurface):
             if name not in self._roster:
                 known = ", ".join(sorted(self._roster))
                 raise UnknownMember(f"no member named {name!r}; the roster is: {known}")
-        return MemberSurface(self._executor, name)
+        return super().member(name)
 
     def events(self, last_event_id: str | None = None) -> Iterator[StreamItem]:
         """The live event stream (from the beginning, or after `last_event_id`); see `resident.api.events`."""

@@ -177,33 +177,6 @@ async def skill_choose(call: Call) -> wire.ChosenSkills:
     return wire.ChosenSkills(member=member, task=body.task, skills=tuple(chosen))
 
 
-# -- principles ----------------------------------------------------------------------------------
-
-
-async def propose(call: Call) -> Any:
-    body: wire.Propose = call.body
-    principles, session = call.runtime.principles, call.caller.session
-    if session is not None:
-        return await call.run(principles.propose, body.member, body.text, basis=body.basis, session=session)
-    member = call.caller.acting_as(body.member)
-    return await call.run(principles.propose, member, body.text, basis=body.basis, by="owner")
-
-
-async def principles_list(call: Call) -> wire.Principles:
-    body: wire.ListPrinciples = call.body
-    whose = body.member if call.caller.is_owner else call.caller.acting_as(body.member)
-    found = await call.run(call.runtime.principles.list, member=whose, state=body.state)
-    return wire.Principles(principles=tuple(found))
-
-
-async def principle_approve(call: Call) -> Any:
-    return await call.run(call.runtime.principles.approve, call.params["principle"], reason=call.body.reason)
-
-
-async def principle_reject(call: Call) -> Any:
-    return await call.run(call.runtime.principles.reject, call.params["principle"], reason=call.body.reason)
-
-
 # -- engagement ----------------------------------------------------------------------------------
 
 
@@ -273,10 +246,6 @@ HANDLERS: dict[str, Handler] = {
     routes.SKILL_GIVE.name: skill_give,
     routes.SKILL_RECLAIM.name: skill_reclaim,
     routes.SKILL_CHOOSE.name: skill_choose,
-    routes.PROPOSE.name: propose,
-    routes.PRINCIPLES.name: principles_list,
-    routes.PRINCIPLE_APPROVE.name: principle_approve,
-    routes.PRINCIPLE_REJECT.name: principle_reject,
     routes.ENGAGE.name: engage,
     routes.RELEASE.name: release,
     routes.ENGAGEMENT.name: engagement_show,

@@ -25,7 +25,6 @@ from resident.messages.evolution import EvolutionChange, WeeklyReport
 from resident.messages.knowledge import IndexStatus, IngestReport, KnowledgeBank, KnowledgeEntry, Repository
 from resident.messages.memory import Receipt
 from resident.messages.portability import MemberExport
-from resident.messages.principles import Principle
 from resident.messages.skills import SkillRebuild, SkillSetView, TeamSkill
 from resident.operations import DECLARED
 from resident.operations.declaration import Operation as Declared
@@ -55,11 +54,7 @@ __all__ = [
     "LEGACY",
     "OPENAPI_PATH",
     "OPERATIONS",
-    "PRINCIPLES",
-    "PRINCIPLE_APPROVE",
-    "PRINCIPLE_REJECT",
     "PROGRESS",
-    "PROPOSE",
     "QUESTIONS",
     "RELEASE",
     "ROLLBACK",
@@ -161,21 +156,6 @@ SKILL_CHOOSE = Operation(
     "skills.choose", "POST", "/v1/members/{member}/skills/choose", wire.ChosenSkills,
     "The skills a member's session on a task would get", wire.ChooseSkills,
 )
-PROPOSE = Operation(
-    "principles.propose", "POST", "/v1/principles", Principle, "Propose a principle candidate", wire.Propose,
-    member=True,
-)
-PRINCIPLES = Operation(
-    "principles.list", "POST", "/v1/principles/list", wire.Principles, "Principles, oldest first",
-    wire.ListPrinciples, member=True,
-)
-PRINCIPLE_APPROVE = Operation(
-    "principles.approve", "POST", "/v1/principles/{principle}/approve", Principle, "Approve a candidate",
-    wire.Decide,
-)
-PRINCIPLE_REJECT = Operation(
-    "principles.reject", "POST", "/v1/principles/{principle}/reject", Principle, "Reject a candidate", wire.Reject,
-)
 ENGAGE = Operation(
     "engagement.engage", "POST", "/v1/engagement", EngagementState, "Switch a member's engagement explicitly",
     wire.Engage, member=True,
@@ -210,8 +190,8 @@ WEEKLY_REPORT = Operation(
 
 LEGACY: tuple[Operation, ...] = (
     EXPORT, IMPORT, PROGRESS, CORRECT, SKILLS, SKILL_ADD, SKILL_SET, SKILL_SEARCH, SKILL_REBUILD, SKILL_READ,
-    SKILL_GIVE, SKILL_RECLAIM, SKILL_CHOOSE, PROPOSE, PRINCIPLES, PRINCIPLE_APPROVE, PRINCIPLE_REJECT, ENGAGE, RELEASE,
-    ENGAGEMENT, QUESTIONS, ANSWER, EVOLUTION_LOG, ROLLBACK, WEEKLY_REPORT,
+    SKILL_GIVE, SKILL_RECLAIM, SKILL_CHOOSE, ENGAGE, RELEASE, ENGAGEMENT, QUESTIONS, ANSWER, EVOLUTION_LOG, ROLLBACK,
+    WEEKLY_REPORT,
 )
 
 # Served beside the table: the event stream (text/event-stream) and the document describing the API.

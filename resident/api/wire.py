@@ -22,7 +22,6 @@ from resident.messages.engagement import Domain, EngagementQuestion, EngagementS
 from resident.messages.evolution import EvolutionChange
 from resident.messages.memory import Kind, ReplicationState, Scope
 from resident.messages.outcomes import ErrorBody, ErrorDetail, ItemOutcome, RememberedMany
-from resident.messages.principles import Principle, PrincipleState
 from resident.messages.skills import MAX_SEARCH, PROJECTED_SKILLS, ChosenSkill, SkillMatch, TeamSkill, Track
 
 __all__ = [
@@ -39,7 +38,6 @@ __all__ = [
     "ChooseSkills",
     "ChosenSkills",
     "Correct",
-    "Decide",
     "Engage",
     "EngagementOf",
     "ErrorBody",
@@ -49,19 +47,15 @@ __all__ = [
     "ImportMember",
     "Imported",
     "ItemOutcome",
-    "ListPrinciples",
     "LogQuery",
     "MemorySwitchedEvent",
     "NoBody",
-    "Principles",
     "ProgressEvent",
-    "Propose",
     "Questions",
     "QuestionsQuery",
     "RecordAdmittedEvent",
     "RecordLifecycleEvent",
     "RecordWithheldEvent",
-    "Reject",
     "RememberedMany",
     "ReplicationAttemptEvent",
     "ReplicationSyncedEvent",
@@ -158,25 +152,8 @@ class ChooseSkills(_Request, frozen=True):
     limit: Annotated[int, msgspec.Meta(ge=1, le=PROJECTED_SKILLS)] = PROJECTED_SKILLS
 
 
-class Propose(Whose, frozen=True, kw_only=True):
-    text: Text
-    basis: Text
 
 
-class ListPrinciples(Whose, frozen=True, kw_only=True):
-    state: PrincipleState | None = None
-
-
-class Decide(_Request, frozen=True):
-    """Approve a principle candidate, with an optional reason."""
-
-    reason: Note = ""
-
-
-class Reject(_Request, frozen=True):
-    """Reject a principle candidate, saying why."""
-
-    reason: Note
 
 
 class Engage(Whose, frozen=True, kw_only=True):
@@ -238,9 +215,6 @@ class ChosenSkills(_Answer, frozen=True):
     task: str
     skills: tuple[ChosenSkill, ...]
 
-
-class Principles(_Answer, frozen=True):
-    principles: tuple[Principle, ...]
 
 
 class EngagementOf(_Answer, frozen=True):

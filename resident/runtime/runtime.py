@@ -34,10 +34,8 @@ from resident.memory.embedders import make_embedder
 from resident.memory.embedding import Embedder
 from resident.messages.store import Commit
 from resident.messages.supervision import SupervisorStatistics
-from resident.operations.apps import AppsSurface
-from resident.operations.home import RootSurface
-from resident.operations.memory import MemberSurface, MemorySurface
-from resident.operations.replication import ReplicationSurface
+from resident.operations.memory import MemberSurface
+from resident.operations.runtime_facade import Facade
 from resident.realm.client import realm_base_url
 from resident.runtime import maintenance
 from resident.runtime.admissions import Admissions
@@ -50,7 +48,6 @@ from resident.runtime.evolution import EvolutionControl
 from resident.runtime.executor import LocalExecutor
 from resident.runtime.knowledge import KnowledgeControl
 from resident.runtime.portability import ImportResult, export_member, import_member
-from resident.runtime.principles import PrinciplesControl
 from resident.runtime.replication import home_realm_token
 from resident.runtime.sessions import SessionsControl
 from resident.runtime.skills import SkillsControl
@@ -126,7 +123,7 @@ class PendingWrites:
         return outcomes
 
 
-class Runtime(RootSurface):
+class Runtime(Facade):
     """One open home and its running actor tree."""
 
     def __init__(
@@ -155,14 +152,10 @@ class Runtime(RootSurface):
         # The executor of this process's surfaces; the API server runs each request through it too.
         self._local = LocalExecutor(self._services, self._session_caller)
         super().__init__(self._local)
-        self.memory = MemorySurface(self._local)
-        self.replication = ReplicationSurface(self._local)
-        self.apps = AppsSurface(self._local)
         self.coordinator = CoordinatorControl(self)
         self.knowledge = KnowledgeControl(self)
         self.chaos = Chaos(self)
         self.skills = SkillsControl(self)
-        self.principles = PrinciplesControl(self)
         self.engagement = EngagementControl(self)
         self.evolution = EvolutionControl(self)
         self.sessions = SessionsControl(self)
@@ -291,7 +284,7 @@ class Runtime(RootSurface):
 
     def member(self, name: str) -> MemberSurface:
         """The memory surface of one member of the roster (`UnknownMember` otherwise)."""
-        return MemberSurface(self._local, self.config.member(name).name)
+        return super().member(self.config.member(name).name)
 
     def export_member(self, name: str, path: str | os.PathLike[str]) -> int:
         """Write `name`'s portable records (AGENT_CORE, AGENT_DYADIC; none withheld) to `path`."""
