@@ -30,6 +30,7 @@ from resident.operations import home as home_ops
 from resident.operations import memory as memory_ops
 from resident.operations import principles as principles_ops
 from resident.operations import replication as replication_ops
+from resident.operations import skills as skills_ops
 from tests.api_helpers import UpProcess, raw_client
 
 # Refusals of a request's form rather than its content (the client library never sends these).
@@ -38,9 +39,9 @@ FORM_REFUSALS = {
 }
 PARAMS = {
     "member": "deven", "record": "mem_missing", "record_id": "mem_missing", "skill": "no-such-skill",
-    "principle": "prn_missing", "principle_id": "prn_missing", "question": "q_missing", "change": "deven@999",
-    "bank": "handbook", "entry": "ke_missing", "session": "ses_missing", "excerpt": "ses_missing#1",
-    "app_or_workspace": "notes",
+    "name": "no-such-skill", "principle": "prn_missing", "principle_id": "prn_missing", "question": "q_missing",
+    "change": "deven@999", "bank": "handbook", "entry": "ke_missing", "session": "ses_missing",
+    "excerpt": "ses_missing#1", "app_or_workspace": "notes",
 }
 
 
@@ -199,23 +200,26 @@ BAD_INPUT: list[tuple[routes.AnyOperation, dict[str, str], Any, int, str]] = [
     (routes.IMPORT, {}, {"data": "not base64!"}, 400, "InvalidInput"),
     (routes.IMPORT, {}, {"data": "bm90IGFuIGV4cG9ydA=="}, 400, "ExportInvalid"),
     (routes.IMPORT, {}, {}, 400, "InvalidInput"),
-    (routes.SKILL_ADD, {}, {"folder": "deploy", "data": "bm8gZnJvbnQgbWF0dGVy"}, 400, "SkillInvalid"),
-    (routes.SKILL_ADD, {}, {"folder": "deploy"}, 400, "InvalidInput"),
-    (routes.SKILL_SET, {}, {}, 400, "InvalidInput"),
-    (routes.SKILL_SET, {}, {"member": "nobody"}, 404, "UnknownMember"),
-    (routes.SKILL_SEARCH, {}, {"query": "deploy", "limit": 0}, 400, "InvalidInput"),
-    (routes.SKILL_SEARCH, {}, {"query": ""}, 400, "TextInvalid"),
-    (routes.SKILL_REBUILD, {}, {"now": True}, 400, "InvalidInput"),
-    (routes.SKILL_READ, {}, {}, 404, "UnknownSkill"),
-    (routes.SKILL_READ, {"skill": "Not A Name"}, {}, 400, "SkillInvalid"),
-    (routes.SKILL_GIVE, {}, {"member": "deven"}, 404, "UnknownSkill"),
-    (routes.SKILL_GIVE, {}, {"member": "deven", "weight": -1}, 400, "InvalidInput"),
-    (routes.SKILL_GIVE, {}, {"member": "deven", "track": "weeks"}, 400, "InvalidInput"),
-    (routes.SKILL_GIVE, {}, {"member": "nobody"}, 404, "UnknownMember"),
-    (routes.SKILL_RECLAIM, {}, {"member": "deven"}, 404, "UnknownSkill"),
-    (routes.SKILL_RECLAIM, {}, {}, 400, "InvalidInput"),
-    (routes.SKILL_CHOOSE, {}, {"task": "deploy", "limit": 11}, 400, "InvalidInput"),
-    (routes.SKILL_CHOOSE, {"member": "nobody"}, {"task": "deploy"}, 404, "UnknownMember"),
+    (skills_ops.ADD_FOLDER, {}, {"path": "relative/skill"}, 400, "InvalidInput"),
+    (skills_ops.ADD_FOLDER, {}, {"path": "/no/such/skill/folder"}, 400, "SkillInvalid"),
+    (skills_ops.SKILL, {}, None, 404, "UnknownSkill"),
+    (skills_ops.ADD, {}, {"folder": "deploy", "data": "bm8gZnJvbnQgbWF0dGVy"}, 400, "SkillInvalid"),
+    (skills_ops.ADD, {}, {"folder": "deploy"}, 400, "InvalidInput"),
+    (skills_ops.SET, {}, {}, 400, "InvalidInput"),
+    (skills_ops.SET, {}, {"member": "nobody"}, 404, "UnknownMember"),
+    (skills_ops.SEARCH, {}, {"query": "deploy", "limit": 0}, 400, "InvalidInput"),
+    (skills_ops.SEARCH, {}, {"query": ""}, 400, "TextInvalid"),
+    (skills_ops.REBUILD, {}, {"now": True}, 400, "InvalidInput"),
+    (skills_ops.READ, {}, {}, 404, "UnknownSkill"),
+    (skills_ops.READ, {"skill": "Not A Name"}, {}, 400, "SkillInvalid"),
+    (skills_ops.GIVE, {}, {"member": "deven"}, 404, "UnknownSkill"),
+    (skills_ops.GIVE, {}, {"member": "deven", "weight": -1}, 400, "InvalidInput"),
+    (skills_ops.GIVE, {}, {"member": "deven", "track": "weeks"}, 400, "InvalidInput"),
+    (skills_ops.GIVE, {}, {"member": "nobody"}, 404, "UnknownMember"),
+    (skills_ops.RECLAIM, {}, {"member": "deven"}, 404, "UnknownSkill"),
+    (skills_ops.RECLAIM, {}, {}, 400, "InvalidInput"),
+    (skills_ops.CHOOSE, {}, {"task": "deploy", "limit": 11}, 400, "InvalidInput"),
+    (skills_ops.CHOOSE, {"member": "nobody"}, {"task": "deploy"}, 404, "UnknownMember"),
     (principles_ops.PROPOSE, {}, {"text": "test first", "basis": "a failure"}, 400, "InvalidInput"),
     (principles_ops.PROPOSE, {}, {"member": "nobody", "text": "test first", "basis": "a failure"}, 404,
      "UnknownMember"),

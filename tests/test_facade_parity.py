@@ -27,7 +27,7 @@ pytestmark = pytest.mark.timeout(120)
 NOT_YET_ON_CONNECT = {
     "add_member", "chaos", "check_open", "clock", "config",
     "engagement", "evolution", "export_member", "import_member", "knowledge", "open",
-    "replication_note", "sessions", "skills",
+    "replication_note", "sessions",
     "coordinator.issue_grant", "coordinator.dispatch", "coordinator.execution", "coordinator.session",
     "coordinator.finish", "coordinator.accept", "coordinator.executions",
 }

@@ -117,66 +117,6 @@ async def correct(call: Call) -> Any:
     return await call.run(call.runtime.coordinator.correct, body.execution, body.note, by=body.by)
 
 
-# -- skills --------------------------------------------------------------------------------------
-
-
-async def skills_library(call: Call) -> wire.Skills:
-    return wire.Skills(skills=tuple(await call.run(call.runtime.skills.library)))
-
-
-async def skill_add(call: Call) -> Any:
-    body: wire.AddSkill = call.body
-    call.caller.authorize("write_skills")
-    return await call.run(
-        call.runtime.skills.add_file, body.folder, body.data, derived_from=body.derived_from, by=_by(call.caller)
-    )
-
-
-async def skill_set(call: Call) -> Any:
-    body: wire.SkillSetQuery = call.body
-    call.caller.authorize("fetch_skills")
-    member = call.caller.acting_as(body.member)
-    return await call.run(call.runtime.skills.skill_set, member, include_left=body.include_left)
-
-
-async def skill_search(call: Call) -> wire.SkillMatches:
-    body: wire.SearchSkills = call.body
-    call.caller.authorize("fetch_skills")
-    matches = await call.run(call.runtime.skills.search, body.query, limit=body.limit)
-    return wire.SkillMatches(query=body.query, matches=tuple(matches))
-
-
-async def skill_rebuild(call: Call) -> Any:
-    return await call.run(call.runtime.skills.rebuild)
-
-
-async def skill_read(call: Call) -> Any:
-    skills, name, session = call.runtime.skills, call.params["skill"], call.caller.session
-    if session is None:
-        return await call.run(skills.skill, name)
-    return await call.run(skills.read, name, session=session)
-
-
-async def skill_give(call: Call) -> Any:
-    body: wire.GiveSkill = call.body
-    return await call.run(
-        call.runtime.skills.give, call.params["skill"], body.member, weight=body.weight, track=body.track
-    )
-
-
-async def skill_reclaim(call: Call) -> Any:
-    call.caller.authorize("fetch_skills")
-    member = call.caller.acting_as(call.body.member)
-    return await call.run(call.runtime.skills.reclaim, call.params["skill"], member, by=_by(call.caller))
-
-
-async def skill_choose(call: Call) -> wire.ChosenSkills:
-    body: wire.ChooseSkills = call.body
-    member = call.params["member"]
-    chosen = await call.run(call.runtime.skills.choose, member, body.task, limit=body.limit)
-    return wire.ChosenSkills(member=member, task=body.task, skills=tuple(chosen))
-
-
 # -- engagement ----------------------------------------------------------------------------------
 
 
@@ -237,15 +177,6 @@ HANDLERS: dict[str, Handler] = {
     routes.IMPORT.name: import_member,
     routes.PROGRESS.name: progress,
     routes.CORRECT.name: correct,
-    routes.SKILLS.name: skills_library,
-    routes.SKILL_ADD.name: skill_add,
-    routes.SKILL_SET.name: skill_set,
-    routes.SKILL_SEARCH.name: skill_search,
-    routes.SKILL_REBUILD.name: skill_rebuild,
-    routes.SKILL_READ.name: skill_read,
-    routes.SKILL_GIVE.name: skill_give,
-    routes.SKILL_RECLAIM.name: skill_reclaim,
-    routes.SKILL_CHOOSE.name: skill_choose,
     routes.ENGAGE.name: engage,
     routes.RELEASE.name: release,
     routes.ENGAGEMENT.name: engagement_show,

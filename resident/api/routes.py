@@ -25,7 +25,6 @@ from resident.messages.evolution import EvolutionChange, WeeklyReport
 from resident.messages.knowledge import IndexStatus, IngestReport, KnowledgeBank, KnowledgeEntry, Repository
 from resident.messages.memory import Receipt
 from resident.messages.portability import MemberExport
-from resident.messages.skills import SkillRebuild, SkillSetView, TeamSkill
 from resident.operations import DECLARED
 from resident.operations.declaration import Operation as Declared
 
@@ -68,15 +67,6 @@ __all__ = [
     "SESSION_RECOVER",
     "SESSION_SHOW",
     "SESSION_START",
-    "SKILLS",
-    "SKILL_ADD",
-    "SKILL_CHOOSE",
-    "SKILL_GIVE",
-    "SKILL_READ",
-    "SKILL_REBUILD",
-    "SKILL_RECLAIM",
-    "SKILL_SEARCH",
-    "SKILL_SET",
     "WEEKLY_REPORT",
     "AnyOperation",
     "Operation",
@@ -123,39 +113,6 @@ CORRECT = Operation(
     "coordinator.correct", "POST", "/v1/coordinator/corrections", Correction, "Record an owner correction",
     wire.Correct,
 )
-SKILLS = Operation("skills.library", "GET", "/v1/skills", wire.Skills, "The team skill library")
-SKILL_ADD = Operation(
-    "skills.add", "POST", "/v1/skills", TeamSkill, "Add a skill (its SKILL.md) to the team library", wire.AddSkill,
-    member=True, max_body=wire.MAX_SKILL_BODY_BYTES,
-)
-SKILL_SET = Operation(
-    "skills.set", "POST", "/v1/skills/set", SkillSetView, "A member's skill set: weights, tracks, last use",
-    wire.SkillSetQuery, member=True,
-)
-SKILL_SEARCH = Operation(
-    "skills.search", "POST", "/v1/skills/search", wire.SkillMatches, "Team skills matching a query",
-    wire.SearchSkills, member=True,
-)
-SKILL_REBUILD = Operation(
-    "skills.rebuild", "POST", "/v1/skills/rebuild", SkillRebuild,
-    "Recompute every skill weight from the event log and compare it with the live state", wire.NoBody,
-)
-SKILL_READ = Operation(
-    "skills.read", "POST", "/v1/skills/{skill}/read", TeamSkill,
-    "A team skill's body (read in a member session, it is recorded and becomes a use)", wire.NoBody, member=True,
-)
-SKILL_GIVE = Operation(
-    "skills.give", "POST", "/v1/skills/{skill}/give", SkillSetView, "Sync a team skill into a member's set",
-    wire.GiveSkill,
-)
-SKILL_RECLAIM = Operation(
-    "skills.reclaim", "POST", "/v1/skills/{skill}/reclaim", SkillSetView,
-    "Take a team skill (back) into a member's set", wire.Whose, member=True,
-)
-SKILL_CHOOSE = Operation(
-    "skills.choose", "POST", "/v1/members/{member}/skills/choose", wire.ChosenSkills,
-    "The skills a member's session on a task would get", wire.ChooseSkills,
-)
 ENGAGE = Operation(
     "engagement.engage", "POST", "/v1/engagement", EngagementState, "Switch a member's engagement explicitly",
     wire.Engage, member=True,
@@ -189,8 +146,7 @@ WEEKLY_REPORT = Operation(
 )
 
 LEGACY: tuple[Operation, ...] = (
-    EXPORT, IMPORT, PROGRESS, CORRECT, SKILLS, SKILL_ADD, SKILL_SET, SKILL_SEARCH, SKILL_REBUILD, SKILL_READ,
-    SKILL_GIVE, SKILL_RECLAIM, SKILL_CHOOSE, ENGAGE, RELEASE, ENGAGEMENT, QUESTIONS, ANSWER, EVOLUTION_LOG, ROLLBACK,
+    EXPORT, IMPORT, PROGRESS, CORRECT, ENGAGE, RELEASE, ENGAGEMENT, QUESTIONS, ANSWER, EVOLUTION_LOG, ROLLBACK,
     WEEKLY_REPORT,
 )
 

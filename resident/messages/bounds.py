@@ -7,12 +7,15 @@ keeps what a request may carry finite and is written into `/openapi.json` beside
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import msgspec
 
-__all__ = ["MAX_CHAR_BUDGET", "MAX_RECALL_K", "Budget", "Name", "Named", "Note", "RecallK", "RecordRef", "Seconds",
-           "Text", "Timestamp", "Unit"]
+__all__ = [
+    "MAX_CHAR_BUDGET", "MAX_RECALL_K", "Budget", "FilePath", "Name", "Named", "Note", "RecallK", "RecordRef",
+    "Seconds", "Text", "Timestamp", "Unit",
+]
 
 # Recall answers at most this many hits, within at most this many characters of memory text.
 MAX_RECALL_K = 100
@@ -33,3 +36,5 @@ Timestamp = Annotated[float, msgspec.Meta(ge=0.0, le=1e11)]
 Seconds = Annotated[float, msgspec.Meta(ge=1.0, le=86_400.0)]
 RecallK = Annotated[int, msgspec.Meta(ge=1, le=MAX_RECALL_K)]
 Budget = Annotated[int, msgspec.Meta(ge=1, le=MAX_CHAR_BUDGET)]
+# A path on the runtime's machine: a `Path` in Python, text on the wire (`resident.operations.wire` converts it).
+FilePath = Path

@@ -13,6 +13,7 @@ from resident.operations.home import RootSurface
 from resident.operations.memory import MemberSurface, MemorySurface
 from resident.operations.principles import PrinciplesSurface
 from resident.operations.replication import ReplicationSurface
+from resident.operations.skills import SkillsSurface
 
 __all__ = ["Facade"]
 
@@ -26,6 +27,7 @@ class Facade(RootSurface):
         self.replication = ReplicationSurface(executor)
         self.apps = AppsSurface(executor)
         self.principles = PrinciplesSurface(executor)
+        self.skills = SkillsSurface(executor)
 
     def member(self, name: str) -> MemberSurface:
         """The memory surface of one member of the roster (`UnknownMember` otherwise)."""

@@ -63,6 +63,10 @@ class Context:
     check_open: Callable[[], None]
     # A snapshot of every supervised actor.
     statistics: Callable[[], SupervisorStatistics]
+    # The team skill library's search index.
+    skills: Address
+    # The soul.md digest and native skills each member's were last recorded from (`runtime.skills.sync_natives`).
+    natives: dict[str, tuple[str, tuple[str, ...]]]
 
     @property
     def config(self) -> Config:

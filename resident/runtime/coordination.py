@@ -57,6 +57,7 @@ from resident.messages.memory import (
 )
 from resident.messages.store import Commit
 from resident.runtime.knowledge_evidence import prepare_candidate, promote_candidates_of
+from resident.runtime.skills import settle_execution
 from resident.store.tables import EXECUTIONS, GRANT_TOKENS, GRANTS
 
 if TYPE_CHECKING:
@@ -400,7 +401,7 @@ class CoordinatorControl:
             verdict=verdict, proposed=proposed,
         ))
         # The session ended: its skill reads become uses now (or when the member next starts).
-        runtime.skills.settle_execution(execution_id)
+        settle_execution(runtime._services, execution_id)
         if execution.reviews and runtime.knowledge.enabled:
             promote_candidates_of(runtime, execution.reviews)
         return self.execution(execution_id)
@@ -429,7 +430,7 @@ class CoordinatorControl:
             CorrectExecution(id=check_record_id(execution_id, "execution id"), note=note.strip(), by=by)
         )
         # A corrected session's skill uses score 0.
-        self._runtime.skills.settle_execution(execution_id)
+        settle_execution(self._runtime._services, execution_id)
         return correction
 
     def executions(self) -> list[Execution]:

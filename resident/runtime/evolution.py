@@ -22,6 +22,7 @@ from resident.messages.memory import Receipt, RecordRetracted
 from resident.messages.principles import PrincipleReverted
 from resident.messages.skills import RollBackSkillChange
 from resident.messages.store import Commit
+from resident.runtime.skills import settle
 from resident.store.changes import change_key
 from resident.store.tables import EVOLUTION, EXECUTIONS, MEMBER_EVOLUTION, PRINCIPLES, SKILL_SESSIONS
 
@@ -44,7 +45,7 @@ class EvolutionControl:
         """`member`'s changes, oldest first (the last `limit` only, when given)."""
         runtime = self._runtime
         runtime.config.member(member)
-        runtime.skills.settle(member)
+        settle(runtime._services, member)
         with runtime._internal.store.reader() as reader:
             changes = [change for _, change in reader.items(EVOLUTION, f"{member}/")]
         return changes[-limit:] if limit else changes
@@ -106,7 +107,7 @@ class EvolutionControl:
         chosen = week_of(runtime.clock.time()) if week is None else parse_week(week)
         names = runtime.config.member_names()
         for name in names:
-            runtime.skills.settle(name)
+            settle(runtime._services, name)
         rows = []
         with runtime._internal.store.reader() as reader:
             starts: dict[str, list[float]] = {name: [] for name in names}

@@ -50,7 +50,6 @@ from resident.runtime.knowledge import KnowledgeControl
 from resident.runtime.portability import ImportResult, export_member, import_member
 from resident.runtime.replication import home_realm_token
 from resident.runtime.sessions import SessionsControl
-from resident.runtime.skills import SkillsControl
 from resident.runtime.wiring import Wiring, build_wiring
 from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, home_writable, require_home, resolve_home
 from resident.store.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
@@ -155,7 +154,6 @@ class Runtime(Facade):
         self.coordinator = CoordinatorControl(self)
         self.knowledge = KnowledgeControl(self)
         self.chaos = Chaos(self)
-        self.skills = SkillsControl(self)
         self.engagement = EngagementControl(self)
         self.evolution = EvolutionControl(self)
         self.sessions = SessionsControl(self)
@@ -166,6 +164,7 @@ class Runtime(Facade):
             embedder=wiring.embedder, replication=wiring.replication, coordinator=wiring.coordinator,
             members=wiring.members, admissions=self._internal.admissions, clock=self.clock,
             config_now=lambda: self.config, check_open=self.check_open, statistics=self._tree_statistics,
+            skills=wiring.skills, natives={},
         )
 
     def _tree_statistics(self) -> SupervisorStatistics:
