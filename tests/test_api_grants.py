@@ -23,6 +23,8 @@ from resident.api import routes
 from resident.api.wire import GRANT_HEADER
 from resident.clock import ManualClock
 from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token
+from resident.operations import engagement as engagement_ops
+from resident.operations import evolution as evolution_ops
 from resident.operations import home as home_ops
 from resident.operations import memory as memory_ops
 from resident.operations import skills as skills_ops
@@ -33,9 +35,9 @@ from tests.evolution_helpers import SESSION_ACTIONS, session, skill_folder
 
 PARAMS = {
     "member": "deven", "record": "mem_missing", "record_id": "mem_missing", "skill": "triage", "name": "triage",
-    "principle": "prn_missing", "principle_id": "prn_missing", "question": "q_missing", "change": "deven@1",
-    "bank": "handbook", "entry": "ke_missing", "session": "ses_missing", "excerpt": "ses_missing#1",
-    "app_or_workspace": "notes",
+    "principle": "prn_missing", "principle_id": "prn_missing", "question": "q_missing", "question_id": "q_missing",
+    "change": "deven@1", "change_id": "deven@1", "bank": "handbook", "entry": "ke_missing", "session": "ses_missing",
+    "excerpt": "ses_missing#1", "app_or_workspace": "notes",
 }
 
 
@@ -120,7 +122,7 @@ def test_a_session_s_calls_act_as_its_member_and_are_marked_as_its_execution_s(
     assert record["source"].startswith("execution:exec_")
     hits = send(http, memory_ops.RECALL, {"query": "cache key lockfile"}, prepared.deven).json()["hits"]
     assert record_id in [hit["id"] for hit in hits]
-    shown = send(http, routes.ENGAGEMENT, {}, prepared.deven)
+    shown = send(http, engagement_ops.STATE, {}, prepared.deven)
     assert shown.json()["member"] == "deven"  # without a member named, its own
 
 
@@ -155,8 +157,8 @@ def test_a_session_cannot_act_as_another_member_with_the_home_s_token(prepared: 
             "GrantExceeded")
     forgotten = send(http, memory_ops.FORGET, {}, prepared.deven, record_id=prepared.alice_record, **alice)
     refused(forgotten, 403, "GrantExceeded")
-    for op, body in ((skills_ops.SET, alice), (routes.ENGAGE, {**alice, "domain": "work"}),
-                     (routes.ENGAGEMENT, alice), (routes.EVOLUTION_LOG, alice), (skills_ops.RECLAIM, alice)):
+    for op, body in ((skills_ops.SET, alice), (engagement_ops.ENGAGE, {**alice, "domain": "work"}),
+                     (engagement_ops.STATE, alice), (evolution_ops.LOG, alice), (skills_ops.RECLAIM, alice)):
         refused(send(http, op, body, prepared.deven), 403, "GrantExceeded")
     # Settling by record id goes through the session too: alice's record is not deven's even to see.
     settled = send(http, memory_ops.RECONCILE_RECORD, {"rollback": True}, prepared.deven,

@@ -26,6 +26,8 @@ from resident.errors import (
     UnknownMember,
 )
 from resident.operations import apps
+from resident.operations import engagement as engagement_ops
+from resident.operations import evolution as evolution_ops
 from resident.operations import home as home_ops
 from resident.operations import memory as memory_ops
 from resident.operations import principles as principles_ops
@@ -40,8 +42,8 @@ FORM_REFUSALS = {
 PARAMS = {
     "member": "deven", "record": "mem_missing", "record_id": "mem_missing", "skill": "no-such-skill",
     "name": "no-such-skill", "principle": "prn_missing", "principle_id": "prn_missing", "question": "q_missing",
-    "change": "deven@999", "bank": "handbook", "entry": "ke_missing", "session": "ses_missing",
-    "excerpt": "ses_missing#1", "app_or_workspace": "notes",
+    "question_id": "q_missing", "change": "deven@999", "change_id": "deven@999", "bank": "handbook",
+    "entry": "ke_missing", "session": "ses_missing", "excerpt": "ses_missing#1", "app_or_workspace": "notes",
 }
 
 
@@ -230,19 +232,26 @@ BAD_INPUT: list[tuple[routes.AnyOperation, dict[str, str], Any, int, str]] = [
     (principles_ops.APPROVE, {}, {"reason": 7}, 400, "InvalidInput"),
     (principles_ops.REJECT, {}, {"reason": "no"}, 404, "UnknownPrinciple"),
     (principles_ops.REJECT, {}, {}, 400, "InvalidInput"),
-    (routes.ENGAGE, {}, {"domain": "work"}, 400, "InvalidInput"),
-    (routes.ENGAGE, {}, {"member": "deven", "domain": "leisure"}, 400, "InvalidInput"),
-    (routes.ENGAGE, {}, {"member": "nobody", "domain": "work"}, 404, "UnknownMember"),
-    (routes.RELEASE, {}, {"member": "victor"}, 400, "InvalidInput"),
-    (routes.ENGAGEMENT, {}, {"member": "nobody"}, 404, "UnknownMember"),
-    (routes.QUESTIONS, {}, {"include_answered": "yes"}, 400, "InvalidInput"),
-    (routes.ANSWER, {}, {"domain": "work"}, 404, "UnknownQuestion"),
-    (routes.ANSWER, {}, {"domain": "leisure"}, 400, "InvalidInput"),
-    (routes.EVOLUTION_LOG, {}, {"member": "deven", "last": 0}, 400, "InvalidInput"),
-    (routes.EVOLUTION_LOG, {}, {"member": "nobody"}, 404, "UnknownMember"),
-    (routes.ROLLBACK, {}, {}, 404, "UnknownChange"),
-    (routes.ROLLBACK, {}, {"reason": ["x"]}, 400, "InvalidInput"),
-    (routes.WEEKLY_REPORT, {}, {"week": "last week"}, 400, "InvalidInput"),
+    (engagement_ops.EXAMPLES, {}, {"member": "nobody"}, 404, "UnknownMember"),
+    (engagement_ops.EXAMPLES, {}, {}, 400, "InvalidInput"),
+    (engagement_ops.RESOLVE, {}, {"member": "nobody", "context": {}}, 404, "UnknownMember"),
+    (engagement_ops.RESOLVE, {}, {"member": "deven", "context": {"task": 7}}, 400, "InvalidInput"),
+    (evolution_ops.CHANGE, {}, None, 404, "UnknownChange"),
+    (evolution_ops.ADMIT, {}, {"member": "deven", "text": "x", "basis": ""}, 400, "TextInvalid"),
+    (evolution_ops.ADMIT, {}, {"member": "nobody", "text": "x", "basis": "curated"}, 404, "UnknownMember"),
+    (engagement_ops.ENGAGE, {}, {"domain": "work"}, 400, "InvalidInput"),
+    (engagement_ops.ENGAGE, {}, {"member": "deven", "domain": "leisure"}, 400, "InvalidInput"),
+    (engagement_ops.ENGAGE, {}, {"member": "nobody", "domain": "work"}, 404, "UnknownMember"),
+    (engagement_ops.RELEASE, {}, {"member": "victor"}, 400, "InvalidInput"),
+    (engagement_ops.STATE, {}, {"member": "nobody"}, 404, "UnknownMember"),
+    (engagement_ops.QUESTIONS, {}, {"include_answered": "yes"}, 400, "InvalidInput"),
+    (engagement_ops.ANSWER, {}, {"domain": "work"}, 404, "UnknownQuestion"),
+    (engagement_ops.ANSWER, {}, {"domain": "leisure"}, 400, "InvalidInput"),
+    (evolution_ops.LOG, {}, {"member": "deven", "last": 0}, 400, "InvalidInput"),
+    (evolution_ops.LOG, {}, {"member": "nobody"}, 404, "UnknownMember"),
+    (evolution_ops.ROLLBACK, {}, {}, 404, "UnknownChange"),
+    (evolution_ops.ROLLBACK, {}, {"reason": ["x"]}, 400, "InvalidInput"),
+    (evolution_ops.REPORT, {}, {"week": "last week"}, 400, "InvalidInput"),
     # knowledge (off for this home: a well-formed call says so) and sessions
     (routes.KNOWLEDGE_BANK_CREATE, {}, {}, 400, "InvalidInput"),
     (routes.KNOWLEDGE_BANK_CREATE, {}, {"name": "notes"}, 409, "KnowledgeDisabled"),

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.timeout(120)
 # offer yet (see the module docstring).
 NOT_YET_ON_CONNECT = {
     "add_member", "chaos", "check_open", "clock", "config",
-    "engagement", "evolution", "export_member", "import_member", "knowledge", "open",
+    "export_member", "import_member", "knowledge", "open",
     "replication_note", "sessions",
     "coordinator.issue_grant", "coordinator.dispatch", "coordinator.execution", "coordinator.session",
     "coordinator.finish", "coordinator.accept", "coordinator.executions",

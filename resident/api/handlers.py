@@ -117,74 +117,11 @@ async def correct(call: Call) -> Any:
     return await call.run(call.runtime.coordinator.correct, body.execution, body.note, by=body.by)
 
 
-# -- engagement ----------------------------------------------------------------------------------
-
-
-async def engage(call: Call) -> Any:
-    body: wire.Engage = call.body
-    call.caller.authorize("write_engagement")
-    member = call.caller.acting_as(body.member)
-    return await call.run(
-        call.runtime.engagement.engage, member, domain=body.domain, project=body.project,
-        counterpart=body.counterpart, activity=body.activity, by=_by(call.caller),
-    )
-
-
-async def release(call: Call) -> Any:
-    call.caller.authorize("write_engagement")
-    member = call.caller.acting_as(call.body.member)
-    return await call.run(call.runtime.engagement.release, member, by=_by(call.caller))
-
-
-async def engagement_show(call: Call) -> wire.EngagementOf:
-    call.caller.authorize("read_engagement")
-    member = call.caller.acting_as(call.body.member)
-    return wire.EngagementOf(member=member, state=await call.run(call.runtime.engagement.state, member))
-
-
-async def questions(call: Call) -> wire.Questions:
-    found = await call.run(call.runtime.engagement.questions, include_answered=call.body.include_answered)
-    return wire.Questions(questions=tuple(found))
-
-
-async def answer(call: Call) -> Any:
-    body: wire.AnswerQuestion = call.body
-    return await call.run(
-        call.runtime.engagement.answer, call.params["question"], domain=body.domain, project=body.project
-    )
-
-
-# -- evolution -----------------------------------------------------------------------------------
-
-
-async def evolution_log(call: Call) -> wire.EvolutionLog:
-    body: wire.LogQuery = call.body
-    member = call.caller.acting_as(body.member)
-    changes = await call.run(call.runtime.evolution.log, member, limit=body.last)
-    return wire.EvolutionLog(member=member, changes=tuple(changes))
-
-
-async def rollback(call: Call) -> Any:
-    return await call.run(call.runtime.evolution.rollback, call.params["change"], reason=call.body.reason)
-
-
-async def weekly_report(call: Call) -> Any:
-    return await call.run(call.runtime.evolution.report, call.body.week)
-
-
 HANDLERS: dict[str, Handler] = {
     routes.EXPORT.name: export,
     routes.IMPORT.name: import_member,
     routes.PROGRESS.name: progress,
     routes.CORRECT.name: correct,
-    routes.ENGAGE.name: engage,
-    routes.RELEASE.name: release,
-    routes.ENGAGEMENT.name: engagement_show,
-    routes.QUESTIONS.name: questions,
-    routes.ANSWER.name: answer,
-    routes.EVOLUTION_LOG.name: evolution_log,
-    routes.ROLLBACK.name: rollback,
-    routes.WEEKLY_REPORT.name: weekly_report,
     **KNOWLEDGE_HANDLERS,
     **SESSION_HANDLERS,
 }

@@ -20,8 +20,6 @@ from urllib.parse import quote
 
 from resident.api import wire, wire_knowledge, wire_sessions
 from resident.messages.coordination import Correction, Progress
-from resident.messages.engagement import EngagementState
-from resident.messages.evolution import EvolutionChange, WeeklyReport
 from resident.messages.knowledge import IndexStatus, IngestReport, KnowledgeBank, KnowledgeEntry, Repository
 from resident.messages.memory import Receipt
 from resident.messages.portability import MemberExport
@@ -29,12 +27,8 @@ from resident.operations import DECLARED
 from resident.operations.declaration import Operation as Declared
 
 __all__ = [
-    "ANSWER",
     "CORRECT",
-    "ENGAGE",
-    "ENGAGEMENT",
     "EVENTS_PATH",
-    "EVOLUTION_LOG",
     "EXCERPTS",
     "EXCERPT_ADMIT",
     "EXPORT",
@@ -54,9 +48,6 @@ __all__ = [
     "OPENAPI_PATH",
     "OPERATIONS",
     "PROGRESS",
-    "QUESTIONS",
-    "RELEASE",
-    "ROLLBACK",
     "SESSIONS",
     "SESSION_CANDIDATES",
     "SESSION_CONTEXT",
@@ -67,7 +58,6 @@ __all__ = [
     "SESSION_RECOVER",
     "SESSION_SHOW",
     "SESSION_START",
-    "WEEKLY_REPORT",
     "AnyOperation",
     "Operation",
 ]
@@ -113,41 +103,9 @@ CORRECT = Operation(
     "coordinator.correct", "POST", "/v1/coordinator/corrections", Correction, "Record an owner correction",
     wire.Correct,
 )
-ENGAGE = Operation(
-    "engagement.engage", "POST", "/v1/engagement", EngagementState, "Switch a member's engagement explicitly",
-    wire.Engage, member=True,
-)
-RELEASE = Operation(
-    "engagement.release", "POST", "/v1/engagement/release", EngagementState,
-    "Release an explicit switch: rules and the judge decide again", wire.Whose, member=True,
-)
-ENGAGEMENT = Operation(
-    "engagement.show", "POST", "/v1/engagement/show", wire.EngagementOf, "A member's engagement state", wire.Whose,
-    member=True,
-)
-QUESTIONS = Operation(
-    "engagement.questions", "POST", "/v1/engagement/questions", wire.Questions,
-    "The owner's questions: sessions whose engagement the judge could not decide", wire.QuestionsQuery,
-)
-ANSWER = Operation(
-    "engagement.answer", "POST", "/v1/engagement/questions/{question}/answer", EngagementState,
-    "Answer a question: the member's engagement becomes this", wire.AnswerQuestion,
-)
-EVOLUTION_LOG = Operation(
-    "evolution.log", "POST", "/v1/evolution/log", wire.EvolutionLog, "A member's evolution changes, oldest first",
-    wire.LogQuery, member=True,
-)
-ROLLBACK = Operation(
-    "evolution.rollback", "POST", "/v1/evolution/changes/{change}/rollback", EvolutionChange,
-    "Undo a change by writing a compensating one", wire.Rollback,
-)
-WEEKLY_REPORT = Operation(
-    "reports.weekly", "POST", "/v1/reports/weekly", WeeklyReport, "The weekly evolution report", wire.WeekQuery
-)
 
 LEGACY: tuple[Operation, ...] = (
-    EXPORT, IMPORT, PROGRESS, CORRECT, ENGAGE, RELEASE, ENGAGEMENT, QUESTIONS, ANSWER, EVOLUTION_LOG, ROLLBACK,
-    WEEKLY_REPORT,
+    EXPORT, IMPORT, PROGRESS, CORRECT,
 )
 
 # Served beside the table: the event stream (text/event-stream) and the document describing the API.

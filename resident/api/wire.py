@@ -18,8 +18,6 @@ from typing import Annotated, Literal
 import msgspec
 
 from resident.messages.bounds import Name, Named, Note, RecordRef
-from resident.messages.engagement import Domain, EngagementQuestion, EngagementState
-from resident.messages.evolution import EvolutionChange
 from resident.messages.memory import Kind, ReplicationState, Scope
 from resident.messages.outcomes import ErrorBody, ErrorDetail, ItemOutcome, RememberedMany
 
@@ -30,34 +28,24 @@ __all__ = [
     "MAX_IMPORT_BODY_BYTES",
     "READ_TIMEOUT",
     "ActorEvent",
-    "AnswerQuestion",
     "ApiEvent",
     "Correct",
-    "Engage",
-    "EngagementOf",
     "ErrorBody",
     "ErrorDetail",
-    "EvolutionLog",
     "ImportMember",
     "Imported",
     "ItemOutcome",
-    "LogQuery",
     "MemorySwitchedEvent",
     "NoBody",
     "ProgressEvent",
-    "Questions",
-    "QuestionsQuery",
     "RecordAdmittedEvent",
     "RecordLifecycleEvent",
     "RecordWithheldEvent",
     "RememberedMany",
     "ReplicationAttemptEvent",
     "ReplicationSyncedEvent",
-    "Rollback",
     "RuntimeStoppedEvent",
     "StreamGapEvent",
-    "WeekQuery",
-    "Whose",
 ]
 
 # A remember of the longest text (16,000 characters), every one escaped as \\uXXXX, fits.
@@ -106,44 +94,6 @@ class ImportMember(_Request, frozen=True):
     world: Named | None = None
 
 
-class Whose(_Request, frozen=True):
-    """A call about one member: the one named, or (for a member session) its own when left out."""
-
-    member: Named | None = None
-
-
-class Engage(Whose, frozen=True, kw_only=True):
-    """An explicit switch of a member's engagement (at least one field)."""
-
-    domain: Domain | None = None
-    project: Named | None = None
-    counterpart: Named | None = None
-    activity: Note | None = None
-
-
-class QuestionsQuery(_Request, frozen=True):
-    include_answered: bool = False
-
-
-class AnswerQuestion(_Request, frozen=True):
-    domain: Domain | None = None
-    project: Named | None = None
-
-
-class LogQuery(Whose, frozen=True, kw_only=True):
-    last: Annotated[int, msgspec.Meta(ge=1)] | None = None
-
-
-class Rollback(_Request, frozen=True):
-    reason: Note = ""
-
-
-class WeekQuery(_Request, frozen=True):
-    """An ISO week like 2026-W49 (UTC); this week when left out."""
-
-    week: Annotated[str, msgspec.Meta(max_length=20)] | None = None
-
-
 # -- answers -------------------------------------------------------------------------------------
 
 
@@ -155,20 +105,6 @@ class Imported(_Answer, frozen=True):
     skipped: int
     joined: bool
     sessions: int = 0
-
-
-class EngagementOf(_Answer, frozen=True):
-    member: str
-    state: EngagementState | None
-
-
-class Questions(_Answer, frozen=True):
-    questions: tuple[EngagementQuestion, ...]
-
-
-class EvolutionLog(_Answer, frozen=True):
-    member: str
-    changes: tuple[EvolutionChange, ...]
 
 
 # -- the event stream ----------------------------------------------------------------------------

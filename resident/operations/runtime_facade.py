@@ -8,6 +8,8 @@ grant token stands for: every call is then checked against that session's grant,
 from __future__ import annotations
 
 from resident.operations.apps import AppsSurface
+from resident.operations.engagement import EngagementSurface
+from resident.operations.evolution import EvolutionSurface
 from resident.operations.facade import Executor
 from resident.operations.home import RootSurface
 from resident.operations.memory import MemberSurface, MemorySurface
@@ -28,6 +30,8 @@ class Facade(RootSurface):
         self.apps = AppsSurface(executor)
         self.principles = PrinciplesSurface(executor)
         self.skills = SkillsSurface(executor)
+        self.engagement = EngagementSurface(executor)
+        self.evolution = EvolutionSurface(executor)
 
     def member(self, name: str) -> MemberSurface:
         """The memory surface of one member of the roster (`UnknownMember` otherwise)."""

@@ -10,6 +10,7 @@ Light: msgspec and the standard library.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 import msgspec
+import msgspec.inspect as types
 
 from resident.operations.declaration import Operation
 from resident.web.decoding import Refusal
@@ -73,9 +75,10 @@ def python_values(request: msgspec.Struct) -> msgspec.Struct:
     refused as in process.
     """
     changes: dict[str, Any] = {}
+    text_fields = _text_fields(type(request))
     for name in request.__struct_fields__:
         value = getattr(request, name)
-        if isinstance(value, bytes | bytearray):
+        if isinstance(value, bytes | bytearray) and name in text_fields:
             from resident.memory.records import utf8_text  # noqa: PLC0415 - light: only when bytes were given
 
             changes[name] = utf8_text(bytes(value), name)
@@ -86,6 +89,22 @@ def python_values(request: msgspec.Struct) -> msgspec.Struct:
         elif isinstance(value, Iterator):
             changes[name] = tuple(value)
     return msgspec.structs.replace(request, **changes) if changes else request
+
+
+@functools.cache
+def _text_fields(kind: type[msgspec.Struct]) -> frozenset[str]:
+    """The fields of `kind` that hold text (bytes given for one are the caller's text, not data)."""
+    info = types.type_info(kind)
+    assert isinstance(info, types.StructType)
+    return frozenset(field.name for field in info.fields if _is_text(field.type))
+
+
+def _is_text(kind: types.Type) -> bool:
+    if isinstance(kind, types.Metadata):
+        return _is_text(kind.type)
+    if isinstance(kind, types.UnionType):
+        return any(_is_text(member) for member in kind.types)
+    return isinstance(kind, types.StrType)
 
 
 def encode(op: Operation[Any, Any, Any], request: msgspec.Struct, member: str | None) -> Encoded:

@@ -56,6 +56,7 @@ from resident.messages.memory import (
     Reconciled,
 )
 from resident.messages.store import Commit
+from resident.runtime.engagement import resolve_quietly
 from resident.runtime.knowledge_evidence import prepare_candidate, promote_candidates_of
 from resident.runtime.skills import settle_execution
 from resident.store.tables import EXECUTIONS, GRANT_TOKENS, GRANTS
@@ -313,7 +314,7 @@ class CoordinatorControl:
         )
         dispatched: Dispatched = runtime._internal.wiring.coordinator.ask(message)
         # A session starts: decide the member's engagement for it (rules, then the judge, else ask).
-        runtime.engagement.resolve_quietly(dispatched.execution.member, context or EngagementContext(task=task))
+        resolve_quietly(runtime._services, dispatched.execution.member, context or EngagementContext(task=task))
         return Session(runtime, dispatched, token)
 
     def _work_of(self, role: str, work: WorkItem | None, reviews: str | None) -> WorkItem | None:

@@ -24,6 +24,7 @@ from typing import Any, Self
 from resident.actors.replication import NO_REALM_NOTE, ReplicationSettings
 from resident.clock import Clock, SystemClock
 from resident.config import Config, MemberConfig, load_config
+from resident.engagement.judge import Judge
 from resident.errors import (
     AskTimeout,
     InvalidInput,
@@ -43,8 +44,7 @@ from resident.runtime.caller import Caller
 from resident.runtime.chaos import Chaos
 from resident.runtime.context import Context
 from resident.runtime.coordination import CoordinatorControl
-from resident.runtime.engagement import EngagementControl
-from resident.runtime.evolution import EvolutionControl
+from resident.runtime.engagement import Judging
 from resident.runtime.executor import LocalExecutor
 from resident.runtime.knowledge import KnowledgeControl
 from resident.runtime.portability import ImportResult, export_member, import_member
@@ -77,6 +77,10 @@ class Internals:
         self.admissions = Admissions(
             store, wiring.writer, runtime.clock, lambda: runtime.config, runtime.check_open
         )
+
+    def use_judge(self, judge: Judge) -> None:
+        """Decide engagement with `judge` from now on (a judgment model is Python code of this process)."""
+        self._runtime._services.judging.judge = judge
 
     def write(self, commit: Commit, timeout: float | None = None) -> Any:
         """Commit events through the writer and wait for durability."""
@@ -154,8 +158,6 @@ class Runtime(Facade):
         self.coordinator = CoordinatorControl(self)
         self.knowledge = KnowledgeControl(self)
         self.chaos = Chaos(self)
-        self.engagement = EngagementControl(self)
-        self.evolution = EvolutionControl(self)
         self.sessions = SessionsControl(self)
 
     def _context(self, store: Store, wiring: Wiring) -> Context:
@@ -164,7 +166,7 @@ class Runtime(Facade):
             embedder=wiring.embedder, replication=wiring.replication, coordinator=wiring.coordinator,
             members=wiring.members, admissions=self._internal.admissions, clock=self.clock,
             config_now=lambda: self.config, check_open=self.check_open, statistics=self._tree_statistics,
-            skills=wiring.skills, natives={},
+            skills=wiring.skills, natives={}, judging=Judging(),
         )
 
     def _tree_statistics(self) -> SupervisorStatistics:
