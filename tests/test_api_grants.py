@@ -37,7 +37,7 @@ PARAMS = {
     "member": "deven", "record": "mem_missing", "record_id": "mem_missing", "skill": "triage", "name": "triage",
     "principle": "prn_missing", "principle_id": "prn_missing", "question": "q_missing", "question_id": "q_missing",
     "change": "deven@1", "change_id": "deven@1", "bank": "handbook", "entry": "ke_missing", "session": "ses_missing",
-    "excerpt": "ses_missing#1", "app_or_workspace": "notes",
+    "execution_id": "exe_missing", "excerpt": "ses_missing#1", "app_or_workspace": "notes",
 }
 
 

@@ -26,6 +26,7 @@ from resident.errors import (
     UnknownMember,
 )
 from resident.operations import apps
+from resident.operations import coordination as coordination_ops
 from resident.operations import engagement as engagement_ops
 from resident.operations import evolution as evolution_ops
 from resident.operations import home as home_ops
@@ -43,7 +44,8 @@ PARAMS = {
     "member": "deven", "record": "mem_missing", "record_id": "mem_missing", "skill": "no-such-skill",
     "name": "no-such-skill", "principle": "prn_missing", "principle_id": "prn_missing", "question": "q_missing",
     "question_id": "q_missing", "change": "deven@999", "change_id": "deven@999", "bank": "handbook",
-    "entry": "ke_missing", "session": "ses_missing", "excerpt": "ses_missing#1", "app_or_workspace": "notes",
+    "entry": "ke_missing", "session": "ses_missing", "execution_id": "exe_missing", "excerpt": "ses_missing#1",
+    "app_or_workspace": "notes",
 }
 
 
@@ -192,9 +194,15 @@ BAD_INPUT: list[tuple[routes.AnyOperation, dict[str, str], Any, int, str]] = [
     (replication_ops.RECORD, {}, None, 404, "RecordNotFound"),
     (replication_ops.SYNC, {}, {"timeout": 0}, 400, "InvalidInput"),
     (replication_ops.SYNC, {}, {"timeout": 1_000}, 400, "InvalidInput"),
-    (routes.CORRECT, {}, {"execution": "exe_missing", "note": "wrong file"}, 404, "UnknownExecution"),
-    (routes.CORRECT, {}, {"execution": "exe_missing", "note": ""}, 400, "InvalidInput"),
-    (routes.CORRECT, {}, {"note": "wrong file"}, 400, "InvalidInput"),
+    (coordination_ops.CORRECT, {}, {"execution_id": "exe_missing", "note": "wrong file"}, 404, "UnknownExecution"),
+    (coordination_ops.CORRECT, {}, {"execution_id": "exe_missing", "note": ""}, 400, "InvalidInput"),
+    (coordination_ops.CORRECT, {}, {"note": "wrong file"}, 400, "InvalidInput"),
+    (coordination_ops.GRANT, {}, {"actions": ["merge"]}, 403, "OwnerOnlyAction"),
+    (coordination_ops.GRANT, {}, {"actions": ["recall"], "ttl": 0}, 400, "InvalidInput"),
+    (coordination_ops.EXECUTION, {}, None, 404, "UnknownExecution"),
+    (coordination_ops.ACCEPT, {}, {}, 404, "UnknownExecution"),
+    (coordination_ops.FINISH, {}, {"outcome": "succeeded"}, 404, "UnknownExecution"),
+    (coordination_ops.FINISH, {}, {"outcome": "exploded"}, 400, "InvalidInput"),
     (home_ops.BACKUP, {}, {"dest": "relative/backup"}, 400, "InvalidInput"),
     (home_ops.BACKUP, {}, {"dest": "/"}, 400, "InvalidInput"),
     (home_ops.BACKUP, {}, {}, 400, "InvalidInput"),

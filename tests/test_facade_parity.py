@@ -28,8 +28,9 @@ NOT_YET_ON_CONNECT = {
     "add_member", "chaos", "check_open", "clock", "config",
     "export_member", "import_member", "knowledge", "open",
     "replication_note", "sessions",
-    "coordinator.issue_grant", "coordinator.dispatch", "coordinator.execution", "coordinator.session",
-    "coordinator.finish", "coordinator.accept", "coordinator.executions",
+    # A dispatched session is a live object of the dispatching process; dispatch over the API comes with executions
+    # the runtime runs itself (a harness acts as its session anywhere with `with_grant(token)`).
+    "coordinator.dispatch", "coordinator.session",
 }
 # Public names of `Runtime.connect`'s facade that `Runtime.open` does not offer yet.
 NOT_YET_ON_OPEN = {"events", "aevents", "aclose", "address"}
@@ -96,8 +97,9 @@ def test_connect_and_open_offer_the_same_surfaces_names_and_signatures(served: U
         for surface in SURFACES:
             mine, theirs = getattr(local, surface, None), getattr(remote, surface, None)
             if isinstance(mine, Surface) or isinstance(theirs, Surface):
-                assert type(mine) is type(theirs), f"{surface} is a different surface on each side"
-                for name in _public(mine):
+                # The same surface; in process it may add only what NOT_YET_ON_CONNECT names.
+                assert isinstance(mine, type(theirs)), f"{surface} is a different surface on each side"
+                for name in _public(theirs):
                     assert _signature(getattr(mine, name)) == _signature(getattr(theirs, name)), f"{surface}.{name}"
 
 

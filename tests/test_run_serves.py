@@ -23,11 +23,11 @@ import pytest
 from rich.console import Console
 
 from resident import Runtime
-from resident.api import routes
 from resident.api.discovery import DISCOVERY_FILE, Discovery, read_discovery, running
 from resident.api.wire import GRANT_HEADER
 from resident.cli.main import EXIT_TERMINATED
 from resident.coordination.tokens import new_token
+from resident.operations import coordination as coordination_ops
 from resident.operations import memory as memory_ops
 from resident.runner.run import RunOptions, run
 from resident.store.tables import RECORDS
@@ -202,7 +202,7 @@ def refusals_of_the_runs_api(found: Discovery) -> None:
     """The run's API is `up`'s: nothing without the home's token, and a forged grant token acts as no one."""
     with httpx.Client(base_url=found.base_url, trust_env=False, timeout=STOP_TIMEOUT) as client:
         for headers in ({}, {"Authorization": "Bearer " + "x" * len(found.token)}):
-            answer = client.get(routes.PROGRESS.url(), headers=headers)
+            answer = client.get(coordination_ops.PROGRESS.url(), headers=headers)
             assert (answer.status_code, answer.json()["error"]["type"]) == (401, "Unauthorized")
         forged = client.post(
             memory_ops.REMEMBER.url(member="deven"), json={"text": "must not be stored"},

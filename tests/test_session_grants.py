@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
@@ -27,7 +27,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, multi
 from resident import Runtime
 from resident.cli.main import cli
 from resident.errors import GrantExceeded, InvalidInput, RecordNotFound
-from resident.messages.memory import MemoryRecord
+from resident.messages.memory import MemoryRecord, Scope
 from resident.messages.replication import RecordConflicted
 from resident.messages.store import Commit
 from resident.runtime.coordination import Session
@@ -46,7 +46,8 @@ def rt(tmp_path: Path) -> Iterator[Runtime]:
 
 
 def session_for(rt: Runtime, member: str, *, actions: set[str], scopes: set[str]) -> Session:
-    grant = rt.coordinator.issue_grant(actions=actions or {"recall"}, scopes=scopes or {"AGENT_CORE"})
+    asked = cast("set[Scope]", scopes or {"AGENT_CORE"})  # scope names, checked by the runtime
+    grant = rt.coordinator.issue_grant(actions=actions or {"recall"}, scopes=asked)
     return rt.coordinator.dispatch("work", member, role="implement", parent_grant=grant, actions=actions,
                                    scopes=scopes)
 

@@ -25,13 +25,11 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import TracebackType
 
-from resident.api import routes, wire
 from resident.api.discovery import DISCOVERY_FILE, check_version, pid_alive, read_discovery
 from resident.api.remote import RemoteExecutor
 from resident.api.transport import StreamItem, Transport
 from resident.errors import RuntimeNotUp, UnknownMember
 from resident.messages.backup import BackupManifest
-from resident.messages.coordination import Correction, Progress
 from resident.messages.store import DoctorReport, SalvageReport
 from resident.operations.memory import MemberSurface
 from resident.operations.runtime_facade import Facade
@@ -45,22 +43,6 @@ def _wait(timeout: float | None) -> float | None:
 
 
 
-class RemoteCoordinator:
-    """`rt.coordinator` over the wire: progress and owner corrections."""
-
-    def __init__(self, transport: Transport) -> None:
-        self._transport = transport
-
-    def progress(self) -> Progress:
-        progress: Progress = self._transport.call(routes.PROGRESS)
-        return progress
-
-    def correct(self, execution_id: str, note: str, *, by: str = "owner") -> Correction:
-        correction: Correction = self._transport.call(
-            routes.CORRECT, wire.Correct(execution=execution_id, note=note, by=by)
-        )
-        return correction
-
 
 class RemoteRuntime(Facade):
     """The runtime of a home as a `resident up` process serves it; see the module docstring."""
@@ -71,7 +53,6 @@ class RemoteRuntime(Facade):
         super().__init__(executor)
         self.home = Path(transport.discovery.home)
         self.address = transport.discovery.address
-        self.coordinator = RemoteCoordinator(transport)
         self._roster: frozenset[str] = frozenset()
 
     @classmethod

@@ -105,23 +105,9 @@ async def import_member(call: Call) -> wire.Imported:
     )
 
 
-# -- replication and the coordinator -------------------------------------------------------------
-
-
-async def progress(call: Call) -> Any:
-    return await call.run(call.runtime.coordinator.progress)
-
-
-async def correct(call: Call) -> Any:
-    body: wire.Correct = call.body
-    return await call.run(call.runtime.coordinator.correct, body.execution, body.note, by=body.by)
-
-
 HANDLERS: dict[str, Handler] = {
     routes.EXPORT.name: export,
     routes.IMPORT.name: import_member,
-    routes.PROGRESS.name: progress,
-    routes.CORRECT.name: correct,
     **KNOWLEDGE_HANDLERS,
     **SESSION_HANDLERS,
 }

@@ -19,7 +19,6 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from resident.api import wire, wire_knowledge, wire_sessions
-from resident.messages.coordination import Correction, Progress
 from resident.messages.knowledge import IndexStatus, IngestReport, KnowledgeBank, KnowledgeEntry, Repository
 from resident.messages.memory import Receipt
 from resident.messages.portability import MemberExport
@@ -27,7 +26,6 @@ from resident.operations import DECLARED
 from resident.operations.declaration import Operation as Declared
 
 __all__ = [
-    "CORRECT",
     "EVENTS_PATH",
     "EXCERPTS",
     "EXCERPT_ADMIT",
@@ -47,7 +45,6 @@ __all__ = [
     "LEGACY",
     "OPENAPI_PATH",
     "OPERATIONS",
-    "PROGRESS",
     "SESSIONS",
     "SESSION_CANDIDATES",
     "SESSION_CONTEXT",
@@ -98,14 +95,9 @@ IMPORT = Operation(
     "members.import", "POST", "/v1/members/import", wire.Imported, "Load a member export into this home",
     wire.ImportMember, max_body=wire.MAX_IMPORT_BODY_BYTES,
 )
-PROGRESS = Operation("coordinator.progress", "GET", "/v1/coordinator/progress", Progress, "Progress per member")
-CORRECT = Operation(
-    "coordinator.correct", "POST", "/v1/coordinator/corrections", Correction, "Record an owner correction",
-    wire.Correct,
-)
 
 LEGACY: tuple[Operation, ...] = (
-    EXPORT, IMPORT, PROGRESS, CORRECT,
+    EXPORT, IMPORT,
 )
 
 # Served beside the table: the event stream (text/event-stream) and the document describing the API.

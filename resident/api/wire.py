@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from resident.messages.bounds import Name, Named, Note, RecordRef
+from resident.messages.bounds import Named
 from resident.messages.memory import Kind, ReplicationState, Scope
 from resident.messages.outcomes import ErrorBody, ErrorDetail, ItemOutcome, RememberedMany
 
@@ -29,7 +29,6 @@ __all__ = [
     "READ_TIMEOUT",
     "ActorEvent",
     "ApiEvent",
-    "Correct",
     "ErrorBody",
     "ErrorDetail",
     "ImportMember",
@@ -74,13 +73,6 @@ class _Answer(msgspec.Struct, frozen=True, kw_only=True):
 class NoBody(_Request, frozen=True):
     """The body of a POST that takes no options: `{}` (or nothing at all)."""
 
-
-class Correct(_Request, frozen=True):
-    """An owner correction of one execution."""
-
-    execution: RecordRef
-    note: Note
-    by: Name = "owner"
 
 
 class ImportMember(_Request, frozen=True):

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from resident.api import routes, wire
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
 from resident.cli.target import require_closed, runtime_for
 from resident.coordination.default_plan import MAX_WRITES, default_plan
 from resident.coordination.plan import render_plan
+from resident.messages.coordination_calls import CorrectRequest, ProgressQuery
+from resident.operations import coordination as coordination_ops
 from resident.store.home import CONFIG_FILE, HOME_ENV, resolve_home
 from resident.terminal import printable
 
@@ -121,7 +122,7 @@ def run_command(
 def progress(state: CliState, as_json: bool) -> None:
     """Progress per member, answered by the coordinator from execution records (live, not memory)."""
     with runtime_for(state, create=False) as runtime:
-        report = runtime.call(routes.PROGRESS)
+        report = runtime.run(coordination_ops.PROGRESS, ProgressQuery())
     if as_json:
         emit_json(report)
         return
@@ -153,7 +154,7 @@ def progress(state: CliState, as_json: bool) -> None:
 def correct(state: CliState, execution_id: str, note: str, as_json: bool) -> None:
     """Record an owner correction on execution EXECUTION_ID (an event; its skill use will score 0)."""
     with runtime_for(state) as runtime:
-        correction = runtime.call(routes.CORRECT, wire.Correct(execution=execution_id, note=note))
+        correction = runtime.run(coordination_ops.CORRECT, CorrectRequest(execution_id, note))
     if as_json:
         emit_json(correction)
     else:

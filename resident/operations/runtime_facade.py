@@ -8,6 +8,7 @@ grant token stands for: every call is then checked against that session's grant,
 from __future__ import annotations
 
 from resident.operations.apps import AppsSurface
+from resident.operations.coordination import CoordinatorSurface
 from resident.operations.engagement import EngagementSurface
 from resident.operations.evolution import EvolutionSurface
 from resident.operations.facade import Executor
@@ -32,6 +33,7 @@ class Facade(RootSurface):
         self.skills = SkillsSurface(executor)
         self.engagement = EngagementSurface(executor)
         self.evolution = EvolutionSurface(executor)
+        self.coordinator: CoordinatorSurface = CoordinatorSurface(executor)
 
     def member(self, name: str) -> MemberSurface:
         """The memory surface of one member of the roster (`UnknownMember` otherwise)."""

@@ -28,7 +28,9 @@ from resident.memory.banks import parse_scope
 from resident.memory.records import ActivationLike
 from resident.memory.requests import recall_message, reconcile_message, reconciled, remember_message
 from resident.messages.coordination import (
-    AcceptExecution,
+    AcceptExecution as AcceptExecutionMessage,
+)
+from resident.messages.coordination import (
     CorrectExecution,
     Correction,
     Dispatch,
@@ -43,10 +45,19 @@ from resident.messages.coordination import (
     Verdict,
     WorkItem,
 )
+from resident.messages.coordination_calls import (
+    AcceptExecution,
+    CorrectRequest,
+    ExecutionQuery,
+    Executions,
+    ExecutionsQuery,
+    FinishRequest,
+    IssueGrant,
+    ProgressQuery,
+)
 from resident.messages.engagement import EngagementContext
 from resident.messages.knowledge import KnowledgeEntry
 from resident.messages.memory import (
-    SCOPES,
     Delegation,
     Forget,
     GetRecord,
@@ -56,6 +67,9 @@ from resident.messages.memory import (
     Reconciled,
 )
 from resident.messages.store import Commit
+from resident.operations.coordination import CoordinatorSurface
+from resident.operations.facade import Executor
+from resident.runtime.context import Call, Context
 from resident.runtime.engagement import resolve_quietly
 from resident.runtime.knowledge_evidence import prepare_candidate, promote_candidates_of
 from resident.runtime.skills import settle_execution
@@ -64,7 +78,10 @@ from resident.store.tables import EXECUTIONS, GRANT_TOKENS, GRANTS
 if TYPE_CHECKING:
     from resident.runtime.runtime import Runtime
 
-__all__ = ["MAX_WORK_FIELD", "CoordinatorControl", "Session", "result_digest"]
+__all__ = [
+    "MAX_WORK_FIELD", "CoordinatorControl", "Session", "accept", "correct", "execution", "executions", "finish",
+    "issue_grant", "progress", "recorded", "result_digest",
+]
 
 MAX_WORK_FIELD = 256
 _RESULTS: tuple[StepResult, ...] = ("", "complete", "partial")
@@ -253,27 +270,128 @@ class Session:
         """
         return self._runtime.coordinator.finish(
             self.execution.id, outcome, result_digest=result_digest(self.produced), error=error, steps=self.steps,
-            result=result, verdict=verdict, files=files, knowledge_candidate=knowledge_candidate,
+            result=result, verdict=verdict, files=tuple(files), knowledge_candidate=_candidate(knowledge_candidate),
         )
 
 
-class CoordinatorControl:
-    """Dispatch, progress and corrections, answered by the coordinator actor (Samuel)."""
+def issue_grant(context: Context, _call: Call, request: IssueGrant) -> Grant:
+    """The owner's own grant for a piece of work; dispatched members get children of it."""
+    context.check_open()
+    now = context.clock.time()
+    grant = issue_root(
+        new_id("grant"), holder=request.holder, actions=request.actions, scopes=request.scopes,
+        expires_at=now + request.ttl, now=now,
+    )
+    context.write(Commit(events=(GrantIssued(at=now, grant=grant),)))
+    return grant
 
-    def __init__(self, runtime: Runtime) -> None:
+
+def execution(context: Context, _call: Call, request: ExecutionQuery) -> Execution:
+    """One recorded execution (`UnknownExecution` if there is none)."""
+    return recorded(context, request.execution_id)
+
+
+def recorded(context: Context, execution_id: str) -> Execution:
+    """The execution `execution_id` as recorded."""
+    context.check_open()
+    with context.store.reader() as reader:
+        found = reader.get(EXECUTIONS, execution_id)
+    if found is None:
+        raise UnknownExecution(f"no execution {execution_id}; see `resident progress` for the recorded ones")
+    return found
+
+
+def executions(context: Context, _call: Call, _request: ExecutionsQuery) -> Executions:
+    """Every recorded execution, oldest first."""
+    context.check_open()
+    with context.store.reader() as reader:
+        found = sorted((e for _, e in reader.items(EXECUTIONS)), key=lambda e: e.started_at)
+    return Executions(executions=tuple(found))
+
+
+def progress(context: Context, _call: Call, _request: ProgressQuery) -> Progress:
+    """Per-member progress from the execution records, as of now."""
+    context.check_open()
+    answer: Progress = context.coordinator.ask(GetProgress())
+    return answer
+
+
+def correct(context: Context, _call: Call, request: CorrectRequest) -> Correction:
+    """Record an owner correction of an execution (an event; skills will score that use 0)."""
+    context.check_open()
+    if not request.note.strip():
+        raise InvalidInput("a correction needs a note saying what was wrong")
+    execution_id = check_record_id(request.execution_id, "execution id")
+    correction: Correction = context.coordinator.ask(
+        CorrectExecution(id=execution_id, note=request.note.strip(), by=request.by)
+    )
+    # A corrected session's skill uses score 0.
+    settle_execution(context, execution_id)
+    return correction
+
+
+def accept(context: Context, _call: Call, request: AcceptExecution) -> Execution:
+    """The owner accepts a step that succeeded; candidates it proposed are then put to the gate."""
+    execution_id = check_record_id(request.execution_id, "execution id")
+    recorded(context, execution_id)
+    context.coordinator.ask(AcceptExecutionMessage(id=execution_id))
+    if context.config.knowledge.enabled:
+        promote_candidates_of(context, execution_id)
+    return recorded(context, execution_id)
+
+
+def finish(context: Context, _call: Call, request: FinishRequest) -> Execution:
+    """Record the end of an execution (see `Session.finish`); the recorded execution."""
+    execution_id = check_record_id(request.execution_id, "execution id")
+    ended = recorded(context, execution_id)
+    outcome, error = request.outcome, request.error
+    if request.result not in _RESULTS or request.verdict not in _VERDICTS:
+        raise InvalidInput(f"result must be one of {_RESULTS[1:]} and verdict one of {_VERDICTS[1:]}")
+    if request.verdict and ended.role not in EVIDENCE_ROLES:
+        raise InvalidInput(f"a verdict is given by review and audit steps, not by a {ended.role} step")
+    proposed: KnowledgeEntry | None = None
+    if request.knowledge_candidate is not None:
+        try:
+            proposed = prepare_candidate(
+                context, ended, request.knowledge_candidate, outcome=outcome,
+                result=request.result, files=request.files,
+            )
+        except CandidateInvalid as invalid:
+            # The step fails before anything is written: its own outcome records why.
+            outcome, error = "failed", "; ".join(filter(None, (error, f"invalid knowledge_candidate: {invalid}")))
+    context.check_open()
+    context.coordinator.ask(FinishExecution(
+        id=execution_id, outcome=outcome, result_digest=request.result_digest, error=error, steps=request.steps,
+        result=request.result, verdict=request.verdict, proposed=proposed,
+    ))
+    # The session ended: its skill reads become uses now (or when the member next starts).
+    settle_execution(context, execution_id)
+    if ended.reviews and context.config.knowledge.enabled:
+        promote_candidates_of(context, ended.reviews)
+    return recorded(context, execution_id)
+
+
+def _candidate(raw: Mapping[str, Any] | str | bytes | None) -> dict[str, Any] | str | None:
+    """A knowledge candidate as a request carries it: an object, or its JSON text (bytes are read as UTF-8; what
+    does not read fails the step as an invalid candidate, like any other)."""
+    if raw is None or isinstance(raw, str):
+        return raw
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8", "replace")
+    return dict(raw)
+
+
+class CoordinatorControl(CoordinatorSurface):
+    """`rt.coordinator` in this process: the declared operations, and dispatching a live `Session`.
+
+    A dispatched session is an object of the process that dispatched it (its callbacks, its count of steps
+    and of what it produced); a harness in another process acts as it with its grant token
+    (`rt.with_grant(token)`). Dispatch as an operation of the API comes with executions run by the runtime.
+    """
+
+    def __init__(self, runtime: Runtime, executor: Executor) -> None:
+        super().__init__(executor)
         self._runtime = runtime
-
-    def issue_grant(
-        self, *, holder: str = "owner", actions: Iterable[str], scopes: Iterable[str] = SCOPES, ttl: float = 3600.0
-    ) -> Grant:
-        """The owner's own grant for a piece of work; dispatched members get children of it."""
-        runtime = self._runtime
-        now = runtime.clock.time()
-        grant = issue_root(
-            new_id("grant"), holder=holder, actions=actions, scopes=scopes, expires_at=now + ttl, now=now
-        )
-        runtime._internal.write(Commit(events=(GrantIssued(at=now, grant=grant),)))
-        return grant
 
     def dispatch(
         self,
@@ -322,7 +440,7 @@ class CoordinatorControl:
         if reviews is not None:
             if role not in EVIDENCE_ROLES:
                 raise InvalidInput(f"only {' and '.join(EVIDENCE_ROLES)} steps examine another step, not {role}")
-            examined = self.execution(reviews)
+            examined = recorded(self._runtime._services, reviews)
             if work is None:
                 work = examined.work
         if work is None:
@@ -334,15 +452,6 @@ class CoordinatorControl:
             if not isinstance(value, str) or len(value) > MAX_WORK_FIELD or (name != "provider" and not value.strip()):
                 raise InvalidInput(f"the work item's {name} must be text of 1-{MAX_WORK_FIELD} characters")
         return work
-
-    def execution(self, execution_id: str) -> Execution:
-        """One recorded execution (`UnknownExecution` if there is none)."""
-        self._runtime.check_open()
-        with self._runtime._internal.store.reader() as reader:
-            found = reader.get(EXECUTIONS, execution_id)
-        if found is None:
-            raise UnknownExecution(f"no execution {execution_id}; see `resident progress` for the recorded ones")
-        return found
 
     def session(self, token: str) -> Session:
         """The running session a grant token stands for (`GrantInvalid` when it stands for none).
@@ -366,75 +475,3 @@ class CoordinatorControl:
         if runtime.clock.time() >= grant.expires_at:
             raise GrantInvalid(f"grant {grant.id} of {grant.holder} expired; the task must be dispatched again")
         return Session(runtime, Dispatched(execution, grant), token)
-
-    def finish(
-        self,
-        execution_id: str,
-        outcome: Outcome,
-        *,
-        result_digest: str = "",
-        error: str = "",
-        steps: int = 0,
-        result: StepResult = "",
-        verdict: Verdict = "",
-        files: Iterable[str] = (),
-        knowledge_candidate: Mapping[str, Any] | str | bytes | None = None,
-    ) -> Execution:
-        """Record the end of an execution (see `Session.finish`); the recorded execution."""
-        runtime = self._runtime
-        execution = self.execution(check_record_id(execution_id, "execution id"))
-        if result not in _RESULTS or verdict not in _VERDICTS:
-            raise InvalidInput(f"result must be one of {_RESULTS[1:]} and verdict one of {_VERDICTS[1:]}")
-        if verdict and execution.role not in EVIDENCE_ROLES:
-            raise InvalidInput(f"a verdict is given by review and audit steps, not by a {execution.role} step")
-        proposed: KnowledgeEntry | None = None
-        if knowledge_candidate is not None:
-            try:
-                proposed = prepare_candidate(
-                    runtime, execution, knowledge_candidate, outcome=outcome, result=result, files=files
-                )
-            except CandidateInvalid as invalid:
-                # The step fails before anything is written: its own outcome records why.
-                outcome, error = "failed", "; ".join(filter(None, (error, f"invalid knowledge_candidate: {invalid}")))
-        runtime.check_open()
-        runtime._internal.wiring.coordinator.ask(FinishExecution(
-            id=execution_id, outcome=outcome, result_digest=result_digest, error=error, steps=steps, result=result,
-            verdict=verdict, proposed=proposed,
-        ))
-        # The session ended: its skill reads become uses now (or when the member next starts).
-        settle_execution(runtime._services, execution_id)
-        if execution.reviews and runtime.knowledge.enabled:
-            promote_candidates_of(runtime, execution.reviews)
-        return self.execution(execution_id)
-
-    def accept(self, execution_id: str) -> Execution:
-        """The owner accepts a step that succeeded; candidates it proposed are then put to the gate."""
-        runtime = self._runtime
-        self.execution(check_record_id(execution_id, "execution id"))
-        runtime._internal.wiring.coordinator.ask(AcceptExecution(id=execution_id))
-        if runtime.knowledge.enabled:
-            promote_candidates_of(runtime, execution_id)
-        return self.execution(execution_id)
-
-    def progress(self) -> Progress:
-        """Per-member progress from the execution records, as of now."""
-        self._runtime.check_open()
-        progress: Progress = self._runtime._internal.wiring.coordinator.ask(GetProgress())
-        return progress
-
-    def correct(self, execution_id: str, note: str, *, by: str = "owner") -> Correction:
-        """Record an owner correction of an execution (an event; skills will score that use 0)."""
-        self._runtime.check_open()
-        if not note.strip():
-            raise InvalidInput("a correction needs a note saying what was wrong")
-        correction: Correction = self._runtime._internal.wiring.coordinator.ask(
-            CorrectExecution(id=check_record_id(execution_id, "execution id"), note=note.strip(), by=by)
-        )
-        # A corrected session's skill uses score 0.
-        settle_execution(self._runtime._services, execution_id)
-        return correction
-
-    def executions(self) -> list[Execution]:
-        """Every recorded execution, oldest first."""
-        with self._runtime._internal.store.reader() as reader:
-            return sorted((e for _, e in reader.items(EXECUTIONS)), key=lambda e: e.started_at)

@@ -268,7 +268,7 @@ class KnowledgeControl:
         """Ask the acceptance gate to verify a candidate; `PromotionRefused` says every reason it did not."""
         self._require()
         self.entry(entry_id)
-        return require_promoted(self._runtime, entry_id)
+        return require_promoted(self._runtime._services, entry_id)
 
     def context(
         self, subject: SubjectLike, project: str, repository: str, query: str | None = None, *,

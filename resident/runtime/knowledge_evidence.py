@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from resident.errors import CandidateInvalid, EntryNotFound, PromotionRefused, ResidentError
 from resident.ids import new_id
@@ -24,12 +24,10 @@ from resident.knowledge.evidence import GateDecision, assess
 from resident.messages.coordination import Execution, Outcome, StepResult
 from resident.messages.knowledge import EntrySuperseded, EntryVerified, KnowledgeEntry
 from resident.messages.store import Commit
+from resident.runtime.context import Context
 from resident.runtime.knowledge_probe import ProbeFailed, WorkTree
 from resident.store.store import Reader
 from resident.store.tables import EXECUTIONS, GRANTS, KNOWLEDGE_ENTRIES, KNOWLEDGE_REPOSITORIES
-
-if TYPE_CHECKING:
-    from resident.runtime.runtime import Runtime
 
 __all__ = ["MAX_CANDIDATE_FILES", "prepare_candidate", "promote", "promote_candidates_of", "require_promoted"]
 
@@ -39,7 +37,7 @@ MAX_CANDIDATE_FILES = 256
 
 
 def prepare_candidate(
-    runtime: Runtime,
+    context: Context,
     execution: Execution,
     raw: Mapping[str, Any] | str | bytes,
     *,
@@ -48,7 +46,7 @@ def prepare_candidate(
     files: Iterable[str],
 ) -> KnowledgeEntry:
     """The candidate entry a finishing step proposes, as the host makes it; `CandidateInvalid` if none may be."""
-    if not runtime.config.knowledge.enabled:
+    if not context.config.knowledge.enabled:
         raise CandidateInvalid("knowledge is off for this home; set `[knowledge] enabled = true` in resident.toml")
     check_step(execution, outcome, result)
     candidate = parse_candidate(raw)
@@ -58,7 +56,7 @@ def prepare_candidate(
     wanted = tuple(dict.fromkeys(files))
     if len(wanted) > MAX_CANDIDATE_FILES:
         raise CandidateInvalid(f"a candidate may name {MAX_CANDIDATE_FILES} files; this step names {len(wanted)}")
-    with runtime._internal.store.reader() as reader:
+    with context.store.reader() as reader:
         repository = reader.get(KNOWLEDGE_REPOSITORIES, work.repository)
         replaced = reader.get(KNOWLEDGE_ENTRIES, candidate.supersedes) if candidate.supersedes else None
     if repository is None or repository.project != work.project:
@@ -80,7 +78,7 @@ def prepare_candidate(
         if digest is None:
             raise CandidateInvalid(f"the step names {path}, which is not a file of repository {repository.id}")
         digests.append((path, digest))
-    return propose(execution, candidate, digests, entry_id=new_id("kn"), now=runtime.clock.time())
+    return propose(execution, candidate, digests, entry_id=new_id("kn"), now=context.clock.time())
 
 
 def _resolve(reader: Reader, entry: KnowledgeEntry) -> GateDecision:
@@ -93,11 +91,11 @@ def _resolve(reader: Reader, entry: KnowledgeEntry) -> GateDecision:
     return assess(entry, implementation, examinations, grants)
 
 
-def promote(runtime: Runtime, entry_id: str) -> tuple[KnowledgeEntry, GateDecision]:
+def promote(context: Context, entry_id: str) -> tuple[KnowledgeEntry, GateDecision]:
     """Run the gate on a candidate and, if it passes, verify it; the entry as it is after, and the verdict."""
-    runtime.check_open()
-    now = runtime.clock.time()
-    with runtime._internal.store.reader() as reader:
+    context.check_open()
+    now = context.clock.time()
+    with context.store.reader() as reader:
         entry = reader.get(KNOWLEDGE_ENTRIES, entry_id)
         if entry is None:
             raise EntryNotFound(f"no knowledge entry {entry_id}")
@@ -108,30 +106,30 @@ def promote(runtime: Runtime, entry_id: str) -> tuple[KnowledgeEntry, GateDecisi
     events: list[Any] = [EntryVerified(at=now, id=entry.id, version=entry.version, evidence=decision.evidence)]
     if replaced is not None and replaced.state == "verified":
         events.append(EntrySuperseded(at=now, id=replaced.id, version=replaced.version, by=entry.id))
-    runtime._internal.write(Commit(events=tuple(events)))
-    with runtime._internal.store.reader() as reader:
+    context.write(Commit(events=tuple(events)))
+    with context.store.reader() as reader:
         after = reader.get(KNOWLEDGE_ENTRIES, entry.id)
     return (after or entry), decision
 
 
-def require_promoted(runtime: Runtime, entry_id: str) -> KnowledgeEntry:
+def require_promoted(context: Context, entry_id: str) -> KnowledgeEntry:
     """`promote`, raising `PromotionRefused` with every reason when the gate does not pass."""
-    entry, decision = promote(runtime, entry_id)
+    entry, decision = promote(context, entry_id)
     if not decision.passed:
         raise PromotionRefused(f"entry {entry_id} stays {entry.state}: " + "; ".join(decision.reasons))
     return entry
 
 
-def promote_candidates_of(runtime: Runtime, execution_id: str) -> None:
+def promote_candidates_of(context: Context, execution_id: str) -> None:
     """Try the gate on every candidate the implementation step `execution_id` proposed."""
-    with runtime._internal.store.reader() as reader:
+    with context.store.reader() as reader:
         candidates = [
             entry.id for _, entry in reader.items(KNOWLEDGE_ENTRIES)
             if entry.execution == execution_id and entry.state == "candidate"
         ]
     for entry_id in candidates:
         try:
-            _, decision = promote(runtime, entry_id)
+            _, decision = promote(context, entry_id)
         except ResidentError as error:
             logger.info("candidate %s was not promoted: %s", entry_id, error)
             continue

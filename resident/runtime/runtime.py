@@ -155,7 +155,8 @@ class Runtime(Facade):
         # The executor of this process's surfaces; the API server runs each request through it too.
         self._local = LocalExecutor(self._services, self._session_caller)
         super().__init__(self._local)
-        self.coordinator = CoordinatorControl(self)
+        # Dispatch hands out live sessions of this process, besides the declared operations.
+        self.coordinator: CoordinatorControl = CoordinatorControl(self, self._local)
         self.knowledge = KnowledgeControl(self)
         self.chaos = Chaos(self)
         self.sessions = SessionsControl(self)
