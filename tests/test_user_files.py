@@ -11,7 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from resident.errors import IngestInvalid, InvalidInput, SkillInvalid
+from resident.coordination.plan import load_plan
+from resident.errors import BackupInvalid, ExportInvalid, IngestInvalid, InvalidInput, PlanInvalid, SkillInvalid
+from resident.memory.portability import read_export_file
+from resident.realm.tokens import read_token_file
+from resident.store.backup import MANIFEST_FILE, verify_backup
 from resident.user_files import open_user_file, read_user_file
 from tests.cli_helpers import expect_error, expect_json, expect_ok, invoke, run_process
 from tests.knowledge_helpers import enable_knowledge
@@ -102,3 +106,18 @@ def test_skills_add_of_a_fifo_skill_file_is_refused(tmp_path: Path) -> None:
 def test_a_legacy_knowledge_import_of_a_fifo_is_refused(tmp_path: Path, fifo: Path) -> None:
     home = enable_knowledge(tmp_path / "home")
     expect_error(run_process(home, "knowledge", "import-legacy", str(fifo)), "InvalidInput")
+
+
+def test_every_reader_of_a_named_file_refuses_a_fifo_in_its_own_error_type(tmp_path: Path, fifo: Path) -> None:
+    # Each would block forever on a blocking open; pytest-timeout bounds the test if one regresses.
+    backup = tmp_path / "backup"
+    (backup / "store").mkdir(parents=True)
+    os.mkfifo(backup / MANIFEST_FILE)
+    with pytest.raises(BackupInvalid, match=MANIFEST_FILE):
+        verify_backup(backup)
+    with pytest.raises(ExportInvalid, match="not a regular file"):
+        read_export_file(fifo)
+    with pytest.raises(InvalidInput, match="not a regular file"):
+        read_token_file(fifo)
+    with pytest.raises(PlanInvalid, match="not a regular file"):
+        load_plan(fifo, members=("deven",), coordinator="samuel")
