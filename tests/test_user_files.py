@@ -17,6 +17,7 @@ from resident.memory.portability import read_export_file
 from resident.realm.tokens import read_token_file
 from resident.store.backup import MANIFEST_FILE, verify_backup
 from resident.user_files import open_user_file, read_user_file
+from tests.api_helpers import STOP_TIMEOUT, UpProcess
 from tests.cli_helpers import expect_error, expect_json, expect_ok, invoke, run_process
 from tests.knowledge_helpers import enable_knowledge
 
@@ -121,3 +122,14 @@ def test_every_reader_of_a_named_file_refuses_a_fifo_in_its_own_error_type(tmp_p
         read_token_file(fifo)
     with pytest.raises(PlanInvalid, match="not a regular file"):
         load_plan(fifo, members=("deven",), coordinator="samuel")
+
+
+def test_a_fifo_ingested_through_a_running_up_is_refused_and_down_then_stops_it(tmp_path: Path, fifo: Path) -> None:
+    home = enable_knowledge(tmp_path / "home")
+    expect_ok(invoke(home, "knowledge", "banks", "create", "handbook"))
+    with UpProcess(home) as up:
+        report = expect_json(run_process(home, "knowledge", "ingest", "handbook", str(fifo), "--json"))
+        assert [rejected["path"] for rejected in report["rejected"]] == [str(fifo)]
+        assert expect_json(run_process(home, "down", "--json"))["stopped"] is True
+        assert up.proc is not None
+        assert up.proc.wait(timeout=STOP_TIMEOUT) == 0  # no server thread is left blocked on the FIFO
