@@ -46,9 +46,9 @@ from typing import Any
 
 import msgspec
 
+from resident import Runtime
 from resident.api.discovery import Discovery
 from resident.api.process import read_first_line
-from resident.runtime import Runtime
 
 MEMBERS = ("deven", "alice", "oliver", "victor")
 TOPICS = ("deploy", "migration", "release", "database", "incident", "review", "budget", "roadmap")

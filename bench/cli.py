@@ -42,9 +42,9 @@ from typing import Any
 
 import msgspec
 
+from resident import Runtime
 from resident.api.discovery import Discovery
 from resident.api.process import read_first_line
-from resident.runtime import Runtime
 
 TARGET_MS = 150.0
 START_TIMEOUT = 120.0

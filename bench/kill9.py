@@ -42,11 +42,11 @@ if __package__ in (None, ""):
 
 import msgspec
 
+from resident import Runtime
 from resident.memory.portability import build_export
 from resident.memory.records import make_record
 from resident.messages.memory import Activation, Bank
 from resident.realm.process import RealmProcess
-from resident.runtime import Runtime
 from resident.store.tables import RECORDS, SCHEMA_VERSION
 from tests.fork_server import ForkServer
 

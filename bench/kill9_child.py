@@ -27,10 +27,10 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from resident import Runtime
 from resident.actors.replication import ReplicationSettings
 from resident.errors import ActorUnavailable, RecordNotFound
 from resident.memory.portability import parse_export
-from resident.runtime import Runtime
 from resident.store.tables import RECORDS
 from tests.fork_server import say, serve
 

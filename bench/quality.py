@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from resident.runtime import Runtime
+from resident import Runtime
 
 CUTS = (1, 3, 5, 10)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}

@@ -41,6 +41,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from resident import Runtime
 from resident.ids import new_id
 from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.records import indexed_text, make_record
@@ -57,7 +58,6 @@ from resident.messages.memory import (
     SubstrateStatus,
 )
 from resident.messages.store import Commit
-from resident.runtime import Runtime
 
 if not __package__:
     # Run as `python bench/recall.py`: make the repository root importable for the sibling module.

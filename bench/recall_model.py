@@ -38,12 +38,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from resident import Runtime
 from resident.memory.embedders import embedder_name, make_embedder
 from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.local import LocalEmbedder
 from resident.messages.memory import Bank, BankCreated
 from resident.messages.store import Commit
-from resident.runtime import Runtime
 
 if not __package__:
     # Run as `python bench/recall_model.py`: make the repository root importable for the siblings.

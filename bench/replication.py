@@ -32,10 +32,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from resident import Runtime
 from resident.actors.replication import ReplicationSettings
 from resident.messages.replication import ReplicationCounts
 from resident.realm.process import RealmProcess
-from resident.runtime import Runtime
 
 MEMBERS = ("deven", "alice", "oliver", "victor")
 BODY = (

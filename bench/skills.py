@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
+from resident import Runtime
 from resident.memory.text import term_ids
 from resident.messages.skills import ChooseSkills, RankCandidate, SkillAdded, TeamSkill
 from resident.messages.store import Commit
-from resident.runtime import Runtime
 from resident.skills.relevance import SkillIndex, indexed_text
 
 if not __package__:

@@ -49,6 +49,7 @@ from typing import Any
 
 import msgspec
 
+from resident import Runtime
 from resident.benchmarks.workloads import Tally, Writer, run_batches, run_tasks, run_threads
 from resident.ids import new_id
 from resident.memory.embedding import HashEmbedder
@@ -59,7 +60,6 @@ from resident.memory.stored_vectors import encode_vector, vector_key
 from resident.memory.text import analyse, terms_of
 from resident.messages.memory import Activation, MemoryRecord, RecordAdmitted
 from resident.messages.store import Commit, GetWriterStatistics, WriterStatistics
-from resident.runtime import Runtime
 
 if not __package__:
     # Run as `python bench/writes.py`: make the repository root importable for the sibling modules.

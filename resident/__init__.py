@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from resident.errors import ResidentError
 
 if TYPE_CHECKING:
-    from resident.runtime import Member, Runtime
+    from resident.facade import Runtime
+    from resident.operations.memory import MemberSurface as Member
 
 __all__ = ["Member", "ResidentError", "Runtime"]
 __version__ = "0.1.0"
@@ -23,8 +24,12 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> Any:
     # The runtime pulls in every actor; `python -m resident.realm.server` and other light entry
     # points must not pay for (or depend on) that import.
-    if name in ("Runtime", "Member"):
-        from resident import runtime  # noqa: PLC0415
+    if name == "Runtime":
+        from resident.facade import Runtime  # noqa: PLC0415 - loaded on first use, see above
 
-        return getattr(runtime, name)
+        return Runtime
+    if name == "Member":
+        from resident.operations.memory import MemberSurface  # noqa: PLC0415 - loaded on first use, see above
+
+        return MemberSurface
     raise AttributeError(f"module 'resident' has no attribute {name!r}")

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from resident import Runtime
 from resident.messages.memory import RecordsRecalled, VectorsFilled
-from resident.runtime import Runtime
 
 __all__ = ["WORLDS", "event_count", "events_of", "open_runtime", "wait_until", "write_roster"]
 

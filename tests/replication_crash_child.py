@@ -22,7 +22,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from resident.runtime import Runtime
+from resident import Runtime
 from tests.replication_support import FAST, DelegatedWriter
 
 # A held answer must not time out before the parent decides when to kill.

@@ -19,6 +19,7 @@ import lmdb
 import msgspec
 import pytest
 
+from resident import Runtime
 from resident.actors.replication import ReplicationSettings
 from resident.clock import Clock
 from resident.messages.memory import MemoryRecord, Receipt
@@ -26,7 +27,6 @@ from resident.messages.realm import AcceptedRecord, Verdict
 from resident.messages.replication import RecordReplication, ReplicationCounts
 from resident.realm.process import RealmProcess
 from resident.realm.tokens import TOKEN_ENV
-from resident.runtime import Runtime
 from resident.store.store import Store
 from resident.store.tables import RECORDS
 

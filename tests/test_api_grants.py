@@ -23,17 +23,21 @@ from resident.api import routes
 from resident.api.wire import GRANT_HEADER
 from resident.clock import ManualClock
 from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token
+from resident.operations import engagement as engagement_ops
+from resident.operations import evolution as evolution_ops
 from resident.operations import home as home_ops
 from resident.operations import memory as memory_ops
+from resident.operations import skills as skills_ops
 from resident.runtime.coordination import Session
 from tests.api_helpers import UpProcess, raw_client
 from tests.cli_helpers import expect_error, run_process
 from tests.evolution_helpers import SESSION_ACTIONS, session, skill_folder
 
 PARAMS = {
-    "member": "deven", "record": "mem_missing", "record_id": "mem_missing", "skill": "triage",
-    "principle": "prn_missing", "question": "q_missing", "change": "deven@1", "bank": "handbook", "entry": "ke_missing",
-    "session": "ses_missing", "excerpt": "ses_missing#1", "app_or_workspace": "notes",
+    "member": "deven", "record": "mem_missing", "record_id": "mem_missing", "skill": "triage", "name": "triage",
+    "principle": "prn_missing", "principle_id": "prn_missing", "question": "q_missing", "question_id": "q_missing",
+    "change": "deven@1", "change_id": "deven@1", "bank": "handbook", "entry": "ke_missing", "session": "ses_missing",
+    "excerpt": "ses_missing#1", "app_or_workspace": "notes",
 }
 
 
@@ -118,7 +122,7 @@ def test_a_session_s_calls_act_as_its_member_and_are_marked_as_its_execution_s(
     assert record["source"].startswith("execution:exec_")
     hits = send(http, memory_ops.RECALL, {"query": "cache key lockfile"}, prepared.deven).json()["hits"]
     assert record_id in [hit["id"] for hit in hits]
-    shown = send(http, routes.ENGAGEMENT, {}, prepared.deven)
+    shown = send(http, engagement_ops.STATE, {}, prepared.deven)
     assert shown.json()["member"] == "deven"  # without a member named, its own
 
 
@@ -153,8 +157,8 @@ def test_a_session_cannot_act_as_another_member_with_the_home_s_token(prepared: 
             "GrantExceeded")
     forgotten = send(http, memory_ops.FORGET, {}, prepared.deven, record_id=prepared.alice_record, **alice)
     refused(forgotten, 403, "GrantExceeded")
-    for op, body in ((routes.SKILL_SET, alice), (routes.ENGAGE, {**alice, "domain": "work"}),
-                     (routes.ENGAGEMENT, alice), (routes.EVOLUTION_LOG, alice), (routes.SKILL_RECLAIM, alice)):
+    for op, body in ((skills_ops.SET, alice), (engagement_ops.ENGAGE, {**alice, "domain": "work"}),
+                     (engagement_ops.STATE, alice), (evolution_ops.LOG, alice), (skills_ops.RECLAIM, alice)):
         refused(send(http, op, body, prepared.deven), 403, "GrantExceeded")
     # Settling by record id goes through the session too: alice's record is not deven's even to see.
     settled = send(http, memory_ops.RECONCILE_RECORD, {"rollback": True}, prepared.deven,
@@ -204,7 +208,7 @@ def test_a_token_that_stands_for_no_running_session_is_refused_and_never_acts_as
     # The owner could read this record; a refused token must not read it as the owner either.
     refused(send(http, memory_ops.GET, grant=grant, record_id=prepared.deven_record), 403, "GrantInvalid")
     refused(send(http, memory_ops.REMEMBER, {"text": "must not be stored"}, grant), 403, "GrantInvalid")
-    refused(send(http, routes.SKILLS, grant=grant), 403, "OwnerOnlyAction")
+    refused(send(http, skills_ops.LIBRARY, grant=grant), 403, "OwnerOnlyAction")
 
 
 def test_a_grant_token_alone_is_not_the_home_s_token(prepared: Prepared) -> None:

@@ -21,6 +21,7 @@ import pytest
 
 from resident import Runtime
 from resident.cli.main import all_commands, cli, main
+from resident.runtime.runtime import Runtime as InProcessRuntime
 from resident.store.environment import MAX_DBS
 from resident.store.home import CONFIG_FILE, current_store_dir
 from resident.store.tables import SCHEMA_VERSION
@@ -128,7 +129,8 @@ def test_an_unexpected_failure_is_one_line_with_exit_70(home: Path, monkeypatch:
     def broken(*_args: object, **_kwargs: object) -> Runtime:
         raise ZeroDivisionError("the bug")
 
-    monkeypatch.setattr(Runtime, "open", broken)
+    # The command opens the in-process runtime, whose class the public `Runtime` extends.
+    monkeypatch.setattr(InProcessRuntime, "open", broken)
     monkeypatch.delenv("RESIDENT_DEBUG", raising=False)
     message = expect_error(invoke(home, "status"), "InternalError", code=70, naming=("ZeroDivisionError", "the bug"))
     assert "RESIDENT_DEBUG=1" in message
@@ -139,7 +141,8 @@ def test_resident_debug_lets_an_unexpected_failure_raise(home: Path, monkeypatch
     def broken(*_args: object, **_kwargs: object) -> Runtime:
         raise ZeroDivisionError("the bug")
 
-    monkeypatch.setattr(Runtime, "open", broken)
+    # The command opens the in-process runtime, whose class the public `Runtime` extends.
+    monkeypatch.setattr(InProcessRuntime, "open", broken)
     monkeypatch.setenv("RESIDENT_DEBUG", "1")
     result = click.testing.CliRunner().invoke(cli, ["--home", str(home), "status"])
     assert isinstance(result.exception, ZeroDivisionError)

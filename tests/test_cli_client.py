@@ -61,7 +61,7 @@ def prepare(root: Path) -> tuple[Path, Ids]:
         rt.member("alice").remember("alice keeps the release calendar")
         rt.skills.add(skill_folder(root / "skills", "triage", "Triage incoming bug reports"))
         rt.skills.give("triage", "deven")
-        rt.principles.propose("deven", "run the tests before pushing", basis="a broken build", by="owner")
+        rt.principles.propose("deven", "run the tests before pushing", basis="a broken build")
         rt.engagement.engage("deven", domain="work", project="api")
         token = session(rt, "deven", "triage the queue").token
     for record in withheld:

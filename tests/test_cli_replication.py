@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from resident import Runtime
 from resident.messages.replication import RecordsSynced
 from resident.messages.store import Commit
-from resident.runtime import Runtime
 from tests.cli_helpers import expect_error, expect_json, expect_ok, invoke, withhold
 from tests.replication_support import delegated_promotion
 

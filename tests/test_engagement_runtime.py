@@ -91,7 +91,7 @@ def test_a_judge_that_fails_decides_nothing_and_the_owner_is_asked(rt) -> None:
         def decide(self, context, examples):
             raise RuntimeError("model unreachable")
 
-    rt.engagement.use_judge(Broken())
+    rt._internal.use_judge(Broken())
     rt.engagement.resolve("oliver", EngagementContext(task="restart the queue"))
     state = rt.engagement.state("oliver")
     assert state is not None
@@ -113,7 +113,7 @@ def test_a_restricted_recall_finds_k_allowed_records_below_many_it_may_not_retur
         for n in range(40)
     ]
     allowed = {member.remember(f"queue restart note {n}").id for n in range(6)}
-    rt.engagement.use_judge(Broken())
+    rt._internal.use_judge(Broken())
     rt.engagement.resolve("oliver", EngagementContext(task="restart the queue"))
     state = rt.engagement.state("oliver")
     assert state is not None
@@ -188,7 +188,7 @@ def test_no_engagement_state_ever_reveals_a_record_the_member_could_not_see_with
                 records = [reader.get(RECORDS, h.id) for h in hits]
             assert all(r is not None and allows(state, r.activation) for r in records)
 
-        rt.engagement.use_judge(_Unsure())
+        rt._internal.use_judge(_Unsure())
 
         check()
 

@@ -31,7 +31,8 @@ def test_each_members_changes_are_numbered_in_order_with_their_basis(rt, tmp_pat
     add_skills(rt, tmp_path, [("triage", "Triage bugs"), ("review", "Review code")])
     rt.skills.give("triage", "deven")
     rt.skills.give("review", "alice")
-    rt.skills.reclaim("review", "deven", by="deven")
+    # A member reclaims a skill itself, from a session of its own.
+    rt.with_grant(session(rt, "deven").token).skills.reclaim("review")
     log = rt.evolution.log("deven")
     assert [(c.id, c.kind, c.subject) for c in log] == [("deven@1", "give", "triage"), ("deven@2", "reclaim", "review")]
     assert log[0].basis == "given by owner"
@@ -58,7 +59,7 @@ def test_rolling_back_a_use_takes_its_score_out_of_the_weight(rt, tmp_path) -> N
     add_skills(rt, tmp_path, [("triage", "Triage bugs")])
     rt.skills.give("triage", "deven")
     work = session(rt, "deven")
-    rt.skills.read("triage", session=work)
+    rt.with_grant(work.token).skills.read("triage")
     work.finish("succeeded")
     (use,) = [c for c in rt.evolution.log("deven") if c.kind == "use"]
     assert use.ref == work.execution.id
@@ -137,13 +138,14 @@ def test_the_weekly_report_counts_each_members_week(rt, tmp_path, clock) -> None
     rt.skills.give("triage", "deven")
     this_week = week_of(clock.time())
     ok = session(rt, "deven")
-    rt.skills.read("triage", session=ok)
+    rt.with_grant(ok.token).skills.read("triage")
     ok.finish("succeeded")
     bad = session(rt, "deven")
-    rt.skills.read("triage", session=bad)
+    rt.with_grant(bad.token).skills.read("triage")
+    # A member reclaims a skill itself, from a session of its own.
+    rt.with_grant(bad.token).skills.reclaim("review")
     bad.finish("failed")
     rt.coordinator.correct(bad.execution.id, "always check the logs first")
-    rt.skills.reclaim("review", "deven", by="deven")
     rt.principles.propose("deven", "Pair on deploys", basis="two failed deploys")
     report = rt.evolution.report(this_week.label)
     deven = next(m for m in report.members if m.member == "deven")

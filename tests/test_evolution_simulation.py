@@ -17,6 +17,7 @@ import pytest
 from resident.clock import ManualClock
 from resident.evolution.weeks import week_of
 from resident.messages.evolution import MemberWeek
+from resident.messages.skills import Track
 from tests.evolution_helpers import DAY, add_skills, evolving, session
 
 SESSIONS = 300
@@ -159,7 +160,7 @@ def test_a_quarter_of_300_sessions_with_60_skills_is_reported_as_the_rules_say(t
         for native in NATIVES:
             model.join(native, start, native=True)
         for skill in SKILLS[3:]:
-            track = "days" if skill in DAY_TRACK else "sessions"
+            track: Track = "days" if skill in DAY_TRACK else "sessions"
             rt.skills.give(skill, "deven", track=track)
             model.join(skill, start, track=track)
         step = QUARTER / SESSIONS
@@ -168,12 +169,12 @@ def test_a_quarter_of_300_sessions_with_60_skills_is_reported_as_the_rules_say(t
             now = clock.time()
             if index in (150, 250):
                 gone = sorted(s for s, h in model.held.items() if not h.in_set)
-                rt.skills.reclaim(gone[0], "deven", by="deven")
+                rt.skills.reclaim(gone[0], "deven")
                 model.reclaim(gone[0], now)
             reads, outcome, corrected = plan(index)
             work = session(rt, "deven", f"task {index}")
             for skill in reads:
-                rt.skills.read(skill, session=work)
+                rt.with_grant(work.token).skills.read(skill)
             if corrected:
                 rt.coordinator.correct(work.execution.id, "not what was asked")
             work.finish(outcome)  # type: ignore[arg-type]

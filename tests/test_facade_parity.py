@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from resident import Runtime
+from resident.errors import GrantExceeded, GrantInvalid, InvalidInput, OwnerOnlyAction
 from resident.operations.facade import Surface
 from tests.api_helpers import UpProcess
 
@@ -25,8 +26,8 @@ pytestmark = pytest.mark.timeout(120)
 # offer yet (see the module docstring).
 NOT_YET_ON_CONNECT = {
     "add_member", "chaos", "check_open", "clock", "config",
-    "doctor", "engagement", "evolution", "export_member", "import_member", "knowledge", "open", "principles",
-    "replication_note", "restore", "salvage", "sessions", "skills",
+    "export_member", "import_member", "knowledge", "open",
+    "replication_note", "sessions",
     "coordinator.issue_grant", "coordinator.dispatch", "coordinator.execution", "coordinator.session",
     "coordinator.finish", "coordinator.accept", "coordinator.executions",
 }
@@ -52,9 +53,35 @@ def _names(runtime: object) -> set[str]:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpProcess]:
     home = tmp_path_factory.mktemp("parity") / "served"
-    Runtime.open(home, realm="none").close()
+    with Runtime.open(home, realm="none") as rt:
+        grant = rt.coordinator.issue_grant(actions={"recall", "propose_principle"}, scopes={"AGENT_CORE"})
+        work = rt.coordinator.dispatch("work", "deven", role="implement", parent_grant=grant,
+                                       actions={"recall", "propose_principle"}, scopes={"AGENT_CORE"})
+    (home.parent / "deven.grant").write_text(work.token)
     with UpProcess(home) as up:
         yield up
+
+
+def test_a_facade_with_a_grant_acts_as_that_session_in_process_and_over_the_api(
+    served: UpProcess, tmp_path: Path
+) -> None:
+    token = (served.home.parent / "deven.grant").read_text()
+    with Runtime.connect(served.home) as remote:
+        as_deven = remote.with_grant(token)
+        proposed = as_deven.principles.propose(None, "pair on deploys", basis="two failed deploys")
+        assert (proposed.member, proposed.proposed_by) == ("deven", "deven")
+        with pytest.raises(OwnerOnlyAction):
+            as_deven.principles.approve(proposed.id)
+        with pytest.raises(InvalidInput, match="for itself only"):
+            as_deven.principles.propose("alice", "pair on deploys", basis="for alice")
+        with pytest.raises(GrantInvalid):
+            remote.with_grant("rgt_" + "x" * 43).principles.list()
+    with Runtime.open(tmp_path / "local", realm="none") as local:
+        grant = local.coordinator.issue_grant(actions={"recall"}, scopes={"AGENT_CORE"})
+        work = local.coordinator.dispatch("work", "deven", role="implement", parent_grant=grant,
+                                          actions={"recall"}, scopes={"AGENT_CORE"})
+        with pytest.raises(GrantExceeded, match="propose_principle"):
+            local.with_grant(work.token).principles.propose(None, "pair on deploys", basis="the grant lacks it")
 
 
 def test_connect_and_open_offer_the_same_surfaces_names_and_signatures(served: UpProcess, tmp_path: Path) -> None:

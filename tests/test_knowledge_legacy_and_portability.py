@@ -71,7 +71,7 @@ def test_a_backup_restores_banks_pages_and_entries_and_the_index_is_built_again(
         rt.knowledge.ingest("handbook", [write_docs(tmp_path / "docs")])
         rt.knowledge.register_repository("resident", repo, members=["deven", "alice", "oliver"])
         entry = evidence_chain(rt).entry
-        rt.backup(str(tmp_path / "backup"))
+        rt.backup(tmp_path / "backup")
     restored = tmp_path / "restored"
     Runtime.restore(tmp_path / "backup", restored)
     assert load_config(restored / "resident.toml").knowledge.enabled

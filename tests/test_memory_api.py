@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from resident import Runtime
 from resident.clock import ManualClock
 from resident.errors import (
     ActorUnavailable,
@@ -45,7 +46,6 @@ from resident.messages.memory import (
 )
 from resident.messages.replication import RecordConflicted, RecordInvalidated
 from resident.messages.store import Commit
-from resident.runtime import Runtime
 from resident.store.tables import RECORDS
 from tests.memory_helpers import event_count, events_of, open_runtime, wait_until
 

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from resident import Runtime
 from resident.errors import ConfigError, ExportInvalid, InvalidInput, MemoryDisabled, UnknownMember
 from resident.memory import portability
 from resident.memory.portability import checksum
@@ -27,7 +28,6 @@ from resident.messages.memory import MemberImported, RecordAdmitted
 from resident.messages.portability import EXPORT_FORMAT, EXPORT_VERSION, MemberExport
 from resident.messages.replication import RecordConflicted, RecordInvalidated, RecordsSynced
 from resident.messages.store import Commit
-from resident.runtime import Runtime
 from resident.store.tables import RECORDS
 from tests.memory_helpers import event_count, events_of, open_runtime, write_roster
 

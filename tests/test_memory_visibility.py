@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, multiple, rule
 
+from resident import Runtime
 from resident.errors import InvalidInput, NotVisible, RecordNotFound, RecordWithheld
 from resident.memory import visibility
 from resident.messages.digest import content_digest
@@ -33,7 +34,6 @@ from resident.messages.memory import Bank, MemoryRecord, Principal, Scope
 from resident.messages.portability import MemberExport
 from resident.messages.replication import RecordConflicted, RecordInvalidated
 from resident.messages.store import Commit
-from resident.runtime import Runtime
 from tests.memory_helpers import WORLDS, open_runtime
 
 MEMBERS = tuple(WORLDS)

@@ -28,7 +28,7 @@ def _surface_entries() -> list[tuple[str, str, method[Any, Any] | awaitable[Any,
         (kind.__name__, name, value)
         for module in modules
         for kind in vars(module).values()
-        if isinstance(kind, type) and issubclass(kind, Surface) and kind is not Surface
+        if isinstance(kind, type) and issubclass(kind, Surface) and kind.__module__ == module.__name__
         for name, value in vars(kind).items()
         if isinstance(value, method | awaitable)
     ]

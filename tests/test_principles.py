@@ -26,7 +26,8 @@ def rt(tmp_path: Path, clock: ManualClock) -> Iterator[Runtime]:
 
 def test_a_member_proposes_for_itself_and_it_stays_a_candidate_until_the_owner_decides(rt, clock) -> None:
     work = session(rt, "deven")
-    proposed = rt.principles.propose(None, "Run migrations before deploying", basis="exec failed twice", session=work)
+    as_deven = rt.with_grant(work.token)
+    proposed = as_deven.principles.propose(None, "Run migrations before deploying", basis="exec failed twice")
     assert (proposed.member, proposed.proposed_by, proposed.state) == ("deven", "deven", "candidate")
     for _ in range(20):
         session(rt, "deven").finish("succeeded")
@@ -40,10 +41,10 @@ def test_a_member_proposes_for_itself_and_it_stays_a_candidate_until_the_owner_d
 def test_a_session_cannot_propose_for_another_member_or_without_the_grant(rt) -> None:
     work = session(rt, "deven")
     with pytest.raises(InvalidInput, match="for itself only"):
-        rt.principles.propose("alice", "Always pair", basis="because", session=work)
+        rt.with_grant(work.token).principles.propose("alice", "Always pair", basis="because")
     narrow = session(rt, "deven", actions=("recall",))
     with pytest.raises(GrantExceeded, match="propose_principle"):
-        rt.principles.propose(None, "Always pair", basis="because", session=narrow)
+        rt.with_grant(narrow.token).principles.propose(None, "Always pair", basis="because")
 
 
 def test_a_rejection_needs_a_reason_and_a_decision_is_not_made_twice(rt) -> None:

@@ -26,6 +26,7 @@ import lmdb
 import pytest
 import trustme
 
+from resident import Runtime
 from resident.errors import InvalidInput, RealmIdTaken, RealmUnauthorized
 from resident.messages.digest import content_digest
 from resident.messages.realm import RealmRecord
@@ -34,7 +35,6 @@ from resident.realm.process import STOP_TIMEOUT, RealmProcess, start_realm
 from resident.realm.server import serve
 from resident.realm.state import RealmState
 from resident.realm.tokens import ADMIN_TOKEN_FILE
-from resident.runtime import Runtime
 from tests.cli_helpers import expect_error, expect_json, invoke
 from tests.replication_support import FAST
 

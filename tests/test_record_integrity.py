@@ -16,9 +16,9 @@ import lmdb
 import msgspec
 import pytest
 
+from resident import Runtime
 from resident.errors import RecordCorrupted, RecordWithheld
 from resident.messages.memory import MemoryRecord
-from resident.runtime import Runtime
 from resident.store.environment import MAX_DBS
 from resident.store.home import current_store_dir
 from resident.store.tables import RECORDS

@@ -24,10 +24,10 @@ from typing import Any, Self
 
 import pytest
 
+from resident import Runtime
 from resident.errors import RecordWithheld
 from resident.messages.memory import MemoryRecord
 from resident.realm import DELEGATED_PROMOTION, RealmClient
-from resident.runtime import Runtime
 from tests.faultproxy import FaultProxy, _Handler
 from tests.realm_process import RealmProcess, start_realm
 from tests.replication_support import (

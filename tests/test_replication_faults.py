@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from resident import Runtime
 from resident.actors.replication import ReplicationSettings
 from resident.clock import ManualClock
 from resident.errors import InvalidInput, RecordWithheld, RuntimeStopped
 from resident.messages.replication import ReplicationCounts
 from resident.realm import RealmClient
-from resident.runtime import Runtime
 from tests.faultproxy import FaultProxy, Mode
 from tests.realm_process import RealmProcess, start_realm
 from tests.replication_support import (

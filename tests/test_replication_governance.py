@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from resident import Runtime
 from resident.actors.replication import NO_REALM_NOTE
 from resident.cli.main import cli
 from resident.errors import InvalidInput, RecordNotFound, RecordWithheld
@@ -21,7 +22,6 @@ from resident.messages.memory import Reconciled
 from resident.messages.realm import DEFAULT_PAGE_LIMIT, MAX_REPLICATE_RECORDS, RealmRecord
 from resident.messages.replication import ReplicationCounts
 from resident.realm import DELEGATED_PROMOTION, RealmClient
-from resident.runtime import Runtime
 from tests.faultproxy import FaultProxy
 from tests.realm_process import RealmProcess, start_realm
 from tests.replication_support import (

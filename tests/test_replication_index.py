@@ -20,11 +20,11 @@ from typing import Any
 import lmdb
 import pytest
 
+from resident import Runtime
 from resident.actors.replication import Replication
 from resident.clock import ManualClock
 from resident.messages.replication import ReplicationCounts
 from resident.realm.process import RealmProcess, start_realm
-from resident.runtime import Runtime
 from resident.store import store as store_module
 from resident.store.environment import MAX_DBS
 from resident.store.home import current_store_dir

@@ -29,10 +29,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from resident import Runtime
 from resident.errors import InvalidInput, RecordWithheld
 from resident.messages.memory import MemoryRecord
 from resident.realm import RealmClient
-from resident.runtime import Runtime
 from tests.faultproxy import FaultProxy, Mode
 from tests.realm_process import RealmProcess, start_realm
 from tests.replication_support import (

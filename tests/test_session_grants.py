@@ -24,12 +24,12 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, multiple, rule, run_state_machine_as_test
 
+from resident import Runtime
 from resident.cli.main import cli
 from resident.errors import GrantExceeded, InvalidInput, RecordNotFound
 from resident.messages.memory import MemoryRecord
 from resident.messages.replication import RecordConflicted
 from resident.messages.store import Commit
-from resident.runtime import Runtime
 from resident.runtime.coordination import Session
 from resident.store.tables import RECORDS
 

@@ -73,8 +73,7 @@ def test_the_work_package_holds_recalled_memories_approved_principles_and_at_mos
     for name in names:
         rt.skills.give(name, "deven")
     memory = rt.member("deven").remember("the payments retry test used wall time and flaked on CI")
-    principle = rt.principles.propose("deven", "Never sleep in a test; inject the clock.", basis="retry flake",
-                                      by="owner")
+    principle = rt.principles.propose("deven", "Never sleep in a test; inject the clock.", basis="retry flake")
     rt.principles.approve(principle.id)
     launch = rt.sessions.start("deven", harness="codex", command=fake("--as", "codex"), directory=str(repo),
                                task="payments retry test flakes")
@@ -137,7 +136,7 @@ def test_no_planted_secret_survives_in_the_store_the_export_or_a_backup(rt: Runt
     assert not [v for v in everything if v in text]
     assert not (rt.home / "sessions" / session.id).exists(), "the command's own transcript file is gone"
     rt.export_member("deven", tmp_path / "deven.json")
-    rt.backup(str(tmp_path / "backup"))
+    rt.backup(tmp_path / "backup")
     assert files_holding(rt.home / "store.1", everything) == [], "no secret in the raw LMDB bytes"
     assert files_holding(tmp_path / "backup", everything) == []
     holders = {hit.partition(": ")[0] for hit in files_holding(tmp_path, everything)}

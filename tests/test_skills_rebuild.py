@@ -38,11 +38,11 @@ def test_rebuilding_from_events_always_equals_the_live_skill_state(tmp_path: Pat
                 case ("give", skill, member, weight, track):
                     rt.skills.give(skill, member, weight=weight, track=track)
                 case ("reclaim", skill, member):
-                    rt.skills.reclaim(skill, member, by=member)
+                    rt.skills.reclaim(skill, member)
                 case ("session", member, reads, outcome, correction):
                     running = session(rt, member)
                     for skill in reads:
-                        rt.skills.read(skill, session=running)
+                        rt.with_grant(running.token).skills.read(skill)
                     if correction == "before":
                         rt.coordinator.correct(running.execution.id, "not like that")
                     running.finish(outcome)

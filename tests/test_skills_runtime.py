@@ -9,7 +9,7 @@ import pytest
 
 from resident import Runtime
 from resident.clock import ManualClock
-from resident.errors import GrantExceeded, InvalidInput, SkillInvalid, UnknownMember, UnknownSkill
+from resident.errors import GrantExceeded, GrantInvalid, InvalidInput, SkillInvalid, UnknownMember, UnknownSkill
 from resident.messages.coordination import ExecutionFinished
 from resident.messages.store import Commit
 from resident.skills.weights import HALF_LIFE
@@ -64,10 +64,10 @@ def test_a_read_in_a_session_becomes_a_use_scored_by_its_outcome_and_projection_
     rt.skills.give("deploy-k8s", "deven")
     won = session(rt, "deven", "triage the bug queue")
     assert rt.skills.choose("deven", "triage the bug queue")[0].name == "triage"
-    assert rt.skills.read("triage", session=won).body.startswith("# triage")
+    assert rt.with_grant(won.token).skills.read("triage").body.startswith("# triage")
     won.finish("succeeded")
     lost = session(rt, "deven", "deploy")
-    rt.skills.read("deploy-k8s", session=lost)
+    rt.with_grant(lost.token).skills.read("deploy-k8s")
     lost.finish("failed")
     decay = 2 ** (-1 / HALF_LIFE["sessions"])
     assert weights(rt, "deven") == pytest.approx({"triage": (1 * decay + 1.0) * decay, "deploy-k8s": decay**2 + 0.25})
@@ -80,11 +80,11 @@ def test_an_owner_correction_turns_the_sessions_uses_into_zero_before_or_after_i
     rt.skills.give("triage", "deven")
     rt.skills.give("review", "deven")
     after = session(rt, "deven")
-    rt.skills.read("triage", session=after)
+    rt.with_grant(after.token).skills.read("triage")
     after.finish("succeeded")
     rt.coordinator.correct(after.execution.id, "the triage was wrong")
     before = session(rt, "deven")
-    rt.skills.read("review", session=before)
+    rt.with_grant(before.token).skills.read("review")
     rt.coordinator.correct(before.execution.id, "reviewed the wrong branch")
     before.finish("succeeded")
     decay = 2 ** (-1 / HALF_LIFE["sessions"])
@@ -97,17 +97,18 @@ def test_a_read_outside_a_running_session_of_the_member_is_refused(rt, tmp_path)
     add_skills(rt, tmp_path, [("triage", "Triage incoming bugs")])
     ended = session(rt, "deven")
     ended.finish("succeeded")
-    with pytest.raises(InvalidInput, match="has ended"):
-        rt.skills.read("triage", session=ended)
+    # The token of an ended session is spent: it acts as no one.
+    with pytest.raises(GrantInvalid, match="has ended"):
+        rt.with_grant(ended.token).skills.read("triage")
     narrow = session(rt, "deven", actions=("recall",))
     with pytest.raises(GrantExceeded, match="fetch_skills"):
-        rt.skills.read("triage", session=narrow)
+        rt.with_grant(narrow.token).skills.read("triage")
 
 
 def test_a_library_skill_read_outside_the_set_is_a_read_but_never_a_use(rt, tmp_path) -> None:
     add_skills(rt, tmp_path, [("triage", "Triage incoming bugs")])
     work = session(rt, "deven")
-    rt.skills.read("triage", session=work)
+    rt.with_grant(work.token).skills.read("triage")
     work.finish("succeeded")
     assert rt.skills.skill_set("deven").skills == ()
     assert not [c for c in rt.evolution.log("deven") if c.kind == "use"]
@@ -119,7 +120,7 @@ def test_a_session_whose_settling_was_interrupted_is_settled_when_the_member_sta
         add_skills(rt, tmp_path, [("triage", "Triage incoming bugs")])
         rt.skills.give("triage", "deven")
         work = session(rt, "deven")
-        rt.skills.read("triage", session=work)
+        rt.with_grant(work.token).skills.read("triage")
         # The execution ends without the settling step (as if the process died right after).
         rt._internal.write(Commit(events=(ExecutionFinished(at=clock.time(), id=work.execution.id,
                                                             outcome="succeeded"),)))
@@ -132,10 +133,10 @@ def test_a_session_whose_settling_was_interrupted_is_settled_when_the_member_sta
 
 def test_reclaiming_takes_any_team_skill_back_into_the_set_without_approval(rt, tmp_path, clock) -> None:
     add_skills(rt, tmp_path, [("triage", "Triage incoming bugs")])
-    view = rt.skills.reclaim("triage", "alice", by="alice")
+    view = rt.skills.reclaim("triage", "alice")
     assert [(h.skill, h.weight, h.origin) for h in view.skills] == [("triage", 1.0, "reclaimed")]
     with pytest.raises(InvalidInput, match="already carries"):
-        rt.skills.reclaim("triage", "alice", by="alice")
+        rt.skills.reclaim("triage", "alice")
     assert [c.kind for c in rt.evolution.log("alice")] == ["reclaim"]
 
 
@@ -183,8 +184,8 @@ def test_rebuilding_recomputes_every_weight_from_events_and_finds_them_equal(rt,
     rt.skills.give("review", "deven")
     for outcome in ("succeeded", "failed", "succeeded"):
         work = session(rt, "deven")
-        rt.skills.read("triage", session=work)
-        rt.skills.read("review", session=work)
+        rt.with_grant(work.token).skills.read("triage")
+        rt.with_grant(work.token).skills.read("review")
         clock.advance(3 * DAY)
         work.finish(outcome)
     rt.coordinator.correct(work.execution.id, "no")

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from resident import Runtime
 from resident.actors.substrate import QUERY_WAIT
 from resident.clock import ManualClock
 from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.llama import LlamaEmbedder
 from resident.messages.memory import VectorsFilled
-from resident.runtime import Runtime
 from tests.fake_llama import FakeLlama
 from tests.memory_helpers import events_of, open_runtime, wait_until
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from resident import Runtime
 from resident.errors import ActorUnavailable, EmbedderNotLoopback
 from resident.memory.embedders import make_embedder
 from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.llama import LlamaEmbedder
 from resident.memory.stored_vectors import vector_key
 from resident.messages.memory import GetSubstrateStatus, SubstrateStatus, VectorsFilled
-from resident.runtime import Runtime
 from resident.store.tables import RECORDS, VECTORS
 from tests.fake_llama import FakeLlama, Mode
 from tests.memory_helpers import event_count, events_of, open_runtime, wait_until

@@ -17,6 +17,7 @@ import msgspec
 import numpy as np
 import pytest
 
+from resident import Runtime
 from resident.ids import new_id
 from resident.memory.embedding import HashEmbedder
 from resident.memory.index import IndexEntry, RecallIndex
@@ -27,7 +28,6 @@ from resident.memory.stored_vectors import encode_vector, stored_vector, vector_
 from resident.memory.text import term_ids, term_ids_batch
 from resident.messages.memory import Activation, MemoryRecord, RecallHit, RecordAdmitted
 from resident.messages.store import Commit
-from resident.runtime import Runtime
 from resident.store.tables import TERMS
 from tests.memory_helpers import open_runtime, wait_until
 from tests.store_helpers import open_home

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from resident import Runtime
 from resident.errors import ResidentError
 from resident.messages.memory import Activation, Delegation, MemoryRecord, Receipt, Remember
-from resident.runtime import Runtime
 from resident.store.tables import RECORDS
 from tests.memory_helpers import WORLDS, open_runtime
 

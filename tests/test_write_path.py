@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from resident import Runtime
 from resident.clock import ManualClock
 from resident.errors import ActorUnavailable
 from resident.memory.embedding import HashEmbedder
 from resident.memory.stored_vectors import vector_key
 from resident.messages.memory import GetSubstrateStatus, Receipt, SubstrateStatus
 from resident.messages.store import Commit, GetWriterStatistics, WriterStatistics
-from resident.runtime import Runtime
 from resident.store.store import Outcome
 from resident.store.tables import TERMS, VECTORS
 from tests.memory_helpers import open_runtime, wait_until

@@ -30,11 +30,11 @@ from resident.api.discovery import DISCOVERY_FILE, check_version, pid_alive, rea
 from resident.api.remote import RemoteExecutor
 from resident.api.transport import StreamItem, Transport
 from resident.errors import RuntimeNotUp, UnknownMember
+from resident.messages.backup import BackupManifest
 from resident.messages.coordination import Correction, Progress
-from resident.operations.apps import AppsSurface
-from resident.operations.home import RootSurface
-from resident.operations.memory import MemberSurface, MemorySurface
-from resident.operations.replication import ReplicationSurface
+from resident.messages.store import DoctorReport, SalvageReport
+from resident.operations.memory import MemberSurface
+from resident.operations.runtime_facade import Facade
 
 __all__ = ["RemoteRuntime", "StreamItem", "connect"]
 
@@ -62,7 +62,7 @@ class RemoteCoordinator:
         return correction
 
 
-class RemoteRuntime(RootSurface):
+class RemoteRuntime(Facade):
     """The runtime of a home as a `resident up` process serves it; see the module docstring."""
 
     def __init__(self, transport: Transport) -> None:
@@ -71,10 +71,7 @@ class RemoteRuntime(RootSurface):
         super().__init__(executor)
         self.home = Path(transport.discovery.home)
         self.address = transport.discovery.address
-        self.memory = MemorySurface(executor)
-        self.replication = ReplicationSurface(executor)
         self.coordinator = RemoteCoordinator(transport)
-        self.apps = AppsSurface(executor)
         self._roster: frozenset[str] = frozenset()
 
     @classmethod
@@ -110,7 +107,7 @@ class RemoteRuntime(RootSurface):
             if name not in self._roster:
                 known = ", ".join(sorted(self._roster))
                 raise UnknownMember(f"no member named {name!r}; the roster is: {known}")
-        return MemberSurface(self._executor, name)
+        return super().member(name)
 
     def events(self, last_event_id: str | None = None) -> Iterator[StreamItem]:
         """The live event stream (from the beginning, or after `last_event_id`); see `resident.api.events`."""
@@ -118,6 +115,29 @@ class RemoteRuntime(RootSurface):
 
     def aevents(self, last_event_id: str | None = None) -> AsyncIterator[StreamItem]:
         return self._transport.aevents(last_event_id)
+
+    # -- maintenance of a closed home: the in-process runtime's own functions (`resident.runtime.maintenance`) --
+
+    @staticmethod
+    def restore(src: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> BackupManifest:
+        """Verify the backup at `src`, then switch `home` to it atomically (the home must be closed)."""
+        from resident.runtime import maintenance  # noqa: PLC0415 - the client stays light until asked
+
+        return maintenance.restore(src, home)
+
+    @staticmethod
+    def doctor(home: str | os.PathLike[str] | None = None) -> DoctorReport:
+        """Check a closed home whole: configuration, structure, tables, event log, record digests."""
+        from resident.runtime import maintenance  # noqa: PLC0415 - the client stays light until asked
+
+        return maintenance.doctor(home)
+
+    @staticmethod
+    def salvage(dest: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> SalvageReport:
+        """Copy every record (and row) of a closed, damaged home that still reads and verifies into `dest`."""
+        from resident.runtime import maintenance  # noqa: PLC0415 - the client stays light until asked
+
+        return maintenance.salvage(dest, home)
 
     # -- closing ----------------------------------------------------------------------------------
 

@@ -21,8 +21,8 @@ from resident.api.handlers import perform
 from resident.api.statuses import error_from_body
 from resident.api.wire import ErrorDetail
 from resident.operations.declaration import Operation
-from resident.operations.wire import python_values
-from resident.web.decoding import Refusal, decode_json
+from resident.operations.wire import decode_hook, encode_hook, python_values
+from resident.web.decoding import Refusal
 
 if TYPE_CHECKING:
     from resident.runtime import Runtime
@@ -68,6 +68,10 @@ class InProcess:
     def _checked(kind: type[Any], body: Any) -> Any:
         """`body` as the server would decode it: within the bounds its struct declares."""
         try:
-            return decode_json(msgspec.json.encode({} if body is None else body), kind)
+            encoded = msgspec.json.encode({} if body is None else body, enc_hook=encode_hook)
+            return msgspec.json.decode(encoded, type=kind, dec_hook=decode_hook)
+        except msgspec.ValidationError as error:
+            detail = ErrorDetail(type="InvalidInput", message=f"invalid {kind.__name__}: {error}")
+            raise error_from_body(detail, 400) from None
         except Refusal as refusal:
             raise error_from_body(ErrorDetail(type=refusal.kind, message=refusal.message), refusal.status) from None

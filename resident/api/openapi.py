@@ -17,6 +17,7 @@ from resident.api import routes, wire
 from resident.messages.home_calls import API_VERSION
 from resident.operations import DECLARED, Access, Operation
 from resident.operations.home import HEALTH
+from resident.operations.wire import schema_hook
 
 __all__ = ["openapi_document"]
 
@@ -146,7 +147,9 @@ def openapi_document() -> dict[str, Any]:
     for declared in DECLARED:
         kinds.extend((*(typing.get_args(declared.reply) or (declared.reply,)), declared.request_type))
     events = Union[wire.API_EVENTS]  # type: ignore[valid-type]  # noqa: UP007 - a runtime union of a tuple
-    _, components = msgspec.json.schema_components([*dict.fromkeys(kinds), events], ref_template=_REF)
+    _, components = msgspec.json.schema_components(
+        [*dict.fromkeys(kinds), events], ref_template=_REF, schema_hook=schema_hook
+    )
     components["ApiEvents"] = msgspec.json.schema(events, ref_template=_REF)
     components["ApiEvents"].pop("$defs", None)
     paths: dict[str, dict[str, Any]] = {}

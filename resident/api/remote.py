@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from resident.api.transport import Transport
+from resident.api.wire import GRANT_HEADER
+from resident.coordination.tokens import check_token
 from resident.operations.declaration import Operation
 from resident.operations.wire import encode
 
@@ -31,11 +33,18 @@ def _wait(request: Any) -> float | None:
 class RemoteExecutor:
     """Operations sent to the `resident up` server that `transport` talks to."""
 
-    def __init__(self, transport: Transport) -> None:
+    def __init__(self, transport: Transport, grant: str | None = None) -> None:
         self._transport = transport
+        # A member session's grant token, presented with every request (besides the home's token).
+        self._headers = {} if grant is None else {GRANT_HEADER: check_token(grant)}
+
+    def with_grant(self, grant: str) -> RemoteExecutor:
+        return RemoteExecutor(self._transport, grant)
 
     def run(self, op: Operation[Any, Any, Any], request: Any, member: str | None) -> Any:
-        return self._transport.send(encode(op, request, member), op.reply, timeout=_wait(request))
+        encoded = encode(op, request, member)
+        return self._transport.send(encoded, op.reply, timeout=_wait(request), headers=self._headers)
 
     async def arun(self, op: Operation[Any, Any, Any], request: Any, member: str | None) -> Any:
-        return await self._transport.asend(encode(op, request, member), op.reply, timeout=_wait(request))
+        encoded = encode(op, request, member)
+        return await self._transport.asend(encoded, op.reply, timeout=_wait(request), headers=self._headers)

@@ -20,23 +20,15 @@ from urllib.parse import quote
 
 from resident.api import wire, wire_knowledge, wire_sessions
 from resident.messages.coordination import Correction, Progress
-from resident.messages.engagement import EngagementState
-from resident.messages.evolution import EvolutionChange, WeeklyReport
 from resident.messages.knowledge import IndexStatus, IngestReport, KnowledgeBank, KnowledgeEntry, Repository
 from resident.messages.memory import Receipt
 from resident.messages.portability import MemberExport
-from resident.messages.principles import Principle
-from resident.messages.skills import SkillRebuild, SkillSetView, TeamSkill
 from resident.operations import DECLARED
 from resident.operations.declaration import Operation as Declared
 
 __all__ = [
-    "ANSWER",
     "CORRECT",
-    "ENGAGE",
-    "ENGAGEMENT",
     "EVENTS_PATH",
-    "EVOLUTION_LOG",
     "EXCERPTS",
     "EXCERPT_ADMIT",
     "EXPORT",
@@ -55,14 +47,7 @@ __all__ = [
     "LEGACY",
     "OPENAPI_PATH",
     "OPERATIONS",
-    "PRINCIPLES",
-    "PRINCIPLE_APPROVE",
-    "PRINCIPLE_REJECT",
     "PROGRESS",
-    "PROPOSE",
-    "QUESTIONS",
-    "RELEASE",
-    "ROLLBACK",
     "SESSIONS",
     "SESSION_CANDIDATES",
     "SESSION_CONTEXT",
@@ -73,16 +58,6 @@ __all__ = [
     "SESSION_RECOVER",
     "SESSION_SHOW",
     "SESSION_START",
-    "SKILLS",
-    "SKILL_ADD",
-    "SKILL_CHOOSE",
-    "SKILL_GIVE",
-    "SKILL_READ",
-    "SKILL_REBUILD",
-    "SKILL_RECLAIM",
-    "SKILL_SEARCH",
-    "SKILL_SET",
-    "WEEKLY_REPORT",
     "AnyOperation",
     "Operation",
 ]
@@ -128,90 +103,9 @@ CORRECT = Operation(
     "coordinator.correct", "POST", "/v1/coordinator/corrections", Correction, "Record an owner correction",
     wire.Correct,
 )
-SKILLS = Operation("skills.library", "GET", "/v1/skills", wire.Skills, "The team skill library")
-SKILL_ADD = Operation(
-    "skills.add", "POST", "/v1/skills", TeamSkill, "Add a skill (its SKILL.md) to the team library", wire.AddSkill,
-    member=True, max_body=wire.MAX_SKILL_BODY_BYTES,
-)
-SKILL_SET = Operation(
-    "skills.set", "POST", "/v1/skills/set", SkillSetView, "A member's skill set: weights, tracks, last use",
-    wire.SkillSetQuery, member=True,
-)
-SKILL_SEARCH = Operation(
-    "skills.search", "POST", "/v1/skills/search", wire.SkillMatches, "Team skills matching a query",
-    wire.SearchSkills, member=True,
-)
-SKILL_REBUILD = Operation(
-    "skills.rebuild", "POST", "/v1/skills/rebuild", SkillRebuild,
-    "Recompute every skill weight from the event log and compare it with the live state", wire.NoBody,
-)
-SKILL_READ = Operation(
-    "skills.read", "POST", "/v1/skills/{skill}/read", TeamSkill,
-    "A team skill's body (read in a member session, it is recorded and becomes a use)", wire.NoBody, member=True,
-)
-SKILL_GIVE = Operation(
-    "skills.give", "POST", "/v1/skills/{skill}/give", SkillSetView, "Sync a team skill into a member's set",
-    wire.GiveSkill,
-)
-SKILL_RECLAIM = Operation(
-    "skills.reclaim", "POST", "/v1/skills/{skill}/reclaim", SkillSetView,
-    "Take a team skill (back) into a member's set", wire.Whose, member=True,
-)
-SKILL_CHOOSE = Operation(
-    "skills.choose", "POST", "/v1/members/{member}/skills/choose", wire.ChosenSkills,
-    "The skills a member's session on a task would get", wire.ChooseSkills,
-)
-PROPOSE = Operation(
-    "principles.propose", "POST", "/v1/principles", Principle, "Propose a principle candidate", wire.Propose,
-    member=True,
-)
-PRINCIPLES = Operation(
-    "principles.list", "POST", "/v1/principles/list", wire.Principles, "Principles, oldest first",
-    wire.ListPrinciples, member=True,
-)
-PRINCIPLE_APPROVE = Operation(
-    "principles.approve", "POST", "/v1/principles/{principle}/approve", Principle, "Approve a candidate",
-    wire.Decide,
-)
-PRINCIPLE_REJECT = Operation(
-    "principles.reject", "POST", "/v1/principles/{principle}/reject", Principle, "Reject a candidate", wire.Reject,
-)
-ENGAGE = Operation(
-    "engagement.engage", "POST", "/v1/engagement", EngagementState, "Switch a member's engagement explicitly",
-    wire.Engage, member=True,
-)
-RELEASE = Operation(
-    "engagement.release", "POST", "/v1/engagement/release", EngagementState,
-    "Release an explicit switch: rules and the judge decide again", wire.Whose, member=True,
-)
-ENGAGEMENT = Operation(
-    "engagement.show", "POST", "/v1/engagement/show", wire.EngagementOf, "A member's engagement state", wire.Whose,
-    member=True,
-)
-QUESTIONS = Operation(
-    "engagement.questions", "POST", "/v1/engagement/questions", wire.Questions,
-    "The owner's questions: sessions whose engagement the judge could not decide", wire.QuestionsQuery,
-)
-ANSWER = Operation(
-    "engagement.answer", "POST", "/v1/engagement/questions/{question}/answer", EngagementState,
-    "Answer a question: the member's engagement becomes this", wire.AnswerQuestion,
-)
-EVOLUTION_LOG = Operation(
-    "evolution.log", "POST", "/v1/evolution/log", wire.EvolutionLog, "A member's evolution changes, oldest first",
-    wire.LogQuery, member=True,
-)
-ROLLBACK = Operation(
-    "evolution.rollback", "POST", "/v1/evolution/changes/{change}/rollback", EvolutionChange,
-    "Undo a change by writing a compensating one", wire.Rollback,
-)
-WEEKLY_REPORT = Operation(
-    "reports.weekly", "POST", "/v1/reports/weekly", WeeklyReport, "The weekly evolution report", wire.WeekQuery
-)
 
 LEGACY: tuple[Operation, ...] = (
-    EXPORT, IMPORT, PROGRESS, CORRECT, SKILLS, SKILL_ADD, SKILL_SET, SKILL_SEARCH, SKILL_REBUILD, SKILL_READ,
-    SKILL_GIVE, SKILL_RECLAIM, SKILL_CHOOSE, PROPOSE, PRINCIPLES, PRINCIPLE_APPROVE, PRINCIPLE_REJECT, ENGAGE, RELEASE,
-    ENGAGEMENT, QUESTIONS, ANSWER, EVOLUTION_LOG, ROLLBACK, WEEKLY_REPORT,
+    EXPORT, IMPORT, PROGRESS, CORRECT,
 )
 
 # Served beside the table: the event stream (text/event-stream) and the document describing the API.

@@ -119,23 +119,29 @@ class Transport:
             raise self._unreachable(error) from None
         return decode_answer(op, response.status_code, response.content)
 
-    def send(self, encoded: Encoded, reply: type[Any], *, timeout: float | None = None) -> Any:
+    def send(
+        self, encoded: Encoded, reply: type[Any], *, timeout: float | None = None, headers: dict[str, str] | None = None
+    ) -> Any:
         """Send one declared operation's request; its reply struct, or the typed error it answered."""
         try:
             response = self._client.request(
                 encoded.method, encoded.path, params=encoded.query or None, content=encoded.body,
-                headers=_JSON_BODY if encoded.body is not None else None, timeout=_timeout(timeout),
+                headers={**(headers or {}), **(_JSON_BODY if encoded.body is not None else {})},
+                timeout=_timeout(timeout),
             )
         except httpx.TransportError as error:
             raise self._unreachable(error) from None
         return decode_reply(reply, response.status_code, response.content)
 
-    async def asend(self, encoded: Encoded, reply: type[Any], *, timeout: float | None = None) -> Any:
+    async def asend(
+        self, encoded: Encoded, reply: type[Any], *, timeout: float | None = None, headers: dict[str, str] | None = None
+    ) -> Any:
         """`send` for asyncio hosts."""
         try:
             response = await self._async_client().request(
                 encoded.method, encoded.path, params=encoded.query or None, content=encoded.body,
-                headers=_JSON_BODY if encoded.body is not None else None, timeout=_timeout(timeout),
+                headers={**(headers or {}), **(_JSON_BODY if encoded.body is not None else {})},
+                timeout=_timeout(timeout),
             )
         except httpx.TransportError as error:
             raise self._unreachable(error) from None

@@ -17,63 +17,35 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from resident.messages.bounds import Name, Named, Note, RecordRef, Text
-from resident.messages.engagement import Domain, EngagementQuestion, EngagementState
-from resident.messages.evolution import EvolutionChange
+from resident.messages.bounds import Name, Named, Note, RecordRef
 from resident.messages.memory import Kind, ReplicationState, Scope
 from resident.messages.outcomes import ErrorBody, ErrorDetail, ItemOutcome, RememberedMany
-from resident.messages.principles import Principle, PrincipleState
-from resident.messages.skills import MAX_SEARCH, PROJECTED_SKILLS, ChosenSkill, SkillMatch, TeamSkill, Track
 
 __all__ = [
     "API_EVENTS",
     "GRANT_HEADER",
     "MAX_BODY_BYTES",
     "MAX_IMPORT_BODY_BYTES",
-    "MAX_SKILL_BODY_BYTES",
     "READ_TIMEOUT",
     "ActorEvent",
-    "AddSkill",
-    "AnswerQuestion",
     "ApiEvent",
-    "ChooseSkills",
-    "ChosenSkills",
     "Correct",
-    "Decide",
-    "Engage",
-    "EngagementOf",
     "ErrorBody",
     "ErrorDetail",
-    "EvolutionLog",
-    "GiveSkill",
     "ImportMember",
     "Imported",
     "ItemOutcome",
-    "ListPrinciples",
-    "LogQuery",
     "MemorySwitchedEvent",
     "NoBody",
-    "Principles",
     "ProgressEvent",
-    "Propose",
-    "Questions",
-    "QuestionsQuery",
     "RecordAdmittedEvent",
     "RecordLifecycleEvent",
     "RecordWithheldEvent",
-    "Reject",
     "RememberedMany",
     "ReplicationAttemptEvent",
     "ReplicationSyncedEvent",
-    "Rollback",
     "RuntimeStoppedEvent",
-    "SearchSkills",
-    "SkillMatches",
-    "SkillSetQuery",
-    "Skills",
     "StreamGapEvent",
-    "WeekQuery",
-    "Whose",
 ]
 
 # A remember of the longest text (16,000 characters), every one escaped as \\uXXXX, fits.
@@ -81,8 +53,6 @@ MAX_BODY_BYTES = 256 * 1024
 # A member import carries the export file itself (base64 in JSON: 4 bytes for every 3), up to the
 # size an import accepts from a file (`resident.memory.portability.MAX_EXPORT_BYTES`, 256 MiB).
 MAX_IMPORT_BODY_BYTES = (256 * 1024 * 1024) * 4 // 3 + 64 * 1024
-# A skill's SKILL.md travels the same way, up to the 256 KiB a skill file may hold.
-MAX_SKILL_BODY_BYTES = (256 * 1024) * 4 // 3 + 64 * 1024
 # A whole request arrives within this many seconds (by default; `resident up --read-timeout`) or is answered 408.
 READ_TIMEOUT = 10.0
 # A member session presents its grant token in this header, besides the home's token; the server
@@ -124,93 +94,6 @@ class ImportMember(_Request, frozen=True):
     world: Named | None = None
 
 
-class Whose(_Request, frozen=True):
-    """A call about one member: the one named, or (for a member session) its own when left out."""
-
-    member: Named | None = None
-
-
-class AddSkill(_Request, frozen=True):
-    """A skill folder's SKILL.md (its bytes) and the folder's name, which must be the skill's name."""
-
-    folder: Named
-    data: bytes
-    derived_from: Named | None = None
-
-
-class SkillSetQuery(Whose, frozen=True, kw_only=True):
-    include_left: bool = False
-
-
-class GiveSkill(_Request, frozen=True):
-    member: Named
-    weight: Annotated[float, msgspec.Meta(ge=0.0, le=1_000.0)] = 1.0
-    track: Track = "sessions"
-
-
-class SearchSkills(_Request, frozen=True):
-    query: Text
-    limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_SEARCH)] = 20
-
-
-class ChooseSkills(_Request, frozen=True):
-    task: Text
-    limit: Annotated[int, msgspec.Meta(ge=1, le=PROJECTED_SKILLS)] = PROJECTED_SKILLS
-
-
-class Propose(Whose, frozen=True, kw_only=True):
-    text: Text
-    basis: Text
-
-
-class ListPrinciples(Whose, frozen=True, kw_only=True):
-    state: PrincipleState | None = None
-
-
-class Decide(_Request, frozen=True):
-    """Approve a principle candidate, with an optional reason."""
-
-    reason: Note = ""
-
-
-class Reject(_Request, frozen=True):
-    """Reject a principle candidate, saying why."""
-
-    reason: Note
-
-
-class Engage(Whose, frozen=True, kw_only=True):
-    """An explicit switch of a member's engagement (at least one field)."""
-
-    domain: Domain | None = None
-    project: Named | None = None
-    counterpart: Named | None = None
-    activity: Note | None = None
-
-
-class QuestionsQuery(_Request, frozen=True):
-    include_answered: bool = False
-
-
-class AnswerQuestion(_Request, frozen=True):
-    domain: Domain | None = None
-    project: Named | None = None
-
-
-class LogQuery(Whose, frozen=True, kw_only=True):
-    last: Annotated[int, msgspec.Meta(ge=1)] | None = None
-
-
-class Rollback(_Request, frozen=True):
-    reason: Note = ""
-
-
-class WeekQuery(_Request, frozen=True):
-    """An ISO week like 2026-W49 (UTC); this week when left out."""
-
-    week: Annotated[str, msgspec.Meta(max_length=20)] | None = None
-
-
 # -- answers -------------------------------------------------------------------------------------
 
 
@@ -222,39 +105,6 @@ class Imported(_Answer, frozen=True):
     skipped: int
     joined: bool
     sessions: int = 0
-
-
-class Skills(_Answer, frozen=True):
-    skills: tuple[TeamSkill, ...]
-
-
-class SkillMatches(_Answer, frozen=True):
-    query: str
-    matches: tuple[SkillMatch, ...]
-
-
-class ChosenSkills(_Answer, frozen=True):
-    member: str
-    task: str
-    skills: tuple[ChosenSkill, ...]
-
-
-class Principles(_Answer, frozen=True):
-    principles: tuple[Principle, ...]
-
-
-class EngagementOf(_Answer, frozen=True):
-    member: str
-    state: EngagementState | None
-
-
-class Questions(_Answer, frozen=True):
-    questions: tuple[EngagementQuestion, ...]
-
-
-class EvolutionLog(_Answer, frozen=True):
-    member: str
-    changes: tuple[EvolutionChange, ...]
 
 
 # -- the event stream ----------------------------------------------------------------------------

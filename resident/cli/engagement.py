@@ -6,11 +6,18 @@ from datetime import UTC, datetime
 
 import click
 
-from resident.api import routes, wire
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
 from resident.cli.target import runtime_for
 from resident.errors import InvalidInput
 from resident.messages.engagement import EngagementState
+from resident.messages.engagement_calls import (
+    AnswerQuestion,
+    EngagementQuery,
+    EngageRequest,
+    QuestionsQuery,
+    ReleaseRequest,
+)
+from resident.operations import engagement as ops
 
 __all__ = ["COMMANDS"]
 
@@ -56,13 +63,13 @@ def engage(
         raise InvalidInput("say what to switch to: --domain, --project, --counterpart or --activity (or --auto)")
     with runtime_for(state) as runtime:
         if release:
-            result = runtime.call(routes.RELEASE, wire.Whose(member=member))
+            result = runtime.run(ops.RELEASE, ReleaseRequest(member))
         else:
-            switch = wire.Engage(
-                member=member, domain=domain, project=project, counterpart=counterpart,  # type: ignore[arg-type]
+            switch = EngageRequest(
+                member, domain=domain, project=project, counterpart=counterpart,  # type: ignore[arg-type]
                 activity=activity,
             )
-            result = runtime.call(routes.ENGAGE, switch)
+            result = runtime.run(ops.ENGAGE, switch)
     if as_json:
         emit_json(result)
     else:
@@ -81,7 +88,7 @@ def engagement() -> None:
 def show(state: CliState, member: str | None, as_json: bool) -> None:
     """MEMBER's engagement state (a member session: its own)."""
     with runtime_for(state) as runtime:
-        shown = runtime.call(routes.ENGAGEMENT, wire.Whose(member=member))
+        shown = runtime.run(ops.STATE, EngagementQuery(member))
     if as_json:
         emit_json({"member": shown.member, "state": shown.state})
     else:
@@ -95,7 +102,7 @@ def show(state: CliState, member: str | None, as_json: bool) -> None:
 def questions(state: CliState, include_answered: bool, as_json: bool) -> None:
     """The owner's open questions: sessions whose engagement the judge could not decide."""
     with runtime_for(state) as runtime:
-        found = runtime.call(routes.QUESTIONS, wire.QuestionsQuery(include_answered=include_answered)).questions
+        found = runtime.run(ops.QUESTIONS, QuestionsQuery(include_answered=include_answered)).questions
     if as_json:
         emit_json({"questions": found})
         return
@@ -126,8 +133,8 @@ def questions(state: CliState, include_answered: bool, as_json: bool) -> None:
 def answer(state: CliState, question_id: str, domain: str | None, project: str | None, as_json: bool) -> None:
     """Answer question ID: the member's engagement becomes this, and its judge learns from it."""
     with runtime_for(state) as runtime:
-        reply = wire.AnswerQuestion(domain=domain, project=project)  # type: ignore[arg-type]  # a DOMAIN choice
-        result = runtime.call(routes.ANSWER, reply, question=question_id)
+        reply = AnswerQuestion(question_id, domain=domain, project=project)  # type: ignore[arg-type]  # a DOMAIN choice
+        result = runtime.run(ops.ANSWER, reply)
     if as_json:
         emit_json(result)
     else:

@@ -6,10 +6,11 @@ from datetime import UTC, datetime
 
 import click
 
-from resident.api import routes, wire
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
 from resident.cli.target import runtime_for
 from resident.messages.evolution import WeeklyReport
+from resident.messages.evolution_calls import LogQuery, RollbackRequest, WeekQuery
+from resident.operations import evolution as ops
 
 __all__ = ["COMMANDS"]
 
@@ -35,7 +36,7 @@ def evolution() -> None:
 def log(state: CliState, member: str | None, last: int | None, as_json: bool) -> None:
     """MEMBER's evolution changes, oldest first (a member session: its own)."""
     with runtime_for(state) as runtime:
-        found = runtime.call(routes.EVOLUTION_LOG, wire.LogQuery(member=member, last=last))
+        found = runtime.run(ops.LOG, LogQuery(member, limit=last))
     name, changes = found.member, found.changes
     if as_json:
         emit_json({"member": name, "changes": changes})
@@ -58,7 +59,7 @@ def log(state: CliState, member: str | None, last: int | None, as_json: bool) ->
 def rollback(state: CliState, change_id: str, reason: str, as_json: bool) -> None:
     """Undo change ID (like deven@12) by writing a compensating change; the original stays, marked."""
     with runtime_for(state) as runtime:
-        undone = runtime.call(routes.ROLLBACK, wire.Rollback(reason=reason), change=change_id)
+        undone = runtime.run(ops.ROLLBACK, RollbackRequest(change_id, reason=reason))
     if as_json:
         emit_json(undone)
     else:
@@ -96,7 +97,7 @@ def weekly(state: CliState, week: str | None, as_json: bool) -> None:
     """Per member for one week: sessions, skill uses, forgotten (or would-be, in a first month's dry
     run), reclaims, and principle candidates awaiting approval."""
     with runtime_for(state) as runtime:
-        result = runtime.call(routes.WEEKLY_REPORT, wire.WeekQuery(week=week))
+        result = runtime.run(ops.REPORT, WeekQuery(week))
     if as_json:
         emit_json(result)
     else:

@@ -181,7 +181,7 @@ def backup(state: CliState, dest: Path, as_json: bool) -> None:
     """
     with runtime_for(state, create=False) as runtime:
         # The runtime writes the copy, perhaps in another process: it gets the path whole.
-        manifest = runtime.run(home_ops.BACKUP, BackupRequest(str(dest.absolute())))
+        manifest = runtime.run(home_ops.BACKUP, BackupRequest(dest.absolute()))
     if as_json:
         emit_json({"backup": str(dest), "manifest": manifest})
     else:

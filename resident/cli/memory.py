@@ -9,8 +9,8 @@ import click
 from click.core import ParameterSource
 
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, read_text_argument, stdout
+from resident.cli.options import field_options
 from resident.cli.target import runtime_for
-from resident.messages.bounds import MAX_CHAR_BUDGET
 from resident.messages.memory import PROVIDERS, Activation, MemoryRecord, MemoryStatus, Receipt
 from resident.messages.memory_calls import (
     EnableMemory,
@@ -35,7 +35,8 @@ class _ScopeChoice(click.Choice[str]):
         return result
 
 
-KIND_CHOICES = click.Choice(["world", "experience", "observation"])
+# `remember`'s options that are fields of its request, as they are listed.
+_REMEMBER_FIELDS = ("scope", "counterpart", "world", "kind", "summary", "supersedes", "canonical", "importance")
 # APP_PRIVATE and WORKSPACE_PRIVATE banks belong to apps (`rt.apps`); members never write them.
 MEMBER_SCOPES = _ScopeChoice(["AGENT_CORE", "AGENT_DYADIC", "WORLD_SHARED"])
 
@@ -207,7 +208,7 @@ def show(state: CliState, record_id: str, member: str, as_json: bool) -> None:
 @memory.command()
 @click.argument("record_id", metavar="ID", type=UTF8)
 @click.option("--as", "member", type=UTF8, required=True, metavar="MEMBER", help="The member whose record it is.")
-@click.option("--reason", type=UTF8, default="", help="Why it is retracted (kept with the event).")
+@field_options(ForgetRequest, ("reason",))
 @json_option
 @pass_state
 def forget(state: CliState, record_id: str, member: str, reason: str, as_json: bool) -> None:
@@ -226,29 +227,10 @@ def forget(state: CliState, record_id: str, member: str, reason: str, as_json: b
 @click.command()
 @click.argument("member", type=UTF8)
 @click.argument("text", type=UTF8, required=False)
-@click.option(
-    "--scope",
-    type=MEMBER_SCOPES,
-    default="AGENT_CORE",
-    show_default=True,
-    help="AGENT_CORE: the member's own; AGENT_DYADIC: about one --counterpart; WORLD_SHARED: for its --world.",
-)
-@click.option("--counterpart", type=UTF8, metavar="NAME", help="Whom an AGENT_DYADIC memory is about.")
-@click.option("--world", type=UTF8, metavar="NAME", help="The world of a WORLD_SHARED memory (one of MEMBER's).")
-@click.option(
-    "--kind",
-    type=KIND_CHOICES,
-    default="experience",
-    show_default=True,
-    help="world: a fact; experience: what MEMBER did or lived; observation: a belief drawn from records.",
-)
-@click.option("--summary", type=UTF8, help="A short summary (default: the first line of TEXT).")
-@click.option(
-    "--supersedes", type=UTF8, metavar="ID", help="The record this one replaces (it is kept, marked superseded)."
-)
-@click.option("--canonical", is_flag=True, help="Ask Realm to treat this memory as canonical.")
-@click.option(
-    "--importance", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Weight in recall, 0 to 1."
+@field_options(
+    RememberRequest, _REMEMBER_FIELDS,
+    # APP_PRIVATE and WORKSPACE_PRIVATE banks belong to apps; any case is taken (`agent_core`).
+    kinds={"scope": MEMBER_SCOPES},
 )
 @click.option("--domain", type=click.Choice(["work", "personal"]), help="Recall it only in this domain.")
 @click.option("--project", type=UTF8, help="Recall it only in this project.")
@@ -303,7 +285,7 @@ def remember(
         text=read_text_argument(text),
         scope=scope,  # type: ignore[arg-type]  # one of MEMBER_SCOPES
         summary=summary,
-        kind=kind,  # type: ignore[arg-type]  # one of KIND_CHOICES
+        kind=kind,  # type: ignore[arg-type]  # one of the field's choices
         counterpart=counterpart,
         world=world,
         importance=importance,
@@ -319,9 +301,7 @@ def remember(
         stdout.line(f"{receipt.id} {receipt.replication}")
 
 
-_REMEMBER_OPTIONS = (
-    "scope", "counterpart", "world", "kind", "summary", "supersedes", "canonical", "importance", "domain", "project",
-)
+_REMEMBER_OPTIONS = (*_REMEMBER_FIELDS, "domain", "project")
 
 
 def _remember_lines(ctx: click.Context, state: CliState, member: str, source: str, as_json: bool) -> None:
@@ -364,14 +344,7 @@ def _remember_lines(ctx: click.Context, state: CliState, member: str, source: st
 @click.command()
 @click.argument("member", type=UTF8)
 @click.argument("query", type=UTF8)
-@click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True, help="At most this many results.")
-@click.option(
-    "--budget",
-    type=click.IntRange(1, MAX_CHAR_BUDGET),
-    default=8_000,
-    show_default=True,
-    help="At most this many characters of memory text in all results together.",
-)
+@field_options(RecallRequest, ("k", "char_budget"), flags={"k": "-k", "char_budget": "--budget"})
 @click.option("--domain", type=click.Choice(["work", "personal"]), help="Engagement domain (narrows recall).")
 @click.option("--project", type=UTF8, help="Engagement project (narrows recall).")
 @json_option
@@ -381,7 +354,7 @@ def recall(
     member: str,
     query: str,
     k: int,
-    budget: int,
+    char_budget: int,
     domain: str | None,
     project: str | None,
     as_json: bool,
@@ -395,7 +368,7 @@ def recall(
     """
     text = read_text_argument(query)
     request = RecallRequest(
-        query=text, k=k, char_budget=budget,
+        query=text, k=k, char_budget=char_budget,
         activation=Activation(domain=domain, project=project),  # type: ignore[arg-type]  # a DOMAIN choice
     )
     with runtime_for(state, create=False) as runtime:

@@ -6,10 +6,11 @@ from datetime import UTC, datetime
 
 import click
 
-from resident.api import routes, wire
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
 from resident.cli.target import runtime_for
 from resident.messages.principles import Principle
+from resident.messages.principles_calls import DecidePrinciple, ListPrinciples, ProposePrinciple, RejectPrinciple
+from resident.operations import principles as ops
 
 __all__ = ["COMMANDS"]
 
@@ -42,7 +43,7 @@ def principles() -> None:
 def propose(state: CliState, text: str, basis: str, member: str | None, as_json: bool) -> None:
     """Propose TEXT as a principle candidate, with its --basis."""
     with runtime_for(state) as runtime:
-        principle = runtime.call(routes.PROPOSE, wire.Propose(member=member, text=text, basis=basis))
+        principle = runtime.run(ops.PROPOSE, ProposePrinciple(member, text, basis=basis))
     _done(principle, as_json)
 
 
@@ -54,8 +55,8 @@ def propose(state: CliState, text: str, basis: str, member: str | None, as_json:
 def list_command(state: CliState, member: str | None, wanted: str | None, as_json: bool) -> None:
     """Principles, oldest first, with their state."""
     with runtime_for(state) as runtime:
-        query = wire.ListPrinciples(member=member, state=wanted)  # type: ignore[arg-type]  # a --state choice
-        found = runtime.call(routes.PRINCIPLES, query).principles
+        query = ListPrinciples(member=member, state=wanted)  # type: ignore[arg-type]  # a --state choice
+        found = runtime.run(ops.LIST, query).principles
     if as_json:
         emit_json({"principles": found})
         return
@@ -74,7 +75,7 @@ def list_command(state: CliState, member: str | None, wanted: str | None, as_jso
 def approve(state: CliState, principle_id: str, reason: str, as_json: bool) -> None:
     """Approve candidate ID (the owner only): it becomes one of its member's principles."""
     with runtime_for(state) as runtime:
-        principle = runtime.call(routes.PRINCIPLE_APPROVE, wire.Decide(reason=reason), principle=principle_id)
+        principle = runtime.run(ops.APPROVE, DecidePrinciple(principle_id, reason=reason))
     _done(principle, as_json)
 
 
@@ -86,7 +87,7 @@ def approve(state: CliState, principle_id: str, reason: str, as_json: bool) -> N
 def reject(state: CliState, principle_id: str, reason: str, as_json: bool) -> None:
     """Reject candidate ID (the owner only), saying why."""
     with runtime_for(state) as runtime:
-        principle = runtime.call(routes.PRINCIPLE_REJECT, wire.Reject(reason=reason), principle=principle_id)
+        principle = runtime.run(ops.REJECT, RejectPrinciple(principle_id, reason=reason))
     _done(principle, as_json)
 
 

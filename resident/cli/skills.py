@@ -8,11 +8,22 @@ from pathlib import Path
 
 import click
 
-from resident.api import routes, wire
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
 from resident.cli.target import runtime_for
 from resident.errors import StateDiverged
 from resident.messages.skills import MAX_SEARCH, PROJECTED_SKILLS, SkillSetView
+from resident.messages.skills_calls import (
+    AddSkillFile,
+    ChooseSkillsRequest,
+    GiveSkillRequest,
+    LibraryQuery,
+    ReadSkillRequest,
+    RebuildSkills,
+    ReclaimSkillRequest,
+    SearchSkillsRequest,
+    SkillSetQuery,
+)
+from resident.operations import skills as ops
 from resident.runtime.caller import presented_token
 
 __all__ = ["COMMANDS"]
@@ -70,7 +81,7 @@ def add_command(state: CliState, path: Path, derived_from: str | None, as_json: 
 
     with runtime_for(state) as runtime:
         folder, data = read_skill_file(path)
-        skill = runtime.call(routes.SKILL_ADD, wire.AddSkill(folder=folder, data=data, derived_from=derived_from))
+        skill = runtime.run(ops.ADD, AddSkillFile(folder, data, derived_from=derived_from))
     if as_json:
         emit_json(skill)
     else:
@@ -92,9 +103,9 @@ def list_command(state: CliState, member: str | None, include_left: bool, as_jso
     library = member is None and presented_token(os.environ) is None
     with runtime_for(state) as runtime:
         if library:
-            skills_found = runtime.call(routes.SKILLS).skills
+            skills_found = runtime.run(ops.LIBRARY, LibraryQuery()).skills
         else:
-            view = runtime.call(routes.SKILL_SET, wire.SkillSetQuery(member=member, include_left=include_left))
+            view = runtime.run(ops.SET, SkillSetQuery(member, include_left=include_left))
     if library:
         if as_json:
             emit_json({"skills": skills_found})
@@ -122,8 +133,8 @@ def list_command(state: CliState, member: str | None, include_left: bool, as_jso
 def give(state: CliState, skill: str, member: str, weight: float, track: str, as_json: bool) -> None:
     """Sync team skill SKILL into MEMBER's set with an initial weight (the owner's call)."""
     with runtime_for(state) as runtime:
-        view = runtime.call(
-            routes.SKILL_GIVE, wire.GiveSkill(member=member, weight=weight, track=track), skill=skill  # type: ignore[arg-type]
+        view = runtime.run(
+            ops.GIVE, GiveSkillRequest(skill, member, weight=weight, track=track)  # type: ignore[arg-type]  # a --track choice
         )
     if as_json:
         emit_json(view)
@@ -139,7 +150,7 @@ def give(state: CliState, skill: str, member: str, weight: float, track: str, as
 def reclaim(state: CliState, skill: str, member: str | None, as_json: bool) -> None:
     """Take team skill SKILL (back) into a member's set: no approval; an event in the weekly report."""
     with runtime_for(state) as runtime:
-        view = runtime.call(routes.SKILL_RECLAIM, wire.Whose(member=member), skill=skill)
+        view = runtime.run(ops.RECLAIM, ReclaimSkillRequest(skill, member))
     if as_json:
         emit_json(view)
     else:
@@ -156,7 +167,7 @@ def read(state: CliState, skill: str, as_json: bool) -> None:
     Being projected into a session is never a use; reading the body is.
     """
     with runtime_for(state) as runtime:
-        found = runtime.call(routes.SKILL_READ, wire.NoBody(), skill=skill)
+        found = runtime.run(ops.READ, ReadSkillRequest(skill))
     if as_json:
         emit_json(found)
     else:
@@ -172,7 +183,7 @@ def read(state: CliState, skill: str, as_json: bool) -> None:
 def search(state: CliState, query: str, limit: int, as_json: bool) -> None:
     """Team skills matching QUERY by name and description, best first."""
     with runtime_for(state) as runtime:
-        matches = runtime.call(routes.SKILL_SEARCH, wire.SearchSkills(query=query, limit=limit)).matches
+        matches = runtime.run(ops.SEARCH, SearchSkillsRequest(query, limit=limit)).matches
     if as_json:
         emit_json({"query": query, "matches": matches})
         return
@@ -193,7 +204,7 @@ def search(state: CliState, query: str, limit: int, as_json: bool) -> None:
 def choose(state: CliState, member: str, task: str, limit: int, as_json: bool) -> None:
     """The skills MEMBER's session on TASK would get: relevance first, weight second (at most 10)."""
     with runtime_for(state) as runtime:
-        chosen = runtime.call(routes.SKILL_CHOOSE, wire.ChooseSkills(task=task, limit=limit), member=member).skills
+        chosen = runtime.run(ops.CHOOSE, ChooseSkillsRequest(member, task, limit=limit)).skills
     if as_json:
         emit_json({"member": member, "task": task, "skills": chosen})
         return
@@ -211,7 +222,7 @@ def rebuild(state: CliState, as_json: bool) -> None:
     its events (restore the home from a backup then).
     """
     with runtime_for(state) as runtime:
-        result = runtime.call(routes.SKILL_REBUILD, wire.NoBody())
+        result = runtime.run(ops.REBUILD, RebuildSkills())
     if result.differences:
         shown = "; ".join(result.differences[:5])
         raise StateDiverged(f"{len(result.differences)} skill holdings differ from their events: {shown}")

@@ -7,12 +7,15 @@ keeps what a request may carry finite and is written into `/openapi.json` beside
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import msgspec
 
-__all__ = ["MAX_CHAR_BUDGET", "MAX_RECALL_K", "Budget", "Name", "Named", "Note", "RecallK", "RecordRef", "Seconds",
-           "Text", "Timestamp", "Unit"]
+__all__ = [
+    "MAX_CHAR_BUDGET", "MAX_RECALL_K", "Budget", "FilePath", "Name", "Named", "Note", "RecallK", "RecordRef",
+    "Seconds", "Text", "Timestamp", "Unit",
+]
 
 # Recall answers at most this many hits, within at most this many characters of memory text.
 MAX_RECALL_K = 100
@@ -28,7 +31,10 @@ Note = Annotated[str, msgspec.Meta(max_length=4_000)]
 Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 # Seconds since the epoch, up to the year 5138: enough for any real timestamp, no inf.
 Timestamp = Annotated[float, msgspec.Meta(ge=0.0, le=1e11)]
-# How long a call may wait for the runtime, in seconds (a day at most).
-Seconds = Annotated[float, msgspec.Meta(gt=0.0, le=86_400.0)]
+# How long a call may wait for the runtime, in seconds: from one (an actor answers a plain question well within
+# it; less would only turn a healthy runtime's answer into a timeout) to a day.
+Seconds = Annotated[float, msgspec.Meta(ge=1.0, le=86_400.0)]
 RecallK = Annotated[int, msgspec.Meta(ge=1, le=MAX_RECALL_K)]
 Budget = Annotated[int, msgspec.Meta(ge=1, le=MAX_CHAR_BUDGET)]
+# A path on the runtime's machine: a `Path` in Python, text on the wire (`resident.operations.wire` converts it).
+FilePath = Path

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from resident.messages.bounds import RecordRef, Seconds
+from resident.messages.bounds import FilePath, RecordRef, Seconds
 from resident.messages.memory import MemoryStatus
 from resident.messages.supervision import SupervisorStatistics
 
@@ -71,7 +71,7 @@ class BackupRequest(_Request, frozen=True):
     """A consistent, compacted copy of the home in `dest` (over the API: an absolute path on the runtime's
     machine), with a checksummed manifest."""
 
-    dest: Annotated[str, msgspec.Meta(min_length=1, max_length=4_096)]
+    dest: FilePath
 
 
 class _ReplicationNamed(_Request, frozen=True):

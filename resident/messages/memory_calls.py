@@ -22,11 +22,11 @@ __all__ = [
     "ForgetRequest",
     "Forgotten",
     "GetRequest",
+    "Indexed",
     "MemberInfo",
     "Members",
     "MembersQuery",
     "MemorySwitch",
-    "NoAnswer",
     "NoOptions",
     "RecallHits",
     "RecallRequest",
@@ -43,6 +43,11 @@ __all__ = [
 MAX_REMEMBER_ITEMS = 10_000
 # ... and its body holds at most this much (the CLI's `remember --jsonl` reads no more from its file).
 MAX_REMEMBER_MANY_BODY_BYTES = 64 * 1024 * 1024
+
+
+def _about(description: str, metavar: str | None = None) -> msgspec.Meta:
+    """A field's description (its help on the command line and in /openapi.json), and its metavar there."""
+    return msgspec.Meta(description=description, extra={"metavar": metavar} if metavar else {})
 
 
 class _Request(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -74,8 +79,11 @@ class WaitIndexed(_Request, frozen=True):
     timeout: Seconds = 30.0
 
 
-class NoAnswer(msgspec.Struct, frozen=True):
-    """An operation that answers nothing but that it is done."""
+class Indexed(msgspec.Struct, frozen=True, kw_only=True):
+    """Whether every committed change was indexed in time, and why not when it was not."""
+
+    done: bool
+    reason: str = ""
 
 
 class VectorsReady(msgspec.Struct, frozen=True, kw_only=True):
@@ -99,16 +107,22 @@ class RememberRequest(_RememberText, frozen=True, kw_only=True):
     accepts it. `source` says where it comes from ("manual" when left out); a member session's writes come from
     its execution and may not name one."""
 
-    scope: Scope = "AGENT_CORE"
-    summary: Text | None = None
-    kind: Kind = "experience"
-    counterpart: Name | None = None
-    world: Name | None = None
-    importance: Unit = 0.5
-    confidence: Unit = 1.0
+    scope: Annotated[Scope, _about(
+        "AGENT_CORE: the member's own; AGENT_DYADIC: about one counterpart; WORLD_SHARED: for its world."
+    )] = "AGENT_CORE"
+    summary: Annotated[Text | None, _about("A short summary (default: the first line of the text).")] = None
+    kind: Annotated[Kind, _about(
+        "world: a fact; experience: what the member did or lived; observation: a belief drawn from records."
+    )] = "experience"
+    counterpart: Annotated[Name | None, _about("Whom an AGENT_DYADIC memory is about.", "NAME")] = None
+    world: Annotated[Name | None, _about("The world of a WORLD_SHARED memory (one of the member's).", "NAME")] = None
+    importance: Annotated[Unit, _about("Weight in recall, 0 to 1.")] = 0.5
+    confidence: Annotated[Unit, _about("How sure the member is of it, 0 to 1.")] = 1.0
     activation: Activation | None = None
-    supersedes: RecordRef | None = None
-    canonical: bool = False
+    supersedes: Annotated[
+        RecordRef | None, _about("The record this one replaces (it is kept, marked superseded).", "ID")
+    ] = None
+    canonical: Annotated[bool, _about("Ask Realm to treat this memory as canonical.")] = False
     source: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
     occurred_at: Timestamp | None = None
     cites: Annotated[tuple[RecordRef, ...], msgspec.Meta(max_length=100)] = ()
@@ -130,14 +144,16 @@ class RememberManyRequest(_RememberItems, frozen=True, kw_only=True):
 
 class _RecallQuery(_Request, frozen=True):
     query: Text
-    k: RecallK = 10
+    k: Annotated[RecallK, _about("At most this many results.")] = 10
 
 
 class RecallRequest(_RecallQuery, frozen=True, kw_only=True):
     """The member's best-matching served memories: at most `k`, within `char_budget` characters."""
 
     activation: Activation | None = None
-    char_budget: Budget = 8_000
+    char_budget: Annotated[
+        Budget, _about("At most this many characters of memory text in all results together.")
+    ] = 8_000
     include_inactive: bool = False
     timeout: Seconds | None = None
 
@@ -161,7 +177,7 @@ class GetRequest(_RecordNamed, frozen=True, kw_only=True):
 class ForgetRequest(_RecordNamed, frozen=True, kw_only=True):
     """Retract a record: it stays stored, marked retracted, and is no longer recalled."""
 
-    reason: Note = ""
+    reason: Annotated[Note, _about("Why it is retracted (kept with the event).")] = ""
     timeout: Seconds | None = None
 
 

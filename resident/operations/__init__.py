@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from resident.operations import apps, home, memory, replication
+from resident.operations import apps, engagement, evolution, home, memory, principles, replication, skills
 from resident.operations.declaration import Access, Operation, Route, declare
 
 __all__ = ["DECLARED", "Access", "Operation", "Route", "declare"]
 
 # Every operation declared this way, capability by capability, in the order the API lists them.
 DECLARED: tuple[Operation[Any, Any, Any], ...] = (
-    *home.OPERATIONS, *memory.OPERATIONS, *replication.OPERATIONS, *apps.OPERATIONS,
+    *home.OPERATIONS, *memory.OPERATIONS, *replication.OPERATIONS, *apps.OPERATIONS, *principles.OPERATIONS,
+    *skills.OPERATIONS, *engagement.OPERATIONS, *evolution.OPERATIONS,
 )

@@ -124,12 +124,13 @@ class Operation(Generic[P, Reply, Out]):
     @cached_property
     def path_fields(self) -> tuple[str, ...]:
         """The request fields the route carries in its path (the bound member is not one)."""
-        return tuple(name for name in self.route.segments if name != "member")
+        return tuple(name for name in self.route.segments if name != "member" or not self.binds_member)
 
-    @property
+    @cached_property
     def binds_member(self) -> bool:
-        """Whether the operation is called on a member's surface (its path names `{member}`)."""
-        return "member" in self.route.segments
+        """Whether the operation is called on a member's surface: its path names `{member}` and its request
+        holds no field of that name (where it does, the segment is that field)."""
+        return "member" in self.route.segments and "member" not in self.request_type.__struct_fields__
 
     def finish(self, reply: Reply) -> Out:
         """What the facade returns for `reply`."""
@@ -185,7 +186,7 @@ def declare(
     if not (isinstance(request, type) and issubclass(request, msgspec.Struct)):
         raise TypeError(f"{name}: the request must be a msgspec Struct class")
     fields = set(msgspec.structs.fields(request) and (f.name for f in msgspec.structs.fields(request)))
-    missing = [segment for segment in route.segments if segment != "member" and segment not in fields]
+    missing = [segment for segment in route.segments if segment not in fields and segment != "member"]
     if missing:
         raise TypeError(f"{name}: the path names {missing}, which the request {request.__name__} does not hold")
     return Operation(

@@ -36,6 +36,9 @@ class Executor(Protocol):
     async def arun(self, op: Operation[Any, Any, Any], request: Any, member: str | None) -> Any:
         """`run`, awaitable."""
 
+    def with_grant(self, grant: str) -> Executor:
+        """The same runtime, called by the member session whose grant token is `grant`."""
+
 
 class Surface:
     """One facade (`rt.apps`, `rt.member(name)`, ...): operations run through one executor."""

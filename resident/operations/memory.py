@@ -6,7 +6,7 @@ A member session may call a member's memory operations (acting as its own member
 
 from __future__ import annotations
 
-from resident.errors import ResidentError
+from resident.errors import ActorUnavailable, ResidentError
 from resident.messages.memory import MemoryRecord, MemoryStatus, RecallHit, Receipt, Reconciled
 from resident.messages.memory_calls import (
     MAX_REMEMBER_MANY_BODY_BYTES,
@@ -14,11 +14,11 @@ from resident.messages.memory_calls import (
     ForgetRequest,
     Forgotten,
     GetRequest,
+    Indexed,
     MemberInfo,
     Members,
     MembersQuery,
     MemorySwitch,
-    NoAnswer,
     NoOptions,
     RecallHits,
     RecallRequest,
@@ -61,8 +61,14 @@ def _changed(reply: MemorySwitch) -> bool:
     return reply.changed
 
 
-def _nothing(_reply: NoAnswer | Forgotten) -> None:
+def _nothing(_reply: Forgotten) -> None:
     return None
+
+
+def _indexed(reply: Indexed) -> None:
+    # A Python caller hears of a wait that ran out as it always did: the substrate did not answer in time.
+    if not reply.done:
+        raise ActorUnavailable(reply.reason or "the substrate did not take in every change in time")
 
 
 def _ready(reply: VectorsReady) -> bool:
@@ -98,8 +104,8 @@ DISABLE = declare(
     route=Route("POST", "/v1/memory/disable"), service=f"{_SWITCH}:disable", result=_changed,
 )
 WAIT_INDEXED = declare(
-    "memory.wait_indexed", "Wait until every committed change is indexed", WaitIndexed, NoAnswer,
-    route=Route("POST", "/v1/memory/wait-indexed"), service=f"{_SWITCH}:wait_indexed", result=_nothing,
+    "memory.wait_indexed", "Wait until every committed change is indexed", WaitIndexed, Indexed,
+    route=Route("POST", "/v1/memory/wait-indexed"), service=f"{_SWITCH}:wait_indexed", result=_indexed,
 )
 WAIT_VECTORS = declare(
     "memory.wait_vectors", "Wait until every memory has a vector of the current embedder", WaitVectors,

@@ -27,6 +27,7 @@ from resident.supervisor import Address
 if TYPE_CHECKING:
     from resident.runtime.admissions import Admissions
     from resident.runtime.caller import Caller
+    from resident.runtime.engagement import Judging
 
 __all__ = ["Call", "Context"]
 
@@ -63,6 +64,12 @@ class Context:
     check_open: Callable[[], None]
     # A snapshot of every supervised actor.
     statistics: Callable[[], SupervisorStatistics]
+    # The team skill library's search index.
+    skills: Address
+    # The soul.md digest and native skills each member's were last recorded from (`runtime.skills.sync_natives`).
+    natives: dict[str, tuple[str, tuple[str, ...]]]
+    # The judgment model engagement is decided with (`resident.runtime.engagement`).
+    judging: Judging
 
     @property
     def config(self) -> Config:

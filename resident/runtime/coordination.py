@@ -56,7 +56,9 @@ from resident.messages.memory import (
     Reconciled,
 )
 from resident.messages.store import Commit
+from resident.runtime.engagement import resolve_quietly
 from resident.runtime.knowledge_evidence import prepare_candidate, promote_candidates_of
+from resident.runtime.skills import settle_execution
 from resident.store.tables import EXECUTIONS, GRANT_TOKENS, GRANTS
 
 if TYPE_CHECKING:
@@ -312,7 +314,7 @@ class CoordinatorControl:
         )
         dispatched: Dispatched = runtime._internal.wiring.coordinator.ask(message)
         # A session starts: decide the member's engagement for it (rules, then the judge, else ask).
-        runtime.engagement.resolve_quietly(dispatched.execution.member, context or EngagementContext(task=task))
+        resolve_quietly(runtime._services, dispatched.execution.member, context or EngagementContext(task=task))
         return Session(runtime, dispatched, token)
 
     def _work_of(self, role: str, work: WorkItem | None, reviews: str | None) -> WorkItem | None:
@@ -400,7 +402,7 @@ class CoordinatorControl:
             verdict=verdict, proposed=proposed,
         ))
         # The session ended: its skill reads become uses now (or when the member next starts).
-        runtime.skills.settle_execution(execution_id)
+        settle_execution(runtime._services, execution_id)
         if execution.reviews and runtime.knowledge.enabled:
             promote_candidates_of(runtime, execution.reviews)
         return self.execution(execution_id)
@@ -429,7 +431,7 @@ class CoordinatorControl:
             CorrectExecution(id=check_record_id(execution_id, "execution id"), note=note.strip(), by=by)
         )
         # A corrected session's skill uses score 0.
-        self._runtime.skills.settle_execution(execution_id)
+        settle_execution(self._runtime._services, execution_id)
         return correction
 
     def executions(self) -> list[Execution]:

@@ -7,16 +7,15 @@
 
 Resolution runs where a session starts (`dispatch` calls it with the task). The judge runs in the
 calling thread, never in an actor: a judge may be a remote model. Switches are written by the
-member's actor, so they order with the member's other changes.
+member's actor, so they order with the member's other changes. Declared in `resident.operations.engagement`.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from resident.engagement.judge import Judge, KeywordJudge
-from resident.engagement.resolution import resolve
+from resident.engagement.resolution import resolve as resolve_engagement
 from resident.errors import InvalidInput, ResidentError, UnknownQuestion
 from resident.evolution.text import clean_line
 from resident.ids import new_id
@@ -26,18 +25,29 @@ from resident.messages.engagement import (
     Engage,
     EngagementContext,
     EngagementDecision,
-    EngagementExample,
-    EngagementQuestion,
     EngagementState,
     GetEngagement,
     MemberEngagement,
 )
+from resident.messages.engagement_calls import (
+    AnswerQuestion,
+    EngagementOf,
+    EngagementQuery,
+    EngageRequest,
+    Examples,
+    ExamplesQuery,
+    Questions,
+    QuestionsQuery,
+    ReleaseRequest,
+    Resolved,
+    ResolveRequest,
+)
+from resident.runtime.context import Call, Context
 from resident.store.tables import ENGAGEMENT_QUESTIONS
 
-if TYPE_CHECKING:
-    from resident.runtime.runtime import Runtime
-
-__all__ = ["EngagementControl"]
+__all__ = [
+    "Judging", "answer", "engage", "examples", "questions", "release", "resolve", "resolve_quietly", "state",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -54,129 +64,140 @@ def _field(value: str | None, what: str) -> str | None:
     return None if value is None else clean_line(value, what, MAX_FIELD)
 
 
-class EngagementControl:
-    """Engagement state per member: explicit switches, resolution, questions and answers."""
+class Judging:
+    """The judgment model the runtime decides engagement with (the member-trained `KeywordJudge` by default)."""
 
-    def __init__(self, runtime: Runtime, judge: Judge | None = None) -> None:
-        self._runtime = runtime
-        self._judge: Judge = judge or KeywordJudge()
+    def __init__(self, judge: Judge | None = None) -> None:
+        self.judge: Judge = judge or KeywordJudge()
 
-    def use_judge(self, judge: Judge) -> None:
-        """Decide with `judge` from now on (the default is the member-trained `KeywordJudge`)."""
-        self._judge = judge
 
-    def state(self, member: str) -> EngagementState | None:
-        """`member`'s engagement (None until something decided it: no narrowing then)."""
-        return self._row(member, examples=False).state
+def _by(call: Call) -> str:
+    return call.caller.member or "owner"
 
-    def examples(self, member: str) -> tuple[EngagementExample, ...]:
-        """What `member`'s judge learns from: its explicit switches in sessions and the owner's answers."""
-        return self._row(member, examples=True).examples
 
-    def engage(
-        self,
-        member: str,
-        *,
-        domain: str | None = None,
-        project: str | None = None,
-        counterpart: str | None = None,
-        activity: str | None = None,
-        by: str = "owner",
-    ) -> EngagementState:
-        """An explicit switch: it wins over entry rules and the judge until the next switch or `release`.
+def state(context: Context, call: Call, request: EngagementQuery) -> EngagementOf:
+    """A member's engagement (None until something decided it: no narrowing then)."""
+    call.caller.authorize("read_engagement")
+    member = call.caller.acting_as(request.member)
+    return EngagementOf(member=member, state=_row(context, member, examples=False).state)
 
-        Made while a session is under way, it also teaches the member's judge that session's context.
-        """
-        current = self.state(member)
-        context = current.context if current is not None else EngagementContext()
-        state = EngagementState(
-            member=member, at=self._runtime.clock.time(), domain=_domain(domain), project=_field(project, "project"),
-            counterpart=_field(counterpart, "counterpart"), activity=_field(activity, "activity"), source="explicit",
-            held=True, context=context,
+
+def examples(context: Context, _call: Call, request: ExamplesQuery) -> Examples:
+    """What a member's judge learns from: its explicit switches in sessions and the owner's answers."""
+    return Examples(examples=_row(context, request.member, examples=True).examples)
+
+
+def engage(context: Context, call: Call, request: EngageRequest) -> EngagementState:
+    """An explicit switch: it wins over entry rules and the judge until the next switch or `release`.
+
+    Made while a session is under way, it also teaches the member's judge that session's context.
+    """
+    call.caller.authorize("write_engagement")
+    member = call.caller.acting_as(request.member)
+    current = _row(context, member, examples=False).state
+    situation = current.context if current is not None else EngagementContext()
+    switched = EngagementState(
+        member=member, at=context.clock.time(), domain=_domain(request.domain),
+        project=_field(request.project, "project"), counterpart=_field(request.counterpart, "counterpart"),
+        activity=_field(request.activity, "activity"), source="explicit", held=True, context=situation,
+    )
+    return _switch(context, Engage(state=switched, example=_teaches(situation), by=_by(call)))
+
+
+def release(context: Context, call: Call, request: ReleaseRequest) -> EngagementState:
+    """End an explicit switch: the next session's start decides again (rules, then the judge)."""
+    call.caller.authorize("write_engagement")
+    member = call.caller.acting_as(request.member)
+    current = _row(context, member, examples=False).state
+    if current is None or not current.held:
+        raise InvalidInput(f"{member}'s engagement is not held by an explicit switch; nothing to release")
+    released = EngagementState(
+        member=member, at=context.clock.time(), domain=current.domain, project=current.project,
+        counterpart=current.counterpart, activity=current.activity, source=current.source,
+        confidence=current.confidence, held=False, context=current.context,
+    )
+    return _switch(context, Engage(state=released, by=_by(call)))
+
+
+def resolve(context: Context, _call: Call, request: ResolveRequest) -> Resolved:
+    """Decide a member's engagement for a session starting in `context`; the state now in force."""
+    return Resolved(state=decide(context, request.member, request.context))
+
+
+def decide(context: Context, member: str, situation: EngagementContext) -> EngagementState | None:
+    """`resolve`, for the runtime's own session starts."""
+    row = _row(context, member, examples=True)
+    with context.store.reader() as reader:
+        open_question = next(
+            (q.id for _, q in reader.items(ENGAGEMENT_QUESTIONS) if q.member == member and q.answered_at is None),
+            None,
         )
-        return self._switch(Engage(state=state, example=_teaches(context), by=by))
+    judge = context.judging.judge
 
-    def release(self, member: str, *, by: str = "owner") -> EngagementState:
-        """End an explicit switch: the next session's start decides again (rules, then the judge)."""
-        current = self.state(member)
-        if current is None or not current.held:
-            raise InvalidInput(f"{member}'s engagement is not held by an explicit switch; nothing to release")
-        released = EngagementState(
-            member=member, at=self._runtime.clock.time(), domain=current.domain, project=current.project,
-            counterpart=current.counterpart, activity=current.activity, source=current.source,
-            confidence=current.confidence, held=False, context=current.context,
-        )
-        return self._switch(Engage(state=released, by=by))
-
-    def resolve(self, member: str, context: EngagementContext) -> EngagementState | None:
-        """Decide `member`'s engagement for a session starting in `context`; the state now in force."""
-        runtime = self._runtime
-        row = self._row(member, examples=True)
-        with runtime._internal.store.reader() as reader:
-            open_question = next(
-                (q.id for _, q in reader.items(ENGAGEMENT_QUESTIONS) if q.member == member and q.answered_at is None),
-                None,
-            )
-
-        def judge() -> EngagementDecision:
-            try:
-                return self._judge.decide(context, row.examples)
-            except Exception as error:  # noqa: BLE001 - a failing judge must not decide anything
-                logger.warning("the engagement judge %s failed (%s); asking the owner instead", self._judge.name, error)
-                return EngagementDecision(domain=None, project=None, confidence=0.0, judge=self._judge.name,
-                                          reason=f"the judge failed: {type(error).__name__}")
-
-        resolution = resolve(
-            member, row.state, context, runtime.config.engagement, judge, open_question=open_question,
-            new_question_id=lambda: new_id("q"), at=runtime.clock.time(),
-        )
-        if resolution.state is None:
-            return row.state
-        return self._switch(Engage(state=resolution.state, question=resolution.question, by="runtime"))
-
-    def resolve_quietly(self, member: str, context: EngagementContext) -> None:
-        """`resolve` where a session starts: a failure leaves the previous state and is logged."""
+    def judgement() -> EngagementDecision:
         try:
-            self.resolve(member, context)
-        except ResidentError as error:
-            logger.warning("the engagement of %s was not resolved for its new session: %s", member, error)
+            return judge.decide(situation, row.examples)
+        except Exception as error:  # noqa: BLE001 - a failing judge must not decide anything
+            logger.warning("the engagement judge %s failed (%s); asking the owner instead", judge.name, error)
+            return EngagementDecision(domain=None, project=None, confidence=0.0, judge=judge.name,
+                                      reason=f"the judge failed: {type(error).__name__}")
 
-    def questions(self, *, include_answered: bool = False) -> list[EngagementQuestion]:
-        """The owner's questions, oldest first (only open ones unless asked)."""
-        self._runtime.check_open()
-        with self._runtime._internal.store.reader() as reader:
-            found = [q for _, q in reader.items(ENGAGEMENT_QUESTIONS)]
-        return sorted(
-            (q for q in found if include_answered or q.answered_at is None), key=lambda q: (q.asked_at, q.id)
-        )
+    resolution = resolve_engagement(
+        member, row.state, situation, context.config.engagement, judgement, open_question=open_question,
+        new_question_id=lambda: new_id("q"), at=context.clock.time(),
+    )
+    if resolution.state is None:
+        return row.state
+    return _switch(context, Engage(state=resolution.state, question=resolution.question, by="runtime"))
 
-    def answer(
-        self, question_id: str, *, domain: str | None = None, project: str | None = None, by: str = "owner"
-    ) -> EngagementState:
-        """The owner's answer: it applies to the member now and teaches the member's judge."""
-        self._runtime.check_open()
-        with self._runtime._internal.store.reader() as reader:
-            question = reader.get(ENGAGEMENT_QUESTIONS, question_id) if isinstance(question_id, str) else None
-        if question is None:
-            raise UnknownQuestion(f"no question {str(question_id)[:80]!r}; see `resident questions`")
-        if question.answered_at is not None:
-            raise InvalidInput(f"question {question_id} was already answered")
-        if domain is None and project is None:
-            raise InvalidInput("an answer names a domain, a project, or both")
-        state = EngagementState(
-            member=question.member, at=self._runtime.clock.time(), domain=_domain(domain),
-            project=_field(project, "project"), counterpart=question.context.counterpart or None, source="answer",
-            context=question.context,
-        )
-        return self._switch(Engage(state=state, example=_teaches(question.context), answers=question.id, by=by))
 
-    def _row(self, member: str, *, examples: bool) -> MemberEngagement:
-        row: MemberEngagement = self._runtime._services.ask_member(member, GetEngagement(with_examples=examples), None)
-        return row
+def resolve_quietly(context: Context, member: str, situation: EngagementContext) -> None:
+    """`decide` where a session starts: a failure leaves the previous state and is logged."""
+    try:
+        decide(context, member, situation)
+    except ResidentError as error:
+        logger.warning("the engagement of %s was not resolved for its new session: %s", member, error)
 
-    def _switch(self, message: Engage) -> EngagementState:
-        state: EngagementState = self._runtime._services.ask_member(message.state.member, message, None)
-        return state
+
+def questions(context: Context, _call: Call, request: QuestionsQuery) -> Questions:
+    """The owner's questions, oldest first (only open ones unless asked)."""
+    context.check_open()
+    with context.store.reader() as reader:
+        found = [q for _, q in reader.items(ENGAGEMENT_QUESTIONS)]
+    return Questions(questions=tuple(sorted(
+        (q for q in found if request.include_answered or q.answered_at is None), key=lambda q: (q.asked_at, q.id)
+    )))
+
+
+def answer(context: Context, _call: Call, request: AnswerQuestion) -> EngagementState:
+    """The owner's answer: it applies to the member now and teaches the member's judge."""
+    context.check_open()
+    question_id = request.question_id
+    with context.store.reader() as reader:
+        question = reader.get(ENGAGEMENT_QUESTIONS, question_id) if isinstance(question_id, str) else None
+    if question is None:
+        raise UnknownQuestion(f"no question {str(question_id)[:80]!r}; see `resident questions`")
+    if question.answered_at is not None:
+        raise InvalidInput(f"question {question_id} was already answered")
+    if request.domain is None and request.project is None:
+        raise InvalidInput("an answer names a domain, a project, or both")
+    answered = EngagementState(
+        member=question.member, at=context.clock.time(), domain=_domain(request.domain),
+        project=_field(request.project, "project"), counterpart=question.context.counterpart or None,
+        source="answer", context=question.context,
+    )
+    return _switch(context, Engage(state=answered, example=_teaches(question.context), answers=question.id,
+                                   by="owner"))
+
+
+def _row(context: Context, member: str, *, examples: bool) -> MemberEngagement:
+    row: MemberEngagement = context.ask_member(member, GetEngagement(with_examples=examples), None)
+    return row
+
+
+def _switch(context: Context, message: Engage) -> EngagementState:
+    switched: EngagementState = context.ask_member(message.state.member, message, None)
+    return switched
 
 
 def _teaches(context: EngagementContext) -> bool:

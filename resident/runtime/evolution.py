@@ -6,121 +6,136 @@
     rt.evolution.admit_memory("deven", text, basis="curated from session …")
 
 Skill changes are rolled back by the member's actor (they order with its other changes);
-principle decisions and curated admissions by a compensating event written here.
+principle decisions and curated admissions by a compensating event written here. Declared in
+`resident.operations.evolution`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from resident.errors import RollbackRefused, UnknownChange
 from resident.evolution.report import member_week
 from resident.evolution.text import clean_line
 from resident.evolution.weeks import parse_week, week_of
 from resident.messages.evolution import EvolutionChange, MemoryAdmissionRecorded, MemoryAdmissionRetracted, WeeklyReport
+from resident.messages.evolution_calls import (
+    AdmitMemory,
+    ChangeQuery,
+    EvolutionLog,
+    LogQuery,
+    RollbackRequest,
+    WeekQuery,
+)
 from resident.messages.memory import Receipt, RecordRetracted
+from resident.messages.memory_calls import RememberRequest
 from resident.messages.principles import PrincipleReverted
 from resident.messages.skills import RollBackSkillChange
 from resident.messages.store import Commit
+from resident.runtime.caller import Caller
+from resident.runtime.context import Call, Context
+from resident.runtime.member import remember as remember_memory
+from resident.runtime.skills import settle
 from resident.store.changes import change_key
 from resident.store.tables import EVOLUTION, EXECUTIONS, MEMBER_EVOLUTION, PRINCIPLES, SKILL_SESSIONS
 
-if TYPE_CHECKING:
-    from resident.runtime.runtime import Runtime
-
-__all__ = ["EvolutionControl"]
+__all__ = ["admit_memory", "change", "log", "report", "rollback"]
 
 _SKILL_KINDS = frozenset({"give", "reclaim", "forget", "use"})
 MAX_REASON = 2_000
 
 
-class EvolutionControl:
-    """The versioned evolution of the members."""
+def log(context: Context, call: Call, request: LogQuery) -> EvolutionLog:
+    """A member's changes, oldest first (the last `limit` only, when given)."""
+    member = call.caller.acting_as(request.member)
+    context.config.member(member)
+    settle(context, member)
+    with context.store.reader() as reader:
+        changes = [found for _, found in reader.items(EVOLUTION, f"{member}/")]
+    return EvolutionLog(member=member, changes=tuple(changes[-request.limit:] if request.limit else changes))
 
-    def __init__(self, runtime: Runtime) -> None:
-        self._runtime = runtime
 
-    def log(self, member: str, *, limit: int | None = None) -> list[EvolutionChange]:
-        """`member`'s changes, oldest first (the last `limit` only, when given)."""
-        runtime = self._runtime
-        runtime.config.member(member)
-        runtime.skills.settle(member)
-        with runtime._internal.store.reader() as reader:
-            changes = [change for _, change in reader.items(EVOLUTION, f"{member}/")]
-        return changes[-limit:] if limit else changes
+def change(context: Context, _call: Call, request: ChangeQuery) -> EvolutionChange:
+    """One change, by id (`UnknownChange` when there is none)."""
+    return _change(context, request.change_id)
 
-    def change(self, change_id: str) -> EvolutionChange:
-        runtime = self._runtime
-        runtime.check_open()
-        key = change_key(change_id)
-        with runtime._internal.store.reader() as reader:
-            change = reader.get(EVOLUTION, key)
-        if change is None:
-            raise UnknownChange(f"no evolution change {change_id}; see `resident evolution log MEMBER`")
-        return change
 
-    def rollback(self, change_id: str, *, reason: str = "", by: str = "owner") -> EvolutionChange:
-        """Undo change `change_id` by a compensating change (returned); the original stays, marked."""
-        runtime = self._runtime
-        change = self.change(change_id)
-        if change.rolled_back_by:
-            raise RollbackRefused(f"change {change_id} was already rolled back by {change.rolled_back_by}")
-        note = clean_line(reason, "a rollback's reason", MAX_REASON) if reason.strip() else ""
-        at = runtime.clock.time()
-        basis = f"rollback of {change.id} by {by}" + (f": {note}" if note else "")
-        if change.kind in _SKILL_KINDS:
-            runtime._services.ask_member(change.member, RollBackSkillChange(change=change.id, by=by, reason=note), None)
-        elif change.kind in ("principle-approve", "principle-reject"):
-            event: Any = PrincipleReverted(at=at, id=change.subject, compensates=change.id, by=by, reason=basis)
-            runtime._internal.write(Commit(events=(event,)))
-        elif change.kind == "memory-admission":
-            retracted = RecordRetracted(at=at, id=change.subject, by=by, reason=basis)
-            undone = MemoryAdmissionRetracted(
-                at=at, member=change.member, record=change.subject, compensates=change.id, basis=basis
-            )
-            runtime._internal.write(Commit(events=(undone, retracted)))
-        else:
-            raise RollbackRefused(
-                f"change {change.id} is a {change.kind} change; only gives, reclaims, forgetting, uses, "
-                "principle decisions and memory admissions roll back"
-            )
-        return self.change(self.change(change_id).rolled_back_by)
+def _change(context: Context, change_id: str) -> EvolutionChange:
+    context.check_open()
+    key = change_key(change_id)
+    with context.store.reader() as reader:
+        found = reader.get(EVOLUTION, key)
+    if found is None:
+        raise UnknownChange(f"no evolution change {change_id}; see `resident evolution log MEMBER`")
+    return found
 
-    def admit_memory(self, member: str, text: str, *, basis: str, **options: Any) -> Receipt:
-        """Admit `text` into `member`'s memory from curation, as a versioned change on `basis`.
 
-        The record is admitted first and the change recorded right after: a crash between the two
-        leaves a memory without its change, which curation records again (never the reverse).
-        """
-        runtime = self._runtime
-        why = clean_line(basis, "an admission's basis", MAX_REASON)
-        receipt = runtime.member(member).remember(text, source=options.pop("source", "curation"), **options)
-        event = MemoryAdmissionRecorded(at=runtime.clock.time(), member=member, record=receipt.id, basis=why)
-        runtime._internal.write(Commit(events=(event,)))
-        return receipt
+def rollback(context: Context, _call: Call, request: RollbackRequest) -> EvolutionChange:
+    """Undo change `change_id` by a compensating change (returned); the original stays, marked."""
+    by = "owner"
+    undone = _change(context, request.change_id)
+    if undone.rolled_back_by:
+        raise RollbackRefused(f"change {undone.id} was already rolled back by {undone.rolled_back_by}")
+    reason = request.reason
+    note = clean_line(reason, "a rollback's reason", MAX_REASON) if reason.strip() else ""
+    at = context.clock.time()
+    basis = f"rollback of {undone.id} by {by}" + (f": {note}" if note else "")
+    if undone.kind in _SKILL_KINDS:
+        context.ask_member(undone.member, RollBackSkillChange(change=undone.id, by=by, reason=note), None)
+    elif undone.kind in ("principle-approve", "principle-reject"):
+        event: Any = PrincipleReverted(at=at, id=undone.subject, compensates=undone.id, by=by, reason=basis)
+        context.write(Commit(events=(event,)))
+    elif undone.kind == "memory-admission":
+        retracted = RecordRetracted(at=at, id=undone.subject, by=by, reason=basis)
+        compensation = MemoryAdmissionRetracted(
+            at=at, member=undone.member, record=undone.subject, compensates=undone.id, basis=basis
+        )
+        context.write(Commit(events=(compensation, retracted)))
+    else:
+        raise RollbackRefused(
+            f"change {undone.id} is a {undone.kind} change; only gives, reclaims, forgetting, uses, "
+            "principle decisions and memory admissions roll back"
+        )
+    return _change(context, _change(context, request.change_id).rolled_back_by)
 
-    def report(self, week: str | None = None) -> WeeklyReport:
-        """The weekly report (ISO week `YYYY-Www`, UTC; the current week by default), one row per member."""
-        runtime = self._runtime
-        runtime.check_open()
-        chosen = week_of(runtime.clock.time()) if week is None else parse_week(week)
-        names = runtime.config.member_names()
+
+def admit_memory(context: Context, _call: Call, request: AdmitMemory) -> Receipt:
+    """Admit `text` into `member`'s memory from curation, as a versioned change on `basis`.
+
+    The record is admitted first and the change recorded right after: a crash between the two
+    leaves a memory without its change, which curation records again (never the reverse).
+    """
+    why = clean_line(request.basis, "an admission's basis", MAX_REASON)
+    remembered = RememberRequest(
+        request.text, summary=request.summary, importance=request.importance, occurred_at=request.occurred_at,
+        source=request.source,
+    )
+    receipt = remember_memory(context, Call(Caller(), request.member), remembered)
+    event = MemoryAdmissionRecorded(at=context.clock.time(), member=request.member, record=receipt.id, basis=why)
+    context.write(Commit(events=(event,)))
+    return receipt
+
+
+def report(context: Context, _call: Call, request: WeekQuery) -> WeeklyReport:
+    """The weekly report (ISO week `YYYY-Www`, UTC; the current week by default), one row per member."""
+    context.check_open()
+    chosen = week_of(context.clock.time()) if request.week is None else parse_week(request.week)
+    names = context.config.member_names()
+    for name in names:
+        settle(context, name)
+    rows = []
+    with context.store.reader() as reader:
+        starts: dict[str, list[float]] = {name: [] for name in names}
+        for _, execution in reader.items(EXECUTIONS):
+            starts.setdefault(execution.member, []).append(execution.started_at)
+        principles = [p for _, p in reader.items(PRINCIPLES)]
         for name in names:
-            runtime.skills.settle(name)
-        rows = []
-        with runtime._internal.store.reader() as reader:
-            starts: dict[str, list[float]] = {name: [] for name in names}
-            for _, execution in reader.items(EXECUTIONS):
-                starts.setdefault(execution.member, []).append(execution.started_at)
-            principles = [p for _, p in reader.items(PRINCIPLES)]
-            for name in names:
-                row = reader.get(MEMBER_EVOLUTION, name)
-                rows.append(member_week(
-                    name, chosen, session_starts=starts[name],
-                    sessions=[s for _, s in reader.items(SKILL_SESSIONS, f"{name}/")],
-                    changes=[c for _, c in reader.items(EVOLUTION, f"{name}/")],
-                    principles=[p for p in principles if p.member == name],
-                    since=row.since if row is not None else None,
-                ))
-        return WeeklyReport(week=chosen.label, start=chosen.start, end=chosen.end, members=tuple(rows))
-
+            row = reader.get(MEMBER_EVOLUTION, name)
+            rows.append(member_week(
+                name, chosen, session_starts=starts[name],
+                sessions=[s for _, s in reader.items(SKILL_SESSIONS, f"{name}/")],
+                changes=[c for _, c in reader.items(EVOLUTION, f"{name}/")],
+                principles=[p for p in principles if p.member == name],
+                since=row.since if row is not None else None,
+            ))
+    return WeeklyReport(week=chosen.label, start=chosen.start, end=chosen.end, members=tuple(rows))

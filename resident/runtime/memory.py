@@ -27,8 +27,8 @@ from resident.messages.memory import (
 )
 from resident.messages.memory_calls import (
     EnableMemory,
+    Indexed,
     MemorySwitch,
-    NoAnswer,
     NoOptions,
     VectorsReady,
     WaitIndexed,
@@ -107,10 +107,13 @@ def settle(context: Context, timeout: float = 30.0) -> None:
     context.writer.ask(GetWriterStatistics(), timeout)
 
 
-def wait_indexed(context: Context, _call: Call, request: WaitIndexed) -> NoAnswer:
-    """See `settle`."""
-    settle(context, request.timeout)
-    return NoAnswer()
+def wait_indexed(context: Context, _call: Call, request: WaitIndexed) -> Indexed:
+    """Whether the substrate took in every change committed so far within `timeout` (see `settle`)."""
+    try:
+        settle(context, request.timeout)
+    except ActorUnavailable as error:
+        return Indexed(done=False, reason=str(error))
+    return Indexed(done=True)
 
 
 def wait_vectors(context: Context, _call: Call, request: WaitVectors) -> VectorsReady:

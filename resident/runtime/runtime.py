@@ -19,12 +19,12 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from resident.actors.replication import NO_REALM_NOTE, ReplicationSettings
-from resident.api.client import RemoteRuntime
 from resident.clock import Clock, SystemClock
 from resident.config import Config, MemberConfig, default_config, load_config, render_config
+from resident.engagement.judge import Judge
 from resident.errors import (
     AskTimeout,
     InvalidInput,
@@ -33,32 +33,24 @@ from resident.errors import (
 )
 from resident.memory.embedders import make_embedder
 from resident.memory.embedding import Embedder
-from resident.messages.backup import BackupManifest
-from resident.messages.store import Commit, DoctorReport, SalvageReport
+from resident.messages.store import Commit
 from resident.messages.supervision import SupervisorStatistics
-from resident.operations.apps import AppsSurface
-from resident.operations.home import RootSurface
-from resident.operations.memory import MemberSurface, MemorySurface
-from resident.operations.replication import ReplicationSurface
+from resident.operations.memory import MemberSurface
+from resident.operations.runtime_facade import Facade
 from resident.realm.client import realm_base_url
+from resident.runtime import maintenance
 from resident.runtime.admissions import Admissions
 from resident.runtime.caller import Caller
 from resident.runtime.chaos import Chaos
 from resident.runtime.context import Context
 from resident.runtime.coordination import CoordinatorControl
-from resident.runtime.doctor import examine
-from resident.runtime.engagement import EngagementControl
-from resident.runtime.evolution import EvolutionControl
+from resident.runtime.engagement import Judging
 from resident.runtime.executor import LocalExecutor
 from resident.runtime.knowledge import KnowledgeControl
 from resident.runtime.portability import ImportResult, export_member, import_member
-from resident.runtime.principles import PrinciplesControl
 from resident.runtime.replication import home_realm_token
-from resident.runtime.salvage import salvage as salvage_home
 from resident.runtime.sessions import SessionsControl
-from resident.runtime.skills import SkillsControl
 from resident.runtime.wiring import Wiring, build_wiring
-from resident.store.backup import restore as restore_home
 from resident.store.home import (
     CONFIG_FILE,
     HomeLock,
@@ -93,6 +85,10 @@ class Internals:
         self.admissions = Admissions(
             store, wiring.writer, runtime.clock, lambda: runtime.config, runtime.check_open
         )
+
+    def use_judge(self, judge: Judge) -> None:
+        """Decide engagement with `judge` from now on (a judgment model is Python code of this process)."""
+        self._runtime._services.judging.judge = judge
 
     def write(self, commit: Commit, timeout: float | None = None) -> Any:
         """Commit events through the writer and wait for durability."""
@@ -138,7 +134,7 @@ class PendingWrites:
         return outcomes
 
 
-class Runtime(RootSurface):
+class Runtime(Facade):
     """One open home and its running actor tree."""
 
     def __init__(
@@ -167,16 +163,9 @@ class Runtime(RootSurface):
         # The executor of this process's surfaces; the API server runs each request through it too.
         self._local = LocalExecutor(self._services, self._session_caller)
         super().__init__(self._local)
-        self.memory = MemorySurface(self._local)
-        self.replication = ReplicationSurface(self._local)
-        self.apps = AppsSurface(self._local)
         self.coordinator = CoordinatorControl(self)
         self.knowledge = KnowledgeControl(self)
         self.chaos = Chaos(self)
-        self.skills = SkillsControl(self)
-        self.principles = PrinciplesControl(self)
-        self.engagement = EngagementControl(self)
-        self.evolution = EvolutionControl(self)
         self.sessions = SessionsControl(self)
 
     def _context(self, store: Store, wiring: Wiring) -> Context:
@@ -185,6 +174,7 @@ class Runtime(RootSurface):
             embedder=wiring.embedder, replication=wiring.replication, coordinator=wiring.coordinator,
             members=wiring.members, admissions=self._internal.admissions, clock=self.clock,
             config_now=lambda: self.config, check_open=self.check_open, statistics=self._tree_statistics,
+            skills=wiring.skills, natives={}, judging=Judging(),
         )
 
     def _tree_statistics(self) -> SupervisorStatistics:
@@ -209,7 +199,7 @@ class Runtime(RootSurface):
         replication: ReplicationSettings | None = None,
         create: bool = True,
         lock: HomeLock | None = None,
-    ) -> Runtime:
+    ) -> Self:
         """Open `home` (else `$RESIDENT_HOME`, else the user data dir) and start the actors.
 
         `realm` overrides the Realm URL of `resident.toml` (`"none"` turns replication off for
@@ -266,15 +256,6 @@ class Runtime(RootSurface):
             raise
         return runtime
 
-    @classmethod
-    def connect(cls, home: str | os.PathLike[str] | None = None) -> RemoteRuntime:
-        """The runtime a `resident up` process serves for `home`, over its loopback API.
-
-        The same surfaces as `open` (see `resident.api.client`), with the same typed errors;
-        `RuntimeNotUp` when no runtime is up for the home.
-        """
-        return RemoteRuntime.connect(home)
-
     def close(self, timeout: float = 30.0) -> None:
         """Stop every actor (reverse start order), close the store and release the home."""
         with self._close_lock:
@@ -292,7 +273,7 @@ class Runtime(RootSurface):
             if self._owns_clock and isinstance(self.clock, SystemClock):
                 self.clock.close()
 
-    def __enter__(self) -> Runtime:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -316,7 +297,7 @@ class Runtime(RootSurface):
 
     def member(self, name: str) -> MemberSurface:
         """The memory surface of one member of the roster (`UnknownMember` otherwise)."""
-        return MemberSurface(self._local, self.config.member(name).name)
+        return super().member(self.config.member(name).name)
 
     def export_member(self, name: str, path: str | os.PathLike[str]) -> int:
         """Write `name`'s portable records (AGENT_CORE, AGENT_DYADIC; none withheld) to `path`."""
@@ -344,33 +325,8 @@ class Runtime(RootSurface):
         """Why records stay pending, when they do."""
         return NO_REALM_NOTE if self.config.realm_url is None else ""
 
-    # -- backup and restore -----------------------------------------------------------------------
+    # -- maintenance of a closed home: the same functions on both sides (`resident.runtime.maintenance`) ---------
 
-    @staticmethod
-    def restore(src: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> BackupManifest:
-        """Verify the backup at `src`, then switch `home` to it atomically (the home must be closed).
-
-        Besides its checksums, the backup's `resident.toml` must parse and its data file must
-        verify and open; otherwise it is refused (`BackupInvalid`) before anything is switched.
-        """
-        return restore_home(Path(src), ensure_home(resolve_home(home)), check_config=load_config)
-
-    # -- maintenance of a closed home -------------------------------------------------------------
-
-    @staticmethod
-    def doctor(home: str | os.PathLike[str] | None = None) -> DoctorReport:
-        """Check a closed home whole: configuration, structure, tables, event log, record digests."""
-        return examine(_existing_home(home))
-
-    @staticmethod
-    def salvage(dest: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> SalvageReport:
-        """Copy every record (and row) of a closed, damaged home that still reads and verifies into `dest`."""
-        return salvage_home(_existing_home(home), Path(dest).expanduser())
-
-
-def _existing_home(home: str | os.PathLike[str] | None) -> Path:
-    """The home to check or salvage: it must exist already (checking one never creates it)."""
-    path = resolve_home(home)
-    if not path.is_dir():
-        raise InvalidInput(f"there is no home at {path}; pass the one to use with --home")
-    return path
+    restore = staticmethod(maintenance.restore)
+    doctor = staticmethod(maintenance.doctor)
+    salvage = staticmethod(maintenance.salvage)

@@ -33,6 +33,7 @@ from resident.messages.store import Commit
 from resident.runtime.session_launch import SessionLaunch, session_variables
 from resident.runtime.session_transcripts import HARNESS_ENV, harness_home, layout, redaction_key, scan
 from resident.runtime.session_tree import Manifest, ProjectionTree, manifests, save_manifest, session_dir
+from resident.runtime.skills import chosen_skills
 from resident.sessions.projection import AGENTS_FILE, CLAUDE_FILE, Remembered, WorkPackage, plan_projection
 from resident.sessions.redaction import Redactor
 from resident.store.tables import EXECUTIONS
@@ -205,7 +206,7 @@ def _remembered(session: Session, task: str) -> tuple[tuple[Remembered, ...], st
 def _work_package(runtime: Runtime, session: Session, task: str, harness: Harness, tree: ProjectionTree) -> WorkPackage:
     member = session.member.name
     memories, note = _remembered(session, task)
-    skills = runtime.skills.choose(member, task[:1000])
+    skills = chosen_skills(runtime._services, member, task[:1000])
     principles = runtime.principles.list(member=member, state="approved")
     files = (AGENTS_FILE, CLAUDE_FILE) if harness == "claude-code" else (AGENTS_FILE,)
     originals = {name: tree.existing_text(name) for name in files}

@@ -1,0 +1,33 @@
+"""`resident.Runtime`: a home's runtime opened in this process, or the one a `resident up` serves, connected to.
+
+    with Runtime.open("~/team") as rt:        # the actor tree runs in this process
+        ...
+    with Runtime.connect("~/team") as rt:     # the same API, over the loopback API of `resident up`
+        ...
+
+Both offer the same surfaces, derived from the same declared operations (`resident.operations`); this module
+only joins the in-process runtime (`resident.runtime`) and the client (`resident.api.client`), which know
+nothing of each other.
+"""
+
+from __future__ import annotations
+
+import os
+
+from resident.api.client import RemoteRuntime
+from resident.runtime.runtime import Runtime as InProcessRuntime
+
+__all__ = ["RemoteRuntime", "Runtime"]
+
+
+class Runtime(InProcessRuntime):
+    """One open home and its running actor tree (`open`), or a connection to one (`connect`)."""
+
+    @classmethod
+    def connect(cls, home: str | os.PathLike[str] | None = None) -> RemoteRuntime:
+        """The runtime a `resident up` process serves for `home`, over its loopback API.
+
+        The same surfaces as `open`, with the same typed errors; `RuntimeNotUp` when no runtime is up
+        for the home.
+        """
+        return RemoteRuntime.connect(home)
