@@ -74,7 +74,8 @@ def process_ended(pid: int, started: str | None) -> bool:
     try:
         data = Path(f"/proc/{pid}/stat").read_bytes()
     except FileNotFoundError:
-        return True
+        # On Linux the process is gone; without /proc only `kill` can say, and it said alive.
+        return Path("/proc/self").exists()
     except OSError:
         return False
     # The command name (field 2) may hold spaces and parentheses; the fields after its last `)`
