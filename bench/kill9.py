@@ -1,8 +1,8 @@
 """Durability soak: hundreds of `kill -9`s of runtimes that remember, replicate and import.
 
-    python bench/kill9.py [--kills N] [--seed S] [--dir DIR] [--json]
+    python bench/kill9.py [--kills N] [--modes remember,replicate,import] [--seed S] [--dir DIR] [--json]
 
-Three homes, one per kind of write, are written by processes that are killed with SIGKILL at a
+Three homes (or those of --modes), one per kind of write, are written by processes that are killed with SIGKILL at a
 random moment: most after a random number of acknowledged writes, some while the runtime is
 still opening (recovering from the previous kill). After every kill a fresh process opens the
 home and reads back, once each and without retrying, every write ever acknowledged in it:
@@ -14,11 +14,12 @@ home and reads back, once each and without retrying, every write ever acknowledg
 * partial — an import that is only partly there (must be 0: an import is one transaction, so an
   acknowledged one is whole and one cut by the kill is whole or absent).
 
-The replicating home pushes to a loopback Realm that stays up; at the end it is opened once more
-and synced, and every acknowledged record must be accepted by Realm (none pending, none in
-conflict). This is a benchmark, not a test: it takes minutes, and its figures go to
-`bench/RESULTS.md`. The processes are forked from a single-threaded server (`bench/kill9_child.py`)
-so that a kill costs milliseconds, not an interpreter start.
+The replicating home is enrolled with a loopback Realm that stays up (Realm serves enrolled homes
+only) and pushes to it with its token; at the end it is opened once more and synced, and every
+acknowledged record must be accepted by Realm (none pending, none in conflict). This is a
+benchmark, not a test: it takes minutes, and its figures go to `bench/RESULTS.md`. The processes
+are forked from a single-threaded server (`bench/kill9_child.py`) so that a kill costs
+milliseconds, not an interpreter start.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -45,13 +47,15 @@ from resident.memory.portability import build_export
 from resident.memory.records import make_record
 from resident.messages.memory import Activation, Bank
 from resident.realm.process import RealmProcess
-from resident.store.tables import SCHEMA_VERSION
+from resident.store.tables import RECORDS, SCHEMA_VERSION
 from tests.fork_server import ForkServer
 
 CHILD = Path(__file__).with_name("kill9_child.py")
 MODES = ("remember", "replicate", "import")
-# Share of the kills that land while the runtime is still opening (recovering from the last one).
+# Share of the kills that land while the runtime is still opening (recovering from the last one),
+# at a random instant of its first OPEN_WINDOW seconds.
 DURING_OPEN = 0.15
+OPEN_WINDOW = 0.6
 RECORDS_PER_EXPORT = 20
 # At most this many imports (of RECORDS_PER_EXPORT records each) acknowledged between two kills.
 IMPORTS_PER_KILL = 15
@@ -96,12 +100,22 @@ def make_exports(directory: Path, count: int) -> list[Path]:
 
 
 class Soak:
-    """Kills writers of one home after another, checking the home after each kill."""
+    """Kills writers of one home after another, checking the home after each kill.
 
-    def __init__(self, root: Path, seed: int, realm_url: str, exports: list[Path]) -> None:
+    `during_open` is the share of kills that land while the runtime opens, at a random instant of
+    the first `open_window` seconds (a writer that ends sooner is not killed).
+    """
+
+    def __init__(
+        self, root: Path, seed: int, realm_url: str, realm_token: str, exports: list[Path], *,
+        during_open: float = DURING_OPEN, open_window: float = OPEN_WINDOW,
+    ) -> None:
         self.root = root
         self.random = random.Random(seed)
         self.realm_url = realm_url
+        self.realm_token = realm_token
+        self.during_open = during_open
+        self.open_window = open_window
         self.exports = exports
         self.next_export = 0
         self.server = ForkServer(CHILD)
@@ -116,7 +130,8 @@ class Soak:
             case "remember":
                 return f"remember {home} 4"
             case "replicate":
-                return f"replicate {home} {self.realm_url}"
+                # A command line on the fork server's stdin: the token shows in no process listing.
+                return f"replicate {home} {self.realm_url} {self.realm_token}"
             case _:
                 batch = self.exports[self.next_export : self.next_export + IMPORTS_PER_KILL + 1]
                 return f"import {home} {' '.join(str(path) for path in batch)}"
@@ -124,12 +139,13 @@ class Soak:
     def kill_one(self, mode: str) -> None:
         tally = self.tallies[mode]
         pid = self.server.fork(self.command(mode))
-        during_open = self.random.random() < DURING_OPEN
-        lines = self._until_kill(mode, during_open)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        while not (line := self._after_kill(pid)).startswith("exited "):
-            lines.append(line)
+        during_open = self.random.random() < self.during_open
+        lines, ended = self._until_kill(mode, during_open)
+        if not ended:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            while not (line := self._after_kill(pid)).startswith("exited "):
+                lines.append(line)
         tally.kills += 1
         tally.kills_during_open += during_open
         self._note(mode, lines)
@@ -144,17 +160,21 @@ class Soak:
             print(f"process {pid} still there {LINE_TIMEOUT:g} s after SIGKILL: {_state(pid)}", file=sys.stderr)
         raise RuntimeError(f"process {pid} did not end after SIGKILL")
 
-    def _until_kill(self, mode: str, during_open: bool) -> list[str]:
-        """Lines the writer printed before the kill: some acks, or (during open) a random instant of its start."""
+    def _until_kill(self, mode: str, during_open: bool) -> tuple[list[str], bool]:
+        """Lines the writer printed before the kill (some acks, or those of a random instant of its
+        start), and whether it ended on its own meanwhile (an import of its last exports can)."""
         lines: list[str] = []
         if during_open:
-            deadline = time.monotonic() + self.random.uniform(0.0, 0.6)
+            deadline = time.monotonic() + self.random.uniform(0.0, self.open_window)
             while (left := deadline - time.monotonic()) > 0:
                 line = self.server.next_or_none(left)
                 if line is None:
                     break
+                if line.startswith("exited "):
+                    # Its `exited` line is the one the kill would wait for: it is not killed.
+                    return lines, True
                 lines.append(line)
-            return lines
+            return lines, False
         wanted = self.random.randint(1, IMPORTS_PER_KILL if mode == "import" else 60)
         acked = 0
         while acked < wanted:
@@ -163,7 +183,7 @@ class Soak:
                 raise RuntimeError(f"a writer died on its own: {lines[-5:]}")
             lines.append(line)
             acked += line.startswith("ack ")
-        return lines
+        return lines, False
 
     def _note(self, mode: str, lines: list[str]) -> None:
         tally = self.tallies[mode]
@@ -208,52 +228,73 @@ def _state(pid: int) -> str:
     return f"{state}, waiting in {wchan or '?'}"
 
 
-def final_replication_check(home: Path, realm_url: str) -> dict[str, int]:
-    """Open the replicating home once more and sync: every acknowledged record must reach Realm."""
-    with Runtime.open(home, realm=realm_url) as runtime:
-        return dict(runtime.replication.sync(timeout=120.0).counts)
+def final_replication_check(home: Path, realm_url: str, realm_token: str, acks: Path) -> dict[str, int]:
+    """Open the replicating home once more and sync: every acknowledged record must reach Realm.
+
+    The sync's counts (every record of the home, by state), and `acknowledged_synced`: how many of
+    the records whose acknowledgement the soak saw are `synced`.
+    """
+    acknowledged = [line[len("record ") :] for line in acks.read_text().splitlines() if line.startswith("record ")]
+    with Runtime.open(home, realm=realm_url, realm_token=realm_token) as runtime:
+        counts = dict(runtime.replication.sync(timeout=120.0).counts)
+        with runtime._internal.store.reader() as reader:
+            states = [getattr(reader.get(RECORDS, record_id), "replication", None) for record_id in acknowledged]
+    return {**counts, "acknowledged": len(acknowledged), "acknowledged_synced": states.count("synced")}
+
+
+def run(kills: int, root: Path, *, modes: tuple[str, ...] = MODES, seed: int = 14) -> dict[str, Any]:
+    """Soak `kills` kills over `modes` in turn, in homes under `root`; the figures."""
+    root.mkdir(parents=True, exist_ok=True)
+    exports = make_exports(root / "exports", (kills // len(modes) + 1) * IMPORTS_PER_KILL + 1)
+    realm = RealmProcess(root / "realm")
+    # Realm serves enrolled homes only: the replicating home gets its token before the server starts.
+    token = realm.enroll("kill9", rotate=True)
+    realm.start()
+    started = time.perf_counter()
+    soak = Soak(root, seed, realm.url, token, exports)
+    final: dict[str, int] = {}
+    try:
+        for kill in range(kills):
+            soak.kill_one(modes[kill % len(modes)])
+        if "replicate" in modes:
+            final = final_replication_check(root / "replicate", realm.url, token, soak.acks["replicate"])
+    finally:
+        soak.server.close()
+        realm.stop()
+    return {
+        "kills": sum(t.kills for t in soak.tallies.values()),
+        "seconds": round(time.perf_counter() - started, 1),
+        "modes": {mode: {k: v for k, v in asdict(t).items() if k != "checks"} for mode, t in soak.tallies.items()
+                  if mode in modes},
+        "replication_after_soak": final,
+        "home": str(root),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kills", type=int, default=330, help="kills in all, spread over the three modes")
+    parser.add_argument("--kills", type=int, default=330, help="kills in all, spread over the modes")
+    parser.add_argument("--modes", default=",".join(MODES), help=f"the modes to soak, in turn (of {', '.join(MODES)})")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--dir", type=Path, default=None, help="where the homes go (default: a temporary dir)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     options = parser.parse_args()
+    modes = tuple(options.modes.split(","))
+    if not modes or any(mode not in MODES for mode in modes):
+        parser.error(f"--modes takes some of {', '.join(MODES)}, separated by commas")
     root = options.dir or Path(tempfile.mkdtemp(prefix="resident-kill9-"))
-    root.mkdir(parents=True, exist_ok=True)
-    exports = make_exports(root / "exports", (options.kills // len(MODES) + 1) * IMPORTS_PER_KILL + 1)
-    realm = RealmProcess(root / "realm")
-    realm.start()
-    started = time.perf_counter()
-    soak = Soak(root, options.seed, realm.url, exports)
-    try:
-        for kill in range(options.kills):
-            soak.kill_one(MODES[kill % len(MODES)])
-        final = final_replication_check(root / "replicate", realm.url)
-    finally:
-        soak.server.close()
-        realm.stop()
-    elapsed = time.perf_counter() - started
-    report = {
-        "kills": sum(t.kills for t in soak.tallies.values()),
-        "seconds": round(elapsed, 1),
-        "modes": {mode: {k: v for k, v in asdict(t).items() if k != "checks"} for mode, t in soak.tallies.items()},
-        "replication_after_soak": final,
-        "home": str(root),
-    }
+    report = run(options.kills, root, modes=modes, seed=options.seed)
     if options.json:
         print(json.dumps(report))
         return
-    print(f"{report['kills']} kills in {elapsed:.0f} s ({root})")
-    for mode, tally in soak.tallies.items():
+    print(f"{report['kills']} kills in {report['seconds']:.0f} s ({root})")
+    for mode, tally in report["modes"].items():
         print(
-            f"  {mode:9} kills {tally.kills:4} (during open {tally.kills_during_open:3})  acknowledged "
-            f"{tally.acknowledged:6}  imports {tally.imports_acknowledged:4}  lost {tally.lost}  "
-            f"transient {tally.transient}  partial imports {tally.partial_imports}"
+            f"  {mode:9} kills {tally['kills']:4} (during open {tally['kills_during_open']:3})  acknowledged "
+            f"{tally['acknowledged']:6}  imports {tally['imports_acknowledged']:4}  lost {tally['lost']}  "
+            f"transient {tally['transient']}  partial imports {tally['partial_imports']}"
         )
-    print(f"  replication after the soak: {final}")
+    print(f"  replication after the soak: {report['replication_after_soak']}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ single-threaded server takes milliseconds, so a soak can afford hundreds of kill
 
 * `remember HOME WORKERS` — opens HOME, then WORKERS threads remember notes forever; each
   `ack ID` line is printed only after `remember` returned (the write is durable);
-* `replicate HOME REALM_URL` — the same with one writer, replicating to Realm as records land;
+* `replicate HOME REALM_URL TOKEN` — the same with one writer, replicating to Realm (with the
+  home's Realm token) as records land;
 * `import HOME EXPORT...` — imports each member export in turn: `importing PATH`, then
   `ack import PATH` once `import_member` returned;
 * `check HOME ACKS` — opens HOME right after a kill and reads back every acknowledged record
@@ -57,8 +58,8 @@ def remember(home: Path, workers: int) -> None:
         thread.join()
 
 
-def replicate(home: Path, realm_url: str) -> None:
-    runtime = Runtime.open(home, realm=realm_url, replication=REPLICATION)
+def replicate(home: Path, realm_url: str, realm_token: str) -> None:
+    runtime = Runtime.open(home, realm=realm_url, realm_token=realm_token, replication=REPLICATION)
     runtime.memory.enable()
     say("ready")
     member = runtime.member("deven")
@@ -117,7 +118,7 @@ def run(command: str, arguments: list[str]) -> None:
         case "remember":
             remember(Path(arguments[0]), int(arguments[1]))
         case "replicate":
-            replicate(Path(arguments[0]), arguments[1])
+            replicate(Path(arguments[0]), arguments[1], arguments[2])
         case "import":
             import_all(Path(arguments[0]), arguments[1:])
         case "check":

@@ -224,7 +224,7 @@ class RuntimeStopped(ResidentError, RuntimeError):
 
 
 class MemoryDisabled(ResidentError, PermissionError):
-    """Memory is off for this home; nothing was stored."""
+    """Memory is off for this home; nothing is stored or recalled until it is enabled."""
 
 
 class RecordNotFound(ResidentError, LookupError):

@@ -21,6 +21,7 @@ import uvicorn
 
 from resident import Runtime
 from resident.api.app import create_app
+from resident.api.challenge import CHALLENGE_PATH, answer_challenge
 from resident.api.discovery import Discovery
 from resident.api.events import Cursor, EventHub, HubSettings, actor_changes
 from resident.api.transport import StreamItem, Transport
@@ -307,12 +308,22 @@ class _CannedStream(BaseHTTPRequestHandler):
         b'id: 2.0.e\r\nevent: memory.switched\r\ndata: {"type":"memory.switched","enabled":true,"at":2.0}\r\n\r\n'
     )
 
+    token = "t"
+
     def do_GET(self) -> None:
+        path, _, query = self.path.partition("?")
+        if path == CHALLENGE_PATH:
+            proof = answer_challenge(self.token, query.removeprefix("nonce="))
+            self._answer("application/json", b'{"proof": "%s"}' % (proof or "").encode())
+            return
+        self._answer("text/event-stream", self.body)
+
+    def _answer(self, media_type: str, body: bytes) -> None:
         self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Content-Length", str(len(self.body)))
+        self.send_header("Content-Type", media_type)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(self.body)
+        self.wfile.write(body)
 
     def log_message(self, *args: object) -> None:
         return
@@ -327,7 +338,9 @@ class CannedSseServer(LoopbackServer[ThreadingHTTPServer]):
 
 def test_keep_alive_pings_between_events_are_not_events() -> None:
     with CannedSseServer() as server:
-        transport = Transport(Discovery(address=server.url, pid=0, token="t", api_version=1, home="/nowhere"))
+        transport = Transport(
+            Discovery(address=server.url, pid=0, token=_CannedStream.token, api_version=1, home="/nowhere")
+        )
         try:
             items = list(transport.events())
         finally:

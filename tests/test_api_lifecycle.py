@@ -158,7 +158,7 @@ def test_detach_returns_once_it_answers_and_down_stops_it(tmp_path: Path) -> Non
 
 def expect_json_line(outcome: object) -> bytes:
     document = expect_json(outcome)  # type: ignore[arg-type]
-    assert set(document) == {"address", "pid", "token", "api_version", "home"}
+    assert set(document) == {"address", "pid", "token", "api_version", "home", "started"}
     return json.dumps(document).encode()
 
 

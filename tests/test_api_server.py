@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -456,6 +457,14 @@ def test_a_connected_runtime_raises_the_runtime_s_typed_errors(rt: Any) -> None:
         rt.coordinator.correct("exe_missing", "wrong file")
     with pytest.raises(InvalidInput):
         rt.replication.sync(timeout=0)
+
+
+def test_a_connected_runtime_refuses_a_far_future_time_and_a_cite_that_is_no_record(rt: Any) -> None:
+    deven = rt.member("deven")
+    with pytest.raises(InvalidInput, match="days after now"):
+        deven.remember("a month ahead", occurred_at=time.time() + 30 * 86_400)
+    with pytest.raises(RecordNotFound):
+        deven.remember("consolidated", kind="observation", cites=("../../etc/passwd",))
 
 
 def test_the_awaitable_twins_write_concurrently_over_one_connection_pool(up: UpProcess) -> None:

@@ -1,9 +1,9 @@
 """Who may import whom (ARCHITECTURE.md), checked on the source so a stray import fails a test.
 
 Leaf utilities every layer may use: `resident.errors`, `resident.clock`, `resident.ids`,
-`resident.loopback`, `resident.files` (private files written whole) and `resident.children` (child
-processes), which import nothing of the project but other leaves. Beyond those, each package may
-reach only the packages below it.
+`resident.loopback`, `resident.files` (private files written whole), `resident.user_files` (files a
+user names, opened safely) and `resident.children` (child processes), which import nothing of the
+project but other leaves. Beyond those, each package may reach only the packages below it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "resident"
 LEAVES = {
     "resident.errors", "resident.clock", "resident.ids", "resident.loopback", "resident.files", "resident.children",
-    "resident.processes",
+    "resident.processes", "resident.user_files",
 }
 
 # package -> the resident packages it may import (itself and the leaves always allowed)

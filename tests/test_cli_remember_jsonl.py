@@ -128,3 +128,24 @@ def test_a_member_session_writes_only_the_lines_within_its_grant(home: Path) -> 
     assert outcome.stderr.startswith("line 2: GrantExceeded: ")
     expect_error(invoke(home, "remember", "alice", "--jsonl", "-", input=data, env=as_deven), "GrantExceeded")
     assert sorted(stored(home).values()) == ["within"]
+
+
+def test_a_cite_that_is_no_record_a_repeated_key_and_a_far_future_time_are_refused_by_line(home: Path) -> None:
+    first = expect_json(invoke(home, "remember", "deven", "--jsonl", "-", "--json",
+                               input=lines_of({"text": "the cited one"})))["written"][0]["id"]
+    data = lines_of(
+        {"text": "cites a path", "kind": "observation", "cites": ["../../etc/passwd"]},
+        '{"text": "said once", "text": "said twice"}',
+        {"text": "from the far future", "occurred_at": 9_999_999_999},
+        {"text": "cites a record", "kind": "observation", "cites": [first]},
+    )
+    outcome = invoke(home, "remember", "deven", "--jsonl", "-", input=data)
+    assert outcome.code == 1, outcome.describe()
+    refused = outcome.stderr.splitlines()
+    assert [line.split(": ")[:2] for line in refused] == [
+        ["line 1", "RecordNotFound"], ["line 2", "InvalidInput"], ["line 3", "InvalidInput"],
+    ]
+    assert "'text' appears twice" in refused[1]
+    assert "days after now" in refused[2]
+    assert [line.split(":")[0] for line in outcome.stdout.splitlines()] == ["line 4"]
+    assert sorted(stored(home).values()) == ["cites a record", "the cited one"]

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from resident import Runtime
+from resident.clock import ManualClock
 from resident.errors import (
     ActorUnavailable,
     EmbedderNotLoopback,
@@ -33,7 +34,7 @@ from resident.errors import (
     UnknownMember,
     UnknownScope,
 )
-from resident.memory.records import MAX_BODY_CHARS, MAX_SUMMARY_CHARS
+from resident.memory.records import MAX_BODY_CHARS, MAX_FUTURE_SECONDS, MAX_SUMMARY_CHARS
 from resident.messages.memory import (
     Activation,
     BankCreated,
@@ -665,3 +666,31 @@ def test_a_forget_or_supersede_that_races_a_disable_is_refused_in_the_transactio
         record = reader.get(RECORDS, receipt.id)
     assert record is not None
     assert record.lifecycle == "active"
+
+
+def test_a_memory_that_happened_more_than_a_day_ahead_of_the_runtime_s_clock_is_refused(tmp_path: Path) -> None:
+    clock = ManualClock()
+    with open_runtime(tmp_path / "home", clock=clock) as rt:
+        rt.memory.enable()
+        deven = rt.member("deven")
+        now = clock.time()
+        with pytest.raises(InvalidInput, match="days after now"):
+            deven.remember("sent in milliseconds", occurred_at=now * 1000)
+        with pytest.raises(InvalidInput, match="days after now"):
+            deven.remember("a day and a second ahead", occurred_at=now + MAX_FUTURE_SECONDS + 1)
+        receipt = deven.remember("a clock an hour fast", occurred_at=now + 3_600)
+        assert deven.get(receipt.id).occurred_at == now + 3_600
+        clock.advance(2 * MAX_FUTURE_SECONDS)
+        assert deven.remember("two days on, it is the past", occurred_at=now + MAX_FUTURE_SECONDS + 1).id
+
+
+def test_a_cite_must_name_a_record_the_member_can_see(on: Runtime) -> None:
+    deven = on.member("deven")
+    for cite in ("../../etc/passwd", "https://example.com/x", "mem_0000000000000000000000000000"):
+        with pytest.raises(RecordNotFound):
+            deven.remember("consolidated", kind="observation", cites=(cite,))
+    private = on.member("alice").remember("alice's own note")
+    with pytest.raises(RecordNotFound):
+        deven.remember("consolidated", kind="observation", cites=(private.id,))
+    mine = deven.remember("deven's note")
+    assert deven.remember("consolidated", kind="observation", cites=(mine.id,)).id

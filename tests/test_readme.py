@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
 
 from resident.cli.main import COMMANDS
+from tests.cli_helpers import run_process
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -46,3 +48,20 @@ def test_nothing_in_the_readme_or_docs_points_outside_the_repository() -> None:
         assert not re.search(r"(?<![\w.])/(work|home|Users)/\w+/", text.replace("/work/acme", "")), (
             f"{path.name} holds an absolute path of a machine"
         )
+
+
+@pytest.mark.timeout(120)  # seven real `resident` processes
+def test_the_tour_starts_with_what_the_first_command_installed_and_runs_in_order(tmp_path: Path) -> None:
+    tour = _shell_blocks(README)[2]
+    lines = [line.split("#")[0].strip() for line in tour.splitlines()]
+    assert lines[0] == ". .venv/bin/activate", "the first command installs `resident` into .venv/bin only"
+    record_id = ""
+    for line in lines[1:]:
+        words = shlex.split(line)
+        assert words[0] == "resident", line
+        arguments = [record_id if word == "ID" else word for word in words[1:]]
+        outcome = run_process(tmp_path / "home", *arguments)
+        assert outcome.code == 0, outcome.describe()
+        if arguments[0] == "remember":
+            record_id = outcome.stdout.split()[0]
+    assert record_id.startswith("mem_")

@@ -102,6 +102,12 @@ def test_the_example_plan_runs_two_members_through_the_command_harness_on_a_scra
         learned = next(hit for hit in hits if hit.body.startswith("greet.py in the scratch repository"))
         record = runtime.member("deven").get(learned.id)
         assert (record.delegated, record.author) == (True, "deven")
+    # The run counted that callback's write and checked it: its invariant is not over zero writes.
+    assert report.metrics.session_writes == {learned.id}
+    assert report.metrics.writes == 1
+    kept = next(i for i in report.invariants if i.name == "no acknowledged write lost")
+    assert kept.ok
+    assert kept.detail.startswith("1 acknowledged writes (0 by the plan's steps, 1 by the members' own sessions)")
 
 
 def test_a_harness_task_whose_command_fails_fails_its_task_and_execution(tmp_path: Path, private_tmp: Path):

@@ -89,7 +89,7 @@ def test_a_skill_folder_is_read_by_its_own_name_or_through_its_skill_md(tmp_path
     with pytest.raises(SkillInvalid, match="not a skill folder"):
         read_skill_folder(tmp_path / "missing")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(SkillInvalid, match=r"SKILL\.md not found"):
+    with pytest.raises(SkillInvalid, match=r"SKILL\.md .* does not exist"):
         read_skill_folder(tmp_path / "empty")
 
 

@@ -1,7 +1,8 @@
 """The ASGI app of the loopback API: the guard in front, then one endpoint per operation.
 
 The guard runs before routing, so nothing — not even a 404 — answers a request that names a foreign
-`Host` (a browser page reaching loopback through DNS rebinding) or, except `/v1/health`, lacks the
+`Host` (a browser page reaching loopback through DNS rebinding) or, except `/v1/health` and the
+challenge a client puts before it sends its token (`/v1/challenge`, see `challenge`), lacks the
 home's token. Tokens are compared in constant time. The guard also bounds the requests in flight.
 
 Each endpoint reads and checks its body (declared JSON, bounded, arriving within the read timeout,
@@ -18,6 +19,7 @@ import hmac
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -29,6 +31,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from resident.api import routes
+from resident.api.challenge import CHALLENGE_PATH, NONCE_BYTES, answer_challenge
 from resident.api.events import EventHub
 from resident.api.handlers import check_grant, perform, refuse_grant
 from resident.api.openapi import openapi_document
@@ -82,7 +85,7 @@ class Guard:
     def __init__(self, app: ASGIApp, token: str, *, max_in_flight: int = MAX_IN_FLIGHT) -> None:
         self.app = app
         self._token = token.encode("utf-8")
-        self._open_paths = frozenset({HEALTH.path})
+        self._open_paths = frozenset({HEALTH.path, CHALLENGE_PATH})
         self._max_in_flight = max_in_flight
         self._in_flight = 0
 
@@ -93,6 +96,9 @@ class Guard:
         refusal = self._refusal(scope)
         if refusal is not None:
             await refusal(scope, receive, send)
+            return
+        if scope["path"] == CHALLENGE_PATH:
+            await self._challenge(scope)(scope, receive, send)
             return
         self._in_flight += 1
         try:
@@ -113,6 +119,17 @@ class Guard:
         if self._in_flight >= self._max_in_flight:
             return error_response(429, "ServerBusy", f"{self._in_flight} requests are in flight already; retry shortly")
         return None
+
+    def _challenge(self, scope: Scope) -> Response:
+        """The proof that this server holds the home's token, for a client about to send it (see `challenge`)."""
+        if scope["method"] != "GET":
+            return error_response(405, "MethodNotAllowed", f"{CHALLENGE_PATH} answers GET only")
+        nonces = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("nonce", [])
+        token = self._token.decode("utf-8", "surrogateescape")
+        proof = answer_challenge(token, nonces[0]) if len(nonces) == 1 else None
+        if proof is None:
+            return error_response(400, "InvalidInput", f"send one nonce of {NONCE_BYTES} bytes as hex: ?nonce=HEX")
+        return json_response({"proof": proof})
 
     def _authorized(self, header: str) -> bool:
         scheme, _, given = header.partition(" ")

@@ -55,6 +55,9 @@ class Discovery(msgspec.Struct, frozen=True, kw_only=True):
     token: str
     api_version: int
     home: str
+    # When the serving process started (clock ticks since boot, Linux): `down` checks that the pid
+    # it would signal is that process, not a later one that reused the pid.
+    started: str | None = None
 
     @property
     def base_url(self) -> str:

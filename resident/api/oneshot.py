@@ -3,7 +3,8 @@
 A command makes one or two requests and exits, so it needs no pool, no keep-alive, no TLS, proxies,
 redirects or cookies: each call connects (TCP on loopback, or the unix socket), sends one HTTP/1.1
 request with `Connection: close`, reads the answer to its `Content-Length` (or to the close) and
-disconnects. The server is this project's own (`resident.api.app` under uvicorn), which frames every
+disconnects. Before the first request carries the token, `challenge.prove_server` makes sure the
+address is the home's runtime. The server is this project's own (`resident.api.app` under uvicorn), which frames every
 answer with a `Content-Length`. That is what makes a command quick to start: httpx (which
 `Runtime.connect` uses for long-lived hosts) costs about 75 ms to import on the 2-core machine of
 bench/RESULTS.md and the standard library's `http.client` about 20 ms (it brings `email` and `ssl`),
@@ -20,6 +21,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from resident.api import routes
+from resident.api.challenge import prove_server
 from resident.api.discovery import Discovery
 from resident.api.exchange import Request, auth_headers, decode_answer, decode_reply, unreachable
 from resident.errors import RuntimeNotUp
@@ -57,6 +59,8 @@ class OneShot:
                 f"{discovery.home}'s api.json names {discovery.address!r}, an address `resident up` never writes; "
                 "start it again"
             ) from None
+        # Nothing secret goes to the address until the process there proves it holds the home's token.
+        prove_server(discovery)
 
     def call(self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str) -> Any:
         """Run `op` and return its answer struct, or raise the error it answered."""

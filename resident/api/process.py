@@ -5,9 +5,11 @@ standard input is /dev/null, its log (standard error) is `up.log` in the home, a
 output is a pipe read only until its first line, the ready announcement (or, with `--json`, the
 error it failed with). `start_detached` returns once the server answers.
 
-`stop` signals the process named in the home's discovery file only after checking that the pid is
-alive and holds the home's lock, then waits until the lock is released (which happens when the
-process has closed the runtime, or died).
+`stop` signals the process named in the home's discovery file only after the kernel confirms it:
+the pid holds the home's lock (`/proc/locks`, not the pid written in `resident.lock`, which anyone
+who can write the file can forge), its command line is a resident command, and it started when
+the runtime that wrote `api.json` did. It then waits until the lock is released and the process
+has ended: a process that let the home go but lingers (a thread stuck) is not reported stopped.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from pathlib import Path
 
 import msgspec
 
-from resident.api.discovery import DISCOVERY_FILE, Discovery, lock_holder, pid_alive, read_discovery
+from resident.api.discovery import DISCOVERY_FILE, LOCK_FILE_NAME, Discovery, lock_holder, pid_alive, read_discovery
 from resident.api.statuses import error_from_body
 from resident.api.wire import READ_TIMEOUT, ErrorBody
-from resident.errors import ApiError, RuntimeNotUp, ShutdownTimeout
+from resident.children.orphans import command_line, process_start
+from resident.errors import ApiError, RuntimeNotUp, ShutdownTimeout, shorten
+from resident.processes import flock_holders, process_arguments, process_ended
 
 __all__ = ["LOG_FILE", "START_TIMEOUT", "read_first_line", "start_detached", "stop"]
 
@@ -86,26 +90,64 @@ def read_first_line(fd: int, timeout: float) -> bytes:
 
 
 def stop(home: Path, timeout: float) -> Discovery:
-    """SIGTERM the runtime up for `home` and wait until it has let the home go; returns what it was.
+    """SIGTERM the runtime up for `home` and wait until it has let the home go and ended; returns what it was.
 
-    `RuntimeNotUp` when none is up (a stale discovery file is removed on the way);
-    `ShutdownTimeout` when it still holds the home after `timeout` seconds.
+    `RuntimeNotUp` when none is up (a stale discovery file is removed on the way) or the process
+    named is not the one serving the home (nothing is signalled); `ShutdownTimeout` when it still
+    holds the home, or still runs, after `timeout` seconds.
     """
     found = read_discovery(home)
     if found is None:
         raise RuntimeNotUp(f"no runtime is up for {home} (no {DISCOVERY_FILE})")
-    if not pid_alive(found.pid) or lock_holder(home) != found.pid:
-        # Killed without cleaning up: its pid is gone (or now someone else's) and the lock is free.
-        (home / DISCOVERY_FILE).unlink(missing_ok=True)
+    if not pid_alive(found.pid):
+        _remove_stale(home)
         raise RuntimeNotUp(f"no runtime is up for {home}: pid {found.pid} is gone; removed its stale {DISCOVERY_FILE}")
+    refusal = serving_refusal(home, found)
+    if refusal is not None:
+        if lock_holder(home) is None:
+            _remove_stale(home)
+        raise RuntimeNotUp(f"no runtime is up for {home} that down may stop: {refusal}; nothing was signalled")
+    started = process_start(found.pid)
     os.kill(found.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    # The lock is released when the process has closed its runtime (or died): that is the signal.
-    while lock_holder(home) == found.pid:
+    # The lock is released when the process has closed its runtime (or died); it is stopped once it has ended.
+    while lock_holder(home) == found.pid or not process_ended(found.pid, started):
         if time.monotonic() >= deadline:
+            what = "is still stopping (draining requests)" if lock_holder(home) == found.pid else (
+                "let the home go but has not ended (a thread is stuck; see up.log)"
+            )
             raise ShutdownTimeout(
-                f"pid {found.pid} is still stopping after {timeout:g} s (draining requests); "
-                "wait longer with --timeout, or kill it"
+                f"pid {found.pid} {what} after {timeout:g} s; wait longer with --timeout, or kill it"
             )
         time.sleep(_POLL)
     return found
+
+
+def serving_refusal(home: Path, found: Discovery) -> str | None:
+    """Why process `found.pid` is not the runtime serving `home` (so it must not be signalled), or None if it is."""
+    holders = flock_holders(home / LOCK_FILE_NAME)
+    if holders is None:
+        # No /proc/locks (not Linux): the pid the holder wrote in the lock is the best there is.
+        if lock_holder(home) != found.pid:
+            return f"pid {found.pid} does not hold the home's lock"
+    elif found.pid not in holders:
+        return f"pid {found.pid} does not hold the home's lock (the kernel names {sorted(holders) or 'no one'})"
+    if not _is_resident_command(found.pid):
+        return f"pid {found.pid} is not a resident command ({shorten(command_line(found.pid) or 'unknown')})"
+    if found.started is not None and process_start(found.pid) != found.started:
+        return f"pid {found.pid} started at another time than the runtime that wrote {DISCOVERY_FILE}"
+    return None
+
+
+def _is_resident_command(pid: int) -> bool:
+    """Whether `pid` runs the `resident` command (`resident up`, `python -m resident.cli run`, ...)."""
+    arguments = process_arguments(pid)
+    if arguments is None:
+        # No /proc (not Linux): the command line as `ps` shows it, split on spaces.
+        arguments = (command_line(pid) or "").split()
+    return any(Path(argument).name == "resident" or argument == "resident.cli" for argument in arguments)
+
+
+def _remove_stale(home: Path) -> None:
+    # Killed without cleaning up: its pid is gone (or now someone else's) and the lock is free.
+    (home / DISCOVERY_FILE).unlink(missing_ok=True)

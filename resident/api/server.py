@@ -39,6 +39,7 @@ from resident.api.app import MAX_IN_FLIGHT, create_app
 from resident.api.discovery import DISCOVERY_FILE, Discovery, Listen, lock_holder, pid_alive, read_discovery
 from resident.api.events import EventHub, HubSettings
 from resident.api.wire import READ_TIMEOUT
+from resident.children.orphans import process_start
 from resident.errors import HomeInUse, InvalidInput, RuntimeNotUp, RuntimeStopped
 from resident.messages.home_calls import API_VERSION
 from resident.runtime import Runtime
@@ -114,7 +115,8 @@ def _endpoint(home: Path, listen: Listen) -> Iterator[tuple[socket.socket, Disco
     """
     sock, address = _bind(listen)
     discovery = Discovery(
-        address=address, pid=os.getpid(), token=secrets.token_urlsafe(32), api_version=API_VERSION, home=str(home)
+        address=address, pid=os.getpid(), token=secrets.token_urlsafe(32), api_version=API_VERSION, home=str(home),
+        started=process_start(os.getpid()),
     )
     path = home / DISCOVERY_FILE
     written = False

@@ -3,7 +3,8 @@ error answers raised as the same `ResidentError` the runtime raised, and the eve
 
 One `httpx.Client` serves blocking calls from any thread; awaitable calls use one
 `httpx.AsyncClient` per event loop (an async client belongs to the loop it first ran on). A server
-that does not answer is `RuntimeNotUp`; a token it refuses is `Unauthorized`.
+that does not answer, or does not prove it holds the home's token (`challenge`), is `RuntimeNotUp`;
+a token it refuses is `Unauthorized`.
 
 Light on purpose: httpx, msgspec and the message structs, nothing of the runtime.
 """
@@ -22,6 +23,7 @@ import msgspec
 from httpx_sse import EventSource, aconnect_sse, connect_sse
 
 from resident.api import routes
+from resident.api.challenge import prove_server
 from resident.api.discovery import Discovery
 from resident.api.exchange import Request, auth_headers, decode_answer, decode_error, decode_reply, unreachable
 from resident.api.wire import API_EVENTS, ApiEvent
@@ -51,6 +53,8 @@ class Transport:
     """Requests to one `resident up` server, described by its discovery file."""
 
     def __init__(self, discovery: Discovery) -> None:
+        # Nothing secret goes to the address until the process there proves it holds the home's token.
+        prove_server(discovery)
         self.discovery = discovery
         self._headers = auth_headers(discovery)
         self._client = httpx.Client(

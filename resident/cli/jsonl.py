@@ -4,7 +4,8 @@ The whole input is read before anything is written, within bounds that make it o
 `remember_many` call: at most `MAX_REMEMBER_ITEMS` lines that hold an item, each at most
 `MAX_LINE_BYTES`, and at most `MAX_REMEMBER_MANY_BODY_BYTES` in all. Input past a bound is
 refused whole, before anything is written. A line that is not UTF-8 or not JSON is reported with
-its number and left out; every other line goes to the runtime, which refuses a bad item in its place.
+its number and left out, as is an object that names a key twice; every other line goes to the
+runtime, which refuses a bad item in its place.
 Blank lines are skipped (they still count in the numbering).
 """
 
@@ -16,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from resident.errors import InvalidInput
+from resident.errors import InvalidInput, shorten
 from resident.messages.memory_calls import MAX_REMEMBER_ITEMS, MAX_REMEMBER_MANY_BODY_BYTES
 from resident.operations.declaration import MAX_BODY_BYTES
+from resident.user_files import open_user_file
 
 __all__ = ["MAX_LINE_BYTES", "Lines", "read_jsonl"]
 
@@ -38,14 +40,9 @@ def read_jsonl(source: str) -> Lines:
     """The lines of `source` (a path, or `-` for standard input), checked and bounded as above."""
     if source == "-":
         return _read(sys.stdin.buffer, "standard input")
-    path = Path(source)
-    try:
-        with path.open("rb") as stream:
-            return _read(stream, str(path))
-    except IsADirectoryError:
-        raise InvalidInput(f"--jsonl {source} is a directory; give a file of JSON lines, or - for stdin") from None
-    except FileNotFoundError:
-        raise InvalidInput(f"--jsonl {source} does not exist; give a file of JSON lines, or - for stdin") from None
+    # A FIFO, a device or a link named here is refused at once (never waited on or followed).
+    with open_user_file(Path(source), what="--jsonl") as stream:
+        return _read(stream, source)
 
 
 def _read(stream: IO[bytes], name: str) -> Lines:
@@ -90,7 +87,10 @@ def _parse(raw: bytes, number: int, lines: Lines) -> None:
         lines.refused.append((number, "TextInvalid", f"not valid UTF-8 (byte {error.start}); send UTF-8 text"))
         return
     try:
-        item = json.loads(text)
+        item = json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as duplicate:
+        lines.refused.append((number, "InvalidInput", f"the key {duplicate} appears twice; give each field once"))
+        return
     except ValueError as error:
         lines.refused.append((number, "InvalidInput", f"not JSON ({error}); give one JSON object a line"))
         return
@@ -98,3 +98,16 @@ def _parse(raw: bytes, number: int, lines: Lines) -> None:
         lines.refused.append((number, "InvalidInput", "nested too deeply; give one flat JSON object a line"))
         return
     lines.items.append((number, item))
+
+
+class _DuplicateKey(Exception):
+    """A JSON object names one key twice: which value was meant is anyone's guess, so the line is refused."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    item: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in item:
+            raise _DuplicateKey(shorten(key))
+        item[key] = value
+    return item

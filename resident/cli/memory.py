@@ -171,6 +171,10 @@ def _print_record(record: MemoryRecord) -> None:
     by = f" (by {record.superseded_by})" if record.superseded_by else ""
     why = f" ({record.replication_reason})" if record.replication_reason else ""
     stdout.print(f"lifecycle   {record.lifecycle}{by}")
+    if record.retracted_at is not None:
+        reason = record.retraction_reason or "no reason given"
+        who = f" by {record.retracted_by}" if record.retracted_by else ""
+        stdout.print(f"retracted   {_when(record.retracted_at)}{who}: {reason}")
     stdout.print(f"replication {record.replication}{why}")
     stdout.print(f"occurred    {_when(record.occurred_at)}   recorded {_when(record.recorded_at)}")
     stdout.print(f"importance  {record.importance:g}   confidence {record.confidence:g}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import click
 
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, stdout
@@ -90,11 +92,12 @@ def sync(state: CliState, timeout: float, as_json: bool) -> None:
     after --timeout (Realm down or unset; `resident replication status` says why); with --json
     the counts then carry an "error" object too.
     """
+    started = time.monotonic()
     with runtime_for(state) as runtime:
         # The request waits a little longer than the sync itself, which answers at its deadline.
         counts = runtime.run(replication_ops.SYNC, SyncRequest(timeout=timeout))
     pending = counts.pending
-    error = f"{pending} record{'s are' if pending != 1 else ' is'} still pending after {timeout:g} s"
+    error = _pending_error(counts, waited=time.monotonic() - started, timeout=timeout)
     if as_json:
         failure = {"error": {"type": "ReplicationPending", "message": error}} if pending else {}
         emit_json({**_counts_json(counts), "settled": pending == 0, **failure})
@@ -104,6 +107,18 @@ def sync(state: CliState, timeout: float, as_json: bool) -> None:
             click.echo(f"error: {error}", err=True)
     if pending:
         click.get_current_context().exit(1)
+
+
+def _pending_error(counts: ReplicationCounts, *, waited: float, timeout: float) -> str:
+    """Why records are still pending after a sync, without claiming a wait that did not happen."""
+    records = f"{counts.pending} record{'s are' if counts.pending != 1 else ' is'}"
+    if not counts.realm or counts.realm == "none":
+        # Without a Realm the sync answers at once: there is nothing to wait for.
+        return f"{records} pending and stay so: no Realm is configured for this home; run `resident init --realm URL`"
+    if waited < timeout:
+        why = counts.last_error or counts.note or "see `resident replication status`"
+        return f"{records} still pending (the sync gave up after {waited:.1f} s: {why})"
+    return f"{records} still pending after {timeout:g} s; `resident replication status` says why"
 
 
 @click.command()

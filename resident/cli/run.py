@@ -126,15 +126,17 @@ def progress(state: CliState, as_json: bool) -> None:
     if as_json:
         emit_json(report)
         return
-    from rich.table import Table  # noqa: PLC0415 - rich is loaded by the commands that print with it
-
-    table = Table(title=f"{report.executions} executions, {report.running} running", title_justify="left")
-    for column in ("member", "running", "succeeded", "failed", "steps", "corrections", "last task"):
-        table.add_column(column, no_wrap=True)
-    for row in report.members:
-        table.add_row(row.member, str(row.running), str(row.succeeded), str(row.failed), str(row.steps),
-                      str(row.corrections), row.last_task)
-    stdout.print(table)
+    # The member column is never cut: on a narrow terminal (or a pipe, 80 columns) the task wraps instead.
+    print_table(
+        ("member", "running", "succeeded", "failed", "steps", "corrections", "last task"),
+        (
+            (row.member, str(row.running), str(row.succeeded), str(row.failed), str(row.steps),
+             str(row.corrections), row.last_task)
+            for row in report.members
+        ),
+        ids=("member", "running", "succeeded", "failed", "steps", "corrections"),
+        title=f"{report.executions} executions, {report.running} running",
+    )
     if report.sessions:
         print_table(
             ("session", "member", "harness", "execution", "since", "directory", "task"),

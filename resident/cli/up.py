@@ -69,10 +69,12 @@ def up(state: CliState, listen: str, detach: bool, read_timeout: float, as_json:
 @json_option
 @pass_state
 def down(state: CliState, timeout: float, as_json: bool) -> None:
-    """Stop the runtime `resident up` runs for the home, and wait until it has.
+    """Stop the runtime `resident up` runs for the home, and wait until its process has ended.
 
-    The process named in api.json is signalled only if it is alive and holds the home's lock; a
-    discovery file left by a killed process is removed and reported (exit 1, RuntimeNotUp).
+    The process named in api.json is signalled only if the kernel says it holds the home's lock and
+    it runs the resident command; a discovery file left by a killed process is removed and reported
+    (exit 1, RuntimeNotUp). A process that let the home go but does not end is reported
+    (ShutdownTimeout), never as stopped.
     """
     from resident.api.process import stop  # noqa: PLC0415
 

@@ -51,6 +51,7 @@ from typing import Any
 from resident.coordination.grants import ROLE_ACTIONS
 from resident.errors import PlanInvalid
 from resident.messages.sessions import HARNESSES
+from resident.user_files import read_user_file
 
 __all__ = ["HARNESS_STEPS", "MEMBER_STEPS", "Plan", "Step", "TaskPlan", "load_plan", "parse_plan", "render_plan"]
 
@@ -59,6 +60,8 @@ MEMBER_STEPS = frozenset(
 )
 HARNESS_STEPS = frozenset({"crash", "realm-outage", "invalidate"})
 STATES = ("pending", "pending_review", "synced", "conflict", "invalidated")
+# A plan is a page of TOML; a file far larger is not one, and is not read whole.
+MAX_PLAN_BYTES = 4 * 1024 * 1024
 
 # Which keys each step accepts (beyond `do`), so a typo is an error instead of being ignored.
 _KEYS: dict[str, frozenset[str]] = {
@@ -303,12 +306,7 @@ def check_plan(plan: Plan, *, members: Sequence[str], coordinator: str) -> None:
 
 
 def load_plan(path: Path, *, members: Sequence[str], coordinator: str) -> Plan:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise PlanInvalid(f"plan file {path} does not exist") from None
-    except IsADirectoryError:
-        raise PlanInvalid(f"{path} is a directory, not a plan file") from None
+    data = read_user_file(path, limit=MAX_PLAN_BYTES, what="plan file", error=PlanInvalid)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

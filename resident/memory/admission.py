@@ -2,10 +2,10 @@
 
 `admit` is the whole of a remember's pure work: the grant a delegated call works under narrows
 the scopes it may write, the member must belong to the bank's world, the input must be sound
-(text, kind, weights, times), a superseded record must be one the caller may read, and the record
-is shaped with its content digest. The member actor calls it for the writes it makes itself (a
-readmit), and callers call it in their own thread (`rt.member(name).remember`), so both paths
-accept and refuse exactly the same inputs.
+(text, kind, weights, times no more than a day ahead), a superseded record must be one the caller
+may read, a cited one one it may see, and the record is shaped with its content digest. The member
+actor calls it for the writes it makes itself (a readmit), and callers call it in their own thread
+(`rt.member(name).remember`), so both paths accept and refuse exactly the same inputs.
 
 It reads nothing mutable of its own: what it needs from the store (does the bank exist yet? the
 record being superseded) comes through `AdmissionReads`, answered from a short LMDB read by
@@ -24,7 +24,7 @@ from resident.errors import NotVisible
 from resident.memory.banks import runtime_bank
 from resident.memory.readmit import check_readmit
 from resident.memory.records import make_record
-from resident.memory.visibility import can_write, check_within_grant, readable_record
+from resident.memory.visibility import can_write, check_within_grant, readable_record, visible_record
 from resident.messages.memory import (
     BankCreated,
     Delegation,
@@ -96,6 +96,11 @@ def admit(
     elif message.supersedes is not None:
         old = readable_record(principal, message.supersedes, reads.record(message.supersedes))
         superseded = RecordSuperseded(at=now, id=old.id, by=record_id)
+    if replacing is None:
+        # A citation is a link to a record, never a free string (a path, a URL): only records the
+        # caller can see may be cited, so no cite names something outside the home or leaks one.
+        for cited in message.cites:
+            visible_record(principal, cited, reads.record(cited))
     record = make_record(
         record_id=record_id,
         owner=bank.owner,

@@ -31,6 +31,7 @@ from resident.memory.visibility import can_see, is_served
 from resident.messages.limits import is_record_id
 from resident.messages.memory import Bank, MemoryRecord, Principal
 from resident.messages.portability import EXPORT_FORMAT, EXPORT_VERSION, MemberExport
+from resident.user_files import read_user_file
 
 __all__ = [
     "FUTURE_TOLERANCE",
@@ -120,17 +121,9 @@ def parse_export(data: bytes, source: str, *, now: float) -> MemberExport:
 
 
 def read_export_file(path: Path) -> bytes:
-    """The file's bytes, refusing (without reading it all) one larger than any real export."""
-    try:
-        with path.open("rb") as file:
-            data = file.read(MAX_EXPORT_BYTES + 1)
-    except FileNotFoundError:
-        raise ExportInvalid(f"{path} does not exist") from None
-    except IsADirectoryError:
-        raise ExportInvalid(f"{path} is a directory, not an export file") from None
-    if len(data) > MAX_EXPORT_BYTES:
-        raise ExportInvalid(f"{path} is larger than {MAX_EXPORT_BYTES} bytes; it is not a member export")
-    return data
+    """The file's bytes, refusing (without reading it all) one larger than any real export, and any
+    path that is not a regular file (a FIFO would block the import forever)."""
+    return read_user_file(path, limit=MAX_EXPORT_BYTES, what="the export", error=ExportInvalid)
 
 
 def write_export_file(path: Path, document: MemberExport) -> None:

@@ -19,11 +19,13 @@ from resident.messages.memory import Activation, Kind, MemoryRecord, Scope
 __all__ = [
     "KINDS",
     "MAX_BODY_CHARS",
+    "MAX_FUTURE_SECONDS",
     "MAX_QUERY_CHARS",
     "MAX_SUMMARY_CHARS",
     "ActivationLike",
     "as_activation",
     "check_kind",
+    "check_occurred_at",
     "check_time",
     "check_unit",
     "clean_query",
@@ -39,6 +41,10 @@ __all__ = [
 ActivationLike = Activation | Mapping[str, str | None] | None
 
 MAX_QUERY_CHARS = 2_000
+# How far ahead of the runtime's clock a memory may say it happened: a day covers clocks that
+# disagree and time zones; beyond it the time is a mistake (milliseconds for seconds, a typo) that
+# would rank the record first by recency for years.
+MAX_FUTURE_SECONDS = 86_400.0
 KINDS: tuple[Kind, ...] = ("world", "experience", "observation")
 
 
@@ -122,6 +128,17 @@ def check_time(field: str, value: float) -> float:
     return float(value)
 
 
+def check_occurred_at(value: float, now: float) -> float:
+    """When a memory happened: a time (as `check_time`) no more than `MAX_FUTURE_SECONDS` after `now`."""
+    when = check_time("occurred_at", value)
+    if when > now + MAX_FUTURE_SECONDS:
+        raise InvalidInput(
+            f"occurred_at {when:.0f} is {(when - now) / 86_400:,.1f} days after now; give the time it happened "
+            "in seconds since the epoch (not milliseconds), at most a day ahead"
+        )
+    return when
+
+
 def check_kind(kind: str) -> Kind:
     for known in KINDS:
         if kind == known:
@@ -167,7 +184,7 @@ def make_record(
         bank=bank,
         scope=scope,
         owner=owner,
-        occurred_at=now if occurred_at is None else check_time("occurred_at", occurred_at),
+        occurred_at=now if occurred_at is None else check_occurred_at(occurred_at, now),
         recorded_at=now,
         digest=content_digest(
             record_id=record_id,

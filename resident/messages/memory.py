@@ -111,7 +111,7 @@ class MemoryRecord(Record, frozen=True):
 
     Content: `summary`, `body`, `kind`, `cites`. Scope: `bank`, `scope`, `owner`, `counterpart`,
     `world`, `activation`. Time and provenance: `occurred_at`, `recorded_at`, `supersedes`,
-    `superseded_by`, `retracted_at`, `source`. Weight and state: `importance` (+ reason),
+    `superseded_by`, `retracted_at` (+ by, reason), `source`. Weight and state: `importance` (+ reason),
     `confidence`, `lifecycle`, usage, and the replication state Realm decides.
     """
 
@@ -147,6 +147,9 @@ class MemoryRecord(Record, frozen=True):
     # Which of Realm's rules withheld the record (`delegated_promotion`, `invalidated`, ...): a
     # readmit must change what that rule objected to.
     replication_rule: str = ""
+    # Who retracted the record and why (the `RecordRetracted` event's), so reading it says so.
+    retracted_by: str = ""
+    retraction_reason: str = ""
 
 
 class MemoryConfig(Record, frozen=True):

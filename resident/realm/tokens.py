@@ -19,6 +19,7 @@ from pathlib import Path
 
 from resident.errors import InvalidInput
 from resident.messages.realm import ADMIN
+from resident.user_files import read_user_file
 
 __all__ = [
     "ADMIN_TOKEN_FILE",
@@ -75,15 +76,7 @@ def check_token(token: str, source: str) -> str:
 
 def read_token_file(path: Path) -> str:
     """The token in `path` (a file `resident realm enroll` output or `admin.token`), checked."""
-    try:
-        with path.open("rb") as file:
-            data = file.read(MAX_TOKEN_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise InvalidInput(f"token file {path} does not exist") from None
-    except IsADirectoryError:
-        raise InvalidInput(f"token file {path} is a directory") from None
-    if len(data) > MAX_TOKEN_FILE_BYTES:
-        raise InvalidInput(f"token file {path} is too large to hold a Realm token")
+    data = read_user_file(path, limit=MAX_TOKEN_FILE_BYTES, what="token file")
     try:
         text = data.decode("ascii")
     except UnicodeDecodeError:

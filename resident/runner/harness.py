@@ -35,7 +35,7 @@ from resident.coordination.plan import Plan, Step, TaskPlan
 from resident.errors import RecordWithheld, ResidentError
 from resident.memory.visibility import WITHHELD
 from resident.messages.coordination import Grant, Outcome
-from resident.messages.memory import Receipt
+from resident.messages.memory import Receipt, RecordAdmitted
 from resident.realm.client import RealmClient
 from resident.realm.process import RealmProcess
 from resident.runtime import Runtime
@@ -77,6 +77,9 @@ class RunMetrics:
     started: float = field(default_factory=time.monotonic)
     tasks: dict[str, TaskProgress] = field(default_factory=dict)
     acknowledged: set[str] = field(default_factory=set)
+    # Records the members' own sessions wrote (their `resident remember` calls back into the run's
+    # API), found in the event log once the plan has played: acknowledged to them, not to the harness.
+    session_writes: set[str] = field(default_factory=set)
     recalls: int = 0
     served_withheld: list[str] = field(default_factory=list)
     crashes: Counter[str] = field(default_factory=Counter)
@@ -88,7 +91,7 @@ class RunMetrics:
 
     @property
     def writes(self) -> int:
-        return len(self.acknowledged)
+        return len(self.acknowledged | self.session_writes)
 
     def writes_per_second(self) -> float:
         elapsed = time.monotonic() - self.started
@@ -126,6 +129,7 @@ class RunHarness:
         self.realm_process = realm_process
         self.admin_token = admin_token
         self.metrics = metrics or RunMetrics()
+        self._started_at = runtime.clock.time()
         if realm_url is None:
             self.metrics.notes.append("no Realm: records stay pending; nothing is replicated, withheld or invalidated")
         self._refs: dict[str, str] = {}
@@ -137,6 +141,23 @@ class RunHarness:
         self._launches: dict[str, SessionLaunch] = {}
 
     # -- the run ----------------------------------------------------------------------------------
+
+    def note_session_writes(self) -> None:
+        """Count the records the plan's members wrote themselves since the run began (their callbacks).
+
+        Each was acknowledged to its caller once its commit was durable, and that commit holds its
+        `RecordAdmitted` event: the event log lists them whatever the surface they came by.
+        """
+        members = {task.member for task in self.plan.tasks}
+        with self.runtime._internal.store.reader() as reader:
+            admitted = [
+                event.record for _, event in reader.events()
+                if isinstance(event, RecordAdmitted) and event.at >= self._started_at
+            ]
+        self.metrics.session_writes = {
+            record.id for record in admitted
+            if record.delegated and record.author in members and record.id not in self.metrics.acknowledged
+        }
 
     async def run(self) -> None:
         """Dispatch every task and play them concurrently until all have finished."""

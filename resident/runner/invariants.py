@@ -35,12 +35,35 @@ class Invariant:
 
 
 def _writes_kept(runtime: Runtime, metrics: RunMetrics) -> Invariant:
+    """Every write acknowledged in the run, the harness's and the members' own, is stored and reads back."""
+    written = metrics.acknowledged | metrics.session_writes
+    if not written:
+        return Invariant("no acknowledged write lost", True, "no write was acknowledged in this run: nothing to check")
     with runtime._internal.store.reader() as reader:
-        missing = sorted(i for i in metrics.acknowledged if reader.get(RECORDS, i) is None)
-    detail = f"{len(metrics.acknowledged)} acknowledged writes, all in the store"
+        stored = {i: reader.get(RECORDS, i) for i in written}
+    missing = sorted(i for i, record in stored.items() if record is None)
+    unreadable = [f"{i}: {problem}" for i, record in stored.items() if record is not None
+                  if (problem := _read_back(runtime, record)) is not None]
+    detail = (
+        f"{len(written)} acknowledged writes ({len(metrics.acknowledged)} by the plan's steps, "
+        f"{len(metrics.session_writes)} by the members' own sessions), all in the store and read back"
+    )
     if missing:
         detail = f"{len(missing)} acknowledged writes are missing, e.g. {missing[0]}"
-    return Invariant("no acknowledged write lost", not missing, detail)
+    elif unreadable:
+        detail = f"{len(unreadable)} acknowledged writes do not read back, e.g. {unreadable[0]}"
+    return Invariant("no acknowledged write lost", not missing and not unreadable, detail)
+
+
+def _read_back(runtime: Runtime, record: MemoryRecord) -> str | None:
+    """Why its author cannot read `record` through the API (None when it can, or Realm withheld it and says why)."""
+    try:
+        runtime.member(record.author or record.owner).get(record.id)
+    except RecordWithheld:
+        return None
+    except ResidentError as error:
+        return f"{type(error).__name__}: {error}"
+    return None
 
 
 def withheld_records(runtime: Runtime) -> list[MemoryRecord]:

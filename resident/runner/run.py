@@ -201,6 +201,7 @@ def run(options: RunOptions, console: Console) -> RunReport:
                         "the plan's invalidation was left out: give --realm-admin-token-file for a Realm given by URL"
                     )
                 _play_until_done_or_stopped(runtime, harness, console if options.live else None)
+                harness.note_session_writes()
                 counts = runtime.replication.sync(timeout=FINAL_SYNC_TIMEOUT) if url else None
                 report = RunReport(
                     home=home, scratch=scratch, removed=False, plan=plan.name, realm=url,

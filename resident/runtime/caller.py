@@ -45,7 +45,7 @@ def refuse_member_session(token: str | None, what: str, how: str = _FROM_ENVIRON
     if token is not None:
         raise OwnerOnlyAction(
             f"{what} belongs to the owner; this call presents a member's grant ({how}), so it acts as that "
-            "member and cannot"
+            "member, who may not; run it as the owner, without the member's grant token"
         )
 
 

@@ -18,7 +18,6 @@ only the acceptance gate verifies one (`promote`, or on its own when the evidenc
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +64,7 @@ from resident.runtime.knowledge_evidence import require_promoted
 from resident.runtime.knowledge_ingest import Progress, ingest
 from resident.store.tables import KNOWLEDGE_BANKS, KNOWLEDGE_ENTRIES, KNOWLEDGE_REPOSITORIES, PAGES
 from resident.supervisor import Address
+from resident.user_files import read_user_file
 
 if TYPE_CHECKING:
     from resident.runtime.runtime import Runtime
@@ -299,18 +299,7 @@ class KnowledgeControl:
 
 def _legacy_bytes(source: Path) -> bytes:
     """The legacy file's bytes: a regular file, read no further than the limit (a device never ends)."""
-    try:
-        with source.open("rb") as handle:  # a folder is IsADirectoryError here
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise InvalidInput(f"{source} is not a regular file; give the legacy file")
-            data = handle.read(MAX_LEGACY_BYTES + 1)
-    except FileNotFoundError:
-        raise InvalidInput(f"{source} does not exist") from None
-    except IsADirectoryError:
-        raise InvalidInput(f"{source} is a directory; give the legacy file") from None
-    if len(data) > MAX_LEGACY_BYTES:
-        raise InvalidInput(f"{source} is larger than {MAX_LEGACY_BYTES} bytes; split it")
-    return data
+    return read_user_file(source, limit=MAX_LEGACY_BYTES, what="the legacy file")
 
 
 def _readable(subject: Subject, entry: KnowledgeEntry, registered: dict[str, Repository]) -> bool:

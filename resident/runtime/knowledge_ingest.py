@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ from resident.messages.store import Commit
 from resident.store.projections import page_key
 from resident.store.store import Reader
 from resident.store.tables import PAGE_DIGESTS, PAGE_SOURCES, PAGES
+from resident.user_files import read_user_file
 
 if TYPE_CHECKING:
     from resident.runtime.runtime import PendingWrites, Runtime
@@ -176,18 +176,10 @@ def _read(source: _Source) -> tuple[str, str, bytes] | str:
     if shown != str(source.path):
         return "the file name is not valid UTF-8; rename the file"
     try:
-        fd = os.open(source.path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as error:
-        return f"cannot be read ({error.strerror})"
-    with os.fdopen(fd, "rb") as handle:
-        status = os.fstat(handle.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            return "not a regular file"
-        if status.st_size > MAX_FILE_BYTES:
-            return f"the file is {status.st_size} bytes; the limit is {MAX_FILE_BYTES} — split it"
-        data = handle.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        return f"the file grew past {MAX_FILE_BYTES} bytes while it was read"
+        # Non-blocking open: a FIFO named `notes.md` in a folder is refused, not waited on forever.
+        data = read_user_file(source.path, limit=MAX_FILE_BYTES, what="the file", error=IngestInvalid)
+    except IngestInvalid as refused:
+        return refused.message
     return shown, hashlib.sha256(data).hexdigest(), data
 
 

@@ -23,7 +23,7 @@ from typing import Any, Self
 
 from resident.actors.replication import NO_REALM_NOTE, ReplicationSettings
 from resident.clock import Clock, SystemClock
-from resident.config import Config, MemberConfig, load_config
+from resident.config import Config, MemberConfig, default_config, load_config, render_config
 from resident.engagement.judge import Judge
 from resident.errors import (
     AskTimeout,
@@ -51,7 +51,15 @@ from resident.runtime.portability import ImportResult, export_member, import_mem
 from resident.runtime.replication import home_realm_token
 from resident.runtime.sessions import SessionsControl
 from resident.runtime.wiring import Wiring, build_wiring
-from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, home_writable, require_home, resolve_home
+from resident.store.home import (
+    CONFIG_FILE,
+    HomeLock,
+    ensure_home,
+    home_writable,
+    require_home,
+    resolve_home,
+    write_private_file,
+)
 from resident.store.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 from resident.store.tables import MEMBERS
 from resident.supervisor import StartChild, SupervisionTree, ThreadReply
@@ -215,6 +223,10 @@ class Runtime(Facade):
         owns_clock = clock is None
         active_clock: Clock = clock if clock is not None else SystemClock()
         try:
+            if create and writable and not (path / CONFIG_FILE).exists():
+                # A home any command creates (`memory enable`, `remember`) gets the resident.toml
+                # `init` would write, so it is a whole home that says what it runs with.
+                write_private_file(path / CONFIG_FILE, render_config(default_config(path / CONFIG_FILE)).encode())
             store = Store.open(path, map_size=map_size, max_map_size=max_map_size, readonly=not writable)
             config = load_config(path / CONFIG_FILE)
             with store.reader() as reader:

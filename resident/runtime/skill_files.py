@@ -8,14 +8,13 @@ read), and only when they are regular files. A member's soul.md lives in the hom
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
-import stat
 from pathlib import Path
 
 from resident.errors import SkillInvalid
 from resident.skills.skill_file import MAX_SKILL_FILE, MAX_SOUL_FILE, ParsedSkill, parse_skill
+from resident.user_files import open_user_file
 
 __all__ = ["SKILL_FILE", "SOUL_FILE", "read_skill_file", "read_skill_folder", "read_soul", "soul_path"]
 
@@ -32,17 +31,7 @@ def _read_regular(path: Path, limit: int, what: str) -> bytes:
 
     Opened non-blocking, so a FIFO planted in its place is refused instead of hanging the reader.
     """
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise SkillInvalid(f"{what} not found at {path}") from None
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise SkillInvalid(f"{what} at {path} is a symbolic link; copy the file itself") from None
-        raise
-    with os.fdopen(descriptor, "rb") as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-            raise SkillInvalid(f"{what} at {path} is not a regular file")
+    with open_user_file(path, what=what, error=SkillInvalid) as file:
         return file.read(limit + 1)
 
 

@@ -57,6 +57,7 @@ from resident.store.home import (
 )
 from resident.store.store import DEFAULT_MAP_SIZE, Store, check_schema, open_environment
 from resident.store.tables import SCHEMA_VERSION
+from resident.user_files import open_user_file, read_user_file
 
 __all__ = ["MANIFEST_FILE", "STORE_DATA", "backup", "restore", "verify_backup"]
 
@@ -149,9 +150,7 @@ def _verify(src: Path, suffix: str) -> BackupManifest:
         raise invalid("is not a directory")
     if not manifest_path.is_file():
         raise invalid(f"has no {MANIFEST_FILE}: it is not a backup, or the backup did not finish")
-    raw = _read_bounded(manifest_path, _MAX_MANIFEST)
-    if raw is None:
-        raise invalid(f"has a {MANIFEST_FILE} larger than {_MAX_MANIFEST >> 20} MiB; it is not a manifest")
+    raw = read_user_file(manifest_path, limit=_MAX_MANIFEST, what=f"the manifest of backup {src}:", error=invalid)
     try:
         manifest = msgspec.json.decode(raw, type=BackupManifest)
     except msgspec.DecodeError as error:
@@ -302,7 +301,8 @@ def _alive(pid_and_suffix: str) -> bool:
 
 
 def _chunks(path: Path) -> Iterator[bytes]:
-    with path.open("rb") as stream:
+    # A backup's files may have been swapped for a FIFO or a link after they were listed.
+    with open_user_file(path, what="the backup's file", error=BackupInvalid) as stream:
         while chunk := stream.read(_CHUNK):
             yield chunk
 
@@ -343,9 +343,3 @@ def _fsync_file(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _read_bounded(path: Path, limit: int) -> bytes | None:
-    with path.open("rb") as stream:
-        data = stream.read(limit + 1)
-    return None if len(data) > limit else data

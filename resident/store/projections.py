@@ -107,8 +107,10 @@ Apply = Callable[[View, Any], None]
 
 _PROJECTIONS: dict[type[Event], tuple[Check | None, Apply]] = {}
 
+# One message for writes and reads alike: a recall refused while memory is off stored nothing either,
+# and saying so would suggest it tried to.
 MEMORY_OFF_MESSAGE = (
-    "memory is off for this home and nothing was stored; enable it with `resident memory enable`"
+    "memory is off for this home: nothing is stored or recalled until you turn it on with `resident memory enable`"
 )
 
 
@@ -228,7 +230,10 @@ def _retractable(view: View, event: RecordRetracted) -> bool:
 @projection(RecordRetracted, check=_retractable)
 def _retract(view: View, event: RecordRetracted) -> None:
     record = _existing(view, event.id)
-    view.put(RECORDS, event.id, msgspec.structs.replace(record, lifecycle="retracted", retracted_at=event.at))
+    retracted = msgspec.structs.replace(
+        record, lifecycle="retracted", retracted_at=event.at, retracted_by=event.by, retraction_reason=event.reason
+    )
+    view.put(RECORDS, event.id, retracted)
 
 
 @projection(RecordsRecalled)
