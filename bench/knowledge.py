@@ -242,7 +242,7 @@ def context_latency(workdir: Path, calls: int = 50) -> dict[str, Any]:
         verified = len(runtime.knowledge.entries(state="verified"))
         figures: dict[str, Any] = {"entries": verified}
         for label, ttl in (("fresh", 3600.0), ("revalidating", 0.0)):
-            runtime.knowledge.ttl = ttl
+            runtime._services.revalidation.ttl = ttl
             samples = []
             for _ in range(calls):
                 started = time.perf_counter()

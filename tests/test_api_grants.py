@@ -26,6 +26,7 @@ from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token
 from resident.operations import engagement as engagement_ops
 from resident.operations import evolution as evolution_ops
 from resident.operations import home as home_ops
+from resident.operations import knowledge as knowledge_ops
 from resident.operations import memory as memory_ops
 from resident.operations import skills as skills_ops
 from resident.runtime.coordination import Session
@@ -36,8 +37,8 @@ from tests.evolution_helpers import SESSION_ACTIONS, session, skill_folder
 PARAMS = {
     "member": "deven", "record": "mem_missing", "record_id": "mem_missing", "skill": "triage", "name": "triage",
     "principle": "prn_missing", "principle_id": "prn_missing", "question": "q_missing", "question_id": "q_missing",
-    "change": "deven@1", "change_id": "deven@1", "bank": "handbook", "entry": "ke_missing", "session": "ses_missing",
-    "execution_id": "exe_missing", "excerpt": "ses_missing#1", "app_or_workspace": "notes",
+    "change": "deven@1", "change_id": "deven@1", "bank": "handbook", "entry": "ke_missing", "entry_id": "ke_missing",
+    "session": "ses_missing", "execution_id": "exe_missing", "excerpt": "ses_missing#1", "app_or_workspace": "notes",
 }
 
 
@@ -181,11 +182,11 @@ def test_a_session_sees_only_its_own_sessions_and_knows_itself_by_its_token(
     assert send(http, routes.SESSION_SHOW, {}, session=prepared.alice_session).json()["session"]["member"] == "alice"
     assert "0 transcript parts" in refused(send(http, routes.SESSION_RAW, {}, session=prepared.alice_session), 400,
                                            "InvalidInput")
-    mine = send(http, routes.SESSION_GRANT, grant=prepared.deven).json()
+    mine = send(http, knowledge_ops.SESSION_GRANT, grant=prepared.deven).json()
     assert (mine["member"], mine["knowledge"]) == ("deven", False)
     # Without a grant token there is no session to speak of: the owner is not one.
-    refused(send(http, routes.SESSION_GRANT), 403, "GrantInvalid")
-    refused(send(http, routes.SESSION_GRANT, grant=prepared.spent), 403, "GrantInvalid")
+    refused(send(http, knowledge_ops.SESSION_GRANT), 403, "GrantInvalid")
+    refused(send(http, knowledge_ops.SESSION_GRANT, grant=prepared.spent), 403, "GrantInvalid")
 
 
 def test_a_session_stays_within_its_grant_s_scopes(prepared: Prepared, http: httpx.Client) -> None:

@@ -31,6 +31,7 @@ from resident.operations import coordination as coordination_ops
 from resident.operations import engagement as engagement_ops
 from resident.operations import evolution as evolution_ops
 from resident.operations import home as home_ops
+from resident.operations import knowledge as knowledge_ops
 from resident.operations import memory as memory_ops
 from resident.operations import principles as principles_ops
 from resident.operations import replication as replication_ops
@@ -45,8 +46,8 @@ PARAMS = {
     "member": "deven", "record": "mem_missing", "record_id": "mem_missing", "skill": "no-such-skill",
     "name": "no-such-skill", "principle": "prn_missing", "principle_id": "prn_missing", "question": "q_missing",
     "question_id": "q_missing", "change": "deven@999", "change_id": "deven@999", "bank": "handbook",
-    "entry": "ke_missing", "session": "ses_missing", "execution_id": "exe_missing", "excerpt": "ses_missing#1",
-    "app_or_workspace": "notes",
+    "entry": "ke_missing", "entry_id": "ke_missing", "session": "ses_missing", "execution_id": "exe_missing",
+    "excerpt": "ses_missing#1", "app_or_workspace": "notes",
 }
 
 
@@ -262,22 +263,23 @@ BAD_INPUT: list[tuple[routes.AnyOperation, dict[str, str], Any, int, str]] = [
     (evolution_ops.ROLLBACK, {}, {"reason": ["x"]}, 400, "InvalidInput"),
     (evolution_ops.REPORT, {}, {"week": "last week"}, 400, "InvalidInput"),
     # knowledge (off for this home: a well-formed call says so) and sessions
-    (routes.KNOWLEDGE_BANK_CREATE, {}, {}, 400, "InvalidInput"),
-    (routes.KNOWLEDGE_BANK_CREATE, {}, {"name": "notes"}, 409, "KnowledgeDisabled"),
-    (routes.KNOWLEDGE_INGEST, {}, {"paths": []}, 400, "InvalidInput"),
-    (routes.KNOWLEDGE_INGEST, {}, {"paths": ["relative/docs"]}, 400, "InvalidInput"),
-    (routes.KNOWLEDGE_SEARCH, {}, {"query": "x", "state": "deleted"}, 400, "InvalidInput"),
-    (routes.KNOWLEDGE_SEARCH, {}, {"query": "x", "k": 0}, 400, "InvalidInput"),
-    (routes.KNOWLEDGE_REINDEX, {}, {"now": True}, 400, "InvalidInput"),
-    (routes.KNOWLEDGE_REPOSITORY_ADD, {}, {"repository": "r", "path": "relative/tree"}, 400, "InvalidInput"),
-    (routes.KNOWLEDGE_REPOSITORY_ADD, {}, {"repository": "r"}, 400, "InvalidInput"),
-    (routes.KNOWLEDGE_ENTRIES, {}, {"state": 3}, 400, "InvalidInput"),
-    (routes.KNOWLEDGE_PROMOTE, {}, {"now": True}, 400, "InvalidInput"),
-    (routes.KNOWLEDGE_PROMOTE, {}, {}, 409, "KnowledgeDisabled"),
-    (routes.KNOWLEDGE_CONTEXT, {}, {"member": "deven", "project": "p"}, 400, "InvalidInput"),
-    (routes.KNOWLEDGE_IMPORT_LEGACY, {}, {"path": "old.jsonl"}, 400, "InvalidInput"),
-    (routes.SESSION_CONTEXT, {}, {"project_id": "p"}, 400, "InvalidInput"),
-    (routes.SESSION_CONTEXT, {}, {"project_id": "p", "repository_id": "r"}, 403, "GrantInvalid"),
+    (knowledge_ops.BANK_CREATE, {}, {}, 400, "InvalidInput"),
+    (knowledge_ops.BANK_CREATE, {}, {"name": "notes"}, 409, "KnowledgeDisabled"),
+    (knowledge_ops.INGEST, {}, {"paths": []}, 400, "InvalidInput"),
+    (knowledge_ops.INGEST, {}, {"paths": ["relative/docs"]}, 400, "InvalidInput"),
+    (knowledge_ops.SEARCH, {}, {"query": "x", "state": "deleted"}, 400, "InvalidInput"),
+    (knowledge_ops.SEARCH, {}, {"query": "x", "k": 0}, 400, "InvalidInput"),
+    (knowledge_ops.REINDEX, {}, {"now": True}, 400, "InvalidInput"),
+    (knowledge_ops.REPOSITORY_ADD, {}, {"repository_id": "r", "path": "relative/tree"}, 400, "InvalidInput"),
+    (knowledge_ops.REPOSITORY_ADD, {}, {"repository_id": "r"}, 400, "InvalidInput"),
+    (knowledge_ops.ENTRIES, {}, {"state": 3}, 400, "InvalidInput"),
+    (knowledge_ops.PROMOTE, {}, {"now": True}, 400, "InvalidInput"),
+    (knowledge_ops.PROMOTE, {}, {}, 409, "KnowledgeDisabled"),
+    (knowledge_ops.ENTRY, {}, None, 409, "KnowledgeDisabled"),
+    (knowledge_ops.CONTEXT, {}, {"member": "deven", "project": "p"}, 400, "InvalidInput"),
+    (knowledge_ops.IMPORT_LEGACY, {}, {"path": "old.jsonl"}, 400, "InvalidInput"),
+    (knowledge_ops.SESSION_CONTEXT, {}, {"project_id": "p"}, 400, "InvalidInput"),
+    (knowledge_ops.SESSION_CONTEXT, {}, {"project_id": "p", "repository_id": "r"}, 403, "GrantInvalid"),
     (routes.SESSION_START, {}, {"member": "deven", "harness": "vim", "directory": "/", "process": 1}, 400,
      "InvalidInput"),
     (routes.SESSION_START, {}, {"member": "deven", "harness": "command", "directory": "/", "process": 0}, 400,

@@ -26,11 +26,12 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from resident import Runtime
-from resident.api import routes, wire_knowledge
 from resident.api.inprocess import InProcess
-from resident.api.local import INGEST_PROGRESS
 from resident.children.orphans import wait_gone
 from resident.coordination.tokens import GRANT_TOKEN_ENV
+from resident.messages.knowledge_calls import Ingest
+from resident.operations import knowledge as knowledge_ops
+from resident.runtime.knowledge import INGEST_PROGRESS
 from resident.runtime.mcp_server import CONTEXT_TOOL
 from tests.api_helpers import UpProcess
 from tests.cli_helpers import Outcome, expect_error, expect_json, expect_ok, invoke, run_process
@@ -403,8 +404,7 @@ def test_an_ingest_run_in_process_reports_its_files_to_the_command_s_progress_ca
         rt.knowledge.create_bank("handbook")
         reporting = INGEST_PROGRESS.set(lambda done, total: seen.append((done, total)))
         try:
-            report = InProcess(rt).call(routes.KNOWLEDGE_INGEST, wire_knowledge.Ingest(paths=(str(docs),)),
-                                        bank="handbook")
+            report = InProcess(rt).run(knowledge_ops.INGEST, Ingest("handbook", (docs,)))
         finally:
             INGEST_PROGRESS.reset(reporting)
     assert report.files == 3

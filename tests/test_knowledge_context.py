@@ -38,7 +38,7 @@ def clock() -> ManualClock:
 def rt(tmp_path: Path, repo: Path, clock: ManualClock) -> Iterator[Runtime]:
     with open_knowledge(tmp_path / "home", clock=clock) as runtime:
         runtime.knowledge.register_repository("resident", repo, members=["deven", "alice", "oliver"])
-        runtime.knowledge.ttl = TTL
+        runtime._services.revalidation.ttl = TTL
         yield runtime
 
 
@@ -122,21 +122,21 @@ def test_an_entry_whose_state_changed_after_it_was_read_is_left_out(rt: Runtime,
     entry = evidence_chain(rt, proposal=candidate("Use one writer", kind="decision")).entry
     assert entry is not None
     clock.advance(TTL * 2)
-    read = read_context(rt, Subject(member="alice"), "resident", "resident", None)
+    read = read_context(rt._services, Subject(member="alice"), "resident", "resident", None)
     # Between the read and the revalidation's write, the decision is replaced.
     rt._internal.write(Commit(events=(EntrySuperseded(at=rt.clock.time(), id=entry.id, version=entry.version,
                                                       by="kn_" + "1" * 28),)))
-    assert revalidate(rt, read, k=5, ttl=TTL) == []
+    assert revalidate(rt._services, read, k=5, ttl=TTL) == []
     assert not any(isinstance(e, EntryRevalidated) for e in events_of(rt))
 
 
 def test_a_fresh_entry_whose_state_changed_after_the_read_is_left_out_too(rt: Runtime) -> None:
     entry = evidence_chain(rt).entry
     assert entry is not None
-    read = read_context(rt, Subject(member="alice"), "resident", "resident", None)
+    read = read_context(rt._services, Subject(member="alice"), "resident", "resident", None)
     rt._internal.write(Commit(events=(EntryStaled(at=rt.clock.time(), id=entry.id, version=entry.version,
                                                   reason="changed elsewhere"),)))
-    assert revalidate(rt, read, k=5, ttl=TTL) == []
+    assert revalidate(rt._services, read, k=5, ttl=TTL) == []
 
 
 def test_subject_project_and_repository_are_checked_first(rt: Runtime) -> None:

@@ -54,7 +54,7 @@ def test_ingest_search_promote_change_and_leave_context(tmp_path: Path) -> None:
 
         # A source file changes: once the TTL has passed, the probe proves it and the entry leaves context.
         (docs / "deploy.md").write_text(DOCS["deploy.md"] + "\nNew step: drain the queue first.\n", encoding="utf-8")
-        clock.advance(rt.knowledge.ttl + 1)
+        clock.advance(rt._services.revalidation.ttl + 1)
         assert rt.knowledge.context("alice", "resident", "resident") == []
         stale = rt.knowledge.entry(proposed.id)
         assert (stale.state, stale.reason) == ("stale", "docs/deploy.md changed")
@@ -82,7 +82,7 @@ def test_knowledge_state_is_rebuilt_exactly_from_its_events(tmp_path: Path) -> N
         assert kept is not None
         assert staled is not None
         (repo / "writer.py").write_text("WRITERS = 2\n", encoding="utf-8")
-        clock.advance(rt.knowledge.ttl * 2)
+        clock.advance(rt._services.revalidation.ttl * 2)
         assert [e.id for e in rt.knowledge.context("alice", "resident", "resident")] == [kept.id]
         assert rt.knowledge.entry(staled.id).state == "stale"
         store = rt._internal.store

@@ -6,7 +6,6 @@ accept), or forges records the way an attacker with the raw write path would, an
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from resident.knowledge.evidence import fingerprint, seal
 from resident.messages.coordination import Execution, ExecutionFinished, ExecutionStarted, Grant, GrantIssued
 from resident.messages.knowledge import EntrySuperseded, EntryVerified, EvidenceRef
 from resident.messages.store import Commit
-from resident.runtime.knowledge import KnowledgeControl
+from resident.operations.knowledge import KnowledgeSurface
 from tests.knowledge_helpers import candidate, entries_of, evidence_chain, open_knowledge, owner_grant, work_item
 from tests.memory_helpers import events_of
 
@@ -158,10 +157,11 @@ def test_a_verification_written_on_evidence_that_changed_meanwhile_is_refused(rt
 
 
 def test_no_api_takes_evidence_a_receipt_or_a_verdict_from_the_caller() -> None:
-    assert list(inspect.signature(KnowledgeControl.promote).parameters) == ["self", "entry_id"]
+    assert list(KnowledgeSurface.promote.op.signature().parameters) == ["entry_id"]
     forbidden = {"verified", "receipt", "receipts", "evidence", "verdict", "seal", "fingerprint", "reviews"}
-    for name, method in inspect.getmembers(KnowledgeControl, inspect.isfunction):
-        assert not forbidden & set(inspect.signature(method).parameters), name
+    for name, derived in vars(KnowledgeSurface).items():
+        if hasattr(derived, "op"):
+            assert not forbidden & set(derived.op.signature().parameters), name
 
 
 def test_a_verified_decision_replaced_through_the_gate_is_superseded_and_keeps_its_events(rt: Runtime) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -23,7 +24,7 @@ from resident.runtime import knowledge_ingest
 from tests.knowledge_helpers import DOCS, admit_copy, killed_ingest, open_knowledge, write_docs
 
 
-def titles(rt: Runtime, query: str, state: str = "active") -> list[str]:
+def titles(rt: Runtime, query: str, state: Literal["active", "superseded", "all"] = "active") -> list[str]:
     return [hit.title for hit in rt.knowledge.search("handbook", query, state=state)]
 
 

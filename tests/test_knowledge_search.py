@@ -59,7 +59,7 @@ def test_searches_are_bounded_and_bad_input_is_refused(rt: Runtime) -> None:
     with pytest.raises(TextInvalid, match="UTF-8"):
         rt.knowledge.search("handbook", "bad \udcff")
     with pytest.raises(InvalidInput, match="page state"):
-        rt.knowledge.search("handbook", "deploy", state="gone")
+        rt.knowledge.search("handbook", "deploy", state="gone")  # type: ignore[arg-type]  # refused at run time
     assert rt.knowledge.search("handbook", "the of and") == []
     assert len(rt.knowledge.search("handbook", "deploy migration rollback 部署 despliegue", 2)) == 2
 

@@ -19,6 +19,11 @@ from resident import Runtime
 from resident.errors import EntryNotFound, NotVisible
 from resident.knowledge.visibility import Subject
 from resident.messages.knowledge import KnowledgeEntry
+from resident.messages.knowledge_calls import EntriesQuery, EntryQuery
+from resident.runtime.caller import Caller
+from resident.runtime.context import Call
+from resident.runtime.knowledge import entries, prepared_context
+from resident.runtime.knowledge import entry as entry_of
 from tests.knowledge_helpers import candidate, entries_of, evidence_chain, open_knowledge, work_item
 
 REPOSITORIES = {"alpha": ("deven", "alice"), "beta": ("alice", "oliver", "victor")}
@@ -88,18 +93,19 @@ def test_no_subject_ever_sees_an_entry_it_is_not_entitled_to(tmp_path: Path) -> 
         )
         def check(member: str | None, session: frozenset[str] | None, project: str, repository: str) -> None:
             subject = Subject(member=member, repositories=session if member is not None else None)
-            listed = rt.knowledge.entries(subject)
+            # A Subject held to repositories is how a session reads: in process, the services take it as it is.
+            listed = list(entries(rt._services, Call(Caller()), EntriesQuery(subject)).entries)  # type: ignore[arg-type]
             assert all(entitled(member, subject.repositories, entry) for entry in listed)
             assert {e.id for e in listed} == {e.id for e in stored.values()
                                               if entitled(member, subject.repositories, e)}
             for entry in stored.values():
                 if entitled(member, subject.repositories, entry):
-                    assert rt.knowledge.entry(entry.id, subject).id == entry.id
+                    assert entry_of(rt._services, Call(Caller()), EntryQuery(entry.id, subject)).id == entry.id  # type: ignore[arg-type]
                 else:
                     with pytest.raises(EntryNotFound):
-                        rt.knowledge.entry(entry.id, subject)
+                        entry_of(rt._services, Call(Caller()), EntryQuery(entry.id, subject))  # type: ignore[arg-type]
             try:
-                served = rt.knowledge.context(subject, project, repository)
+                served = prepared_context(rt._services, subject, project, repository, None)
             except NotVisible:
                 served = []
             for item in served:

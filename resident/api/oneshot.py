@@ -77,7 +77,7 @@ class OneShot:
         path = encoded.path if not encoded.query else f"{encoded.path}?{urlencode(encoded.query)}"
         headers = {} if encoded.body is None else {"Content-Type": "application/json"}
         timeout = getattr(request, "timeout", None)
-        wait = DEFAULT_TIMEOUT if timeout is None else float(timeout) + _MARGIN
+        wait = (op.route.wait or DEFAULT_TIMEOUT) if timeout is None else float(timeout) + _MARGIN
         try:
             status, content = self._exchange(Request(encoded.method, path, encoded.body, headers), wait)
         except (OSError, ValueError) as error:

@@ -25,9 +25,11 @@ __all__ = ["RemoteExecutor"]
 _MARGIN = 15.0
 
 
-def _wait(request: Any) -> float | None:
+def _wait(op: Operation[Any, Any, Any], request: Any) -> float | None:
     timeout = getattr(request, "timeout", None)
-    return None if timeout is None else float(timeout) + _MARGIN
+    if timeout is None:
+        return op.route.wait
+    return float(timeout) + _MARGIN
 
 
 class RemoteExecutor:
@@ -43,8 +45,8 @@ class RemoteExecutor:
 
     def run(self, op: Operation[Any, Any, Any], request: Any, member: str | None) -> Any:
         encoded = encode(op, request, member)
-        return self._transport.send(encoded, op.reply, timeout=_wait(request), headers=self._headers)
+        return self._transport.send(encoded, op.reply, timeout=_wait(op, request), headers=self._headers)
 
     async def arun(self, op: Operation[Any, Any, Any], request: Any, member: str | None) -> Any:
         encoded = encode(op, request, member)
-        return await self._transport.asend(encoded, op.reply, timeout=_wait(request), headers=self._headers)
+        return await self._transport.asend(encoded, op.reply, timeout=_wait(op, request), headers=self._headers)

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
 
-from resident.api import wire, wire_knowledge, wire_sessions
-from resident.messages.knowledge import IndexStatus, IngestReport, KnowledgeBank, KnowledgeEntry, Repository
+from resident.api import wire, wire_sessions
 from resident.messages.memory import Receipt
 from resident.messages.portability import MemberExport
 from resident.operations import DECLARED
@@ -31,25 +30,12 @@ __all__ = [
     "EXCERPT_ADMIT",
     "EXPORT",
     "IMPORT",
-    "KNOWLEDGE_BANKS",
-    "KNOWLEDGE_BANK_CREATE",
-    "KNOWLEDGE_CONTEXT",
-    "KNOWLEDGE_ENTRIES",
-    "KNOWLEDGE_IMPORT_LEGACY",
-    "KNOWLEDGE_INGEST",
-    "KNOWLEDGE_PROMOTE",
-    "KNOWLEDGE_REINDEX",
-    "KNOWLEDGE_REPOSITORIES",
-    "KNOWLEDGE_REPOSITORY_ADD",
-    "KNOWLEDGE_SEARCH",
     "LEGACY",
     "OPENAPI_PATH",
     "OPERATIONS",
     "SESSIONS",
     "SESSION_CANDIDATES",
-    "SESSION_CONTEXT",
     "SESSION_END",
-    "SESSION_GRANT",
     "SESSION_IMPORT",
     "SESSION_RAW",
     "SESSION_RECOVER",
@@ -107,59 +93,6 @@ OPENAPI_PATH = "/openapi.json"
 # -- knowledge, sessions and the MCP server ---------------------------------------------------------
 # (their own block: `resident knowledge …`, `resident session …`, `resident curate`, `resident mcp serve`)
 
-KNOWLEDGE_BANK_CREATE = Operation(
-    "knowledge.banks.create", "POST", "/v1/knowledge/banks", KnowledgeBank,
-    "Create a knowledge bank (creating it again for the same owner changes nothing)", wire_knowledge.CreateBank,
-)
-KNOWLEDGE_BANKS = Operation(
-    "knowledge.banks.list", "GET", "/v1/knowledge/banks", wire_knowledge.Banks, "The knowledge banks and their owners"
-)
-KNOWLEDGE_INGEST = Operation(
-    "knowledge.ingest", "POST", "/v1/knowledge/banks/{bank}/ingest", IngestReport,
-    "Ingest files and folders (absolute paths the runtime reads) into a bank", wire_knowledge.Ingest,
-)
-KNOWLEDGE_SEARCH = Operation(
-    "knowledge.search", "POST", "/v1/knowledge/banks/{bank}/search", wire_knowledge.PageHits,
-    "Search a bank's pages (BM25)", wire_knowledge.PageQuery,
-)
-KNOWLEDGE_REINDEX = Operation(
-    "knowledge.reindex", "POST", "/v1/knowledge/reindex", IndexStatus,
-    "Rebuild the keyword index of every page from the store", wire.NoBody,
-)
-KNOWLEDGE_REPOSITORY_ADD = Operation(
-    "knowledge.repositories.add", "POST", "/v1/knowledge/repositories", Repository,
-    "Register a repository, its work tree (an absolute path) and its members", wire_knowledge.RegisterRepository,
-)
-KNOWLEDGE_REPOSITORIES = Operation(
-    "knowledge.repositories.list", "GET", "/v1/knowledge/repositories", wire_knowledge.Repositories,
-    "The registered repositories",
-)
-KNOWLEDGE_ENTRIES = Operation(
-    "knowledge.entries", "POST", "/v1/knowledge/entries", wire_knowledge.Entries,
-    "Verified-knowledge entries in every state, as the home's owner sees them", wire_knowledge.EntriesQuery,
-)
-KNOWLEDGE_PROMOTE = Operation(
-    "knowledge.promote", "POST", "/v1/knowledge/entries/{entry}/promote", KnowledgeEntry,
-    "Put a candidate entry to the acceptance gate", wire.NoBody,
-)
-KNOWLEDGE_CONTEXT = Operation(
-    "knowledge.context", "POST", "/v1/knowledge/context", wire_knowledge.ContextEntries,
-    "The verified entries a member may use for a project and repository, each revalidated now",
-    wire_knowledge.ContextQuery,
-)
-KNOWLEDGE_IMPORT_LEGACY = Operation(
-    "knowledge.import_legacy", "POST", "/v1/knowledge/legacy", wire_knowledge.LegacyImported,
-    "Import older knowledge (an absolute path the runtime reads) as legacy_unverified", wire_knowledge.ImportLegacy,
-)
-SESSION_GRANT = Operation(
-    "session.grant", "GET", "/v1/session", wire_knowledge.GrantView,
-    "The member session the presented grant token stands for (a grant token is required)", member=True,
-)
-SESSION_CONTEXT = Operation(
-    "session.context", "POST", "/v1/session/context", wire_knowledge.ContextEntries,
-    "Verified knowledge for the calling session's own member and work (the MCP tool; a grant token is required)",
-    wire_knowledge.SessionContext, member=True,
-)
 SESSION_START = Operation(
     "sessions.start", "POST", "/v1/sessions/start", wire_sessions.Launched,
     "Start a member's session (record, grant token, projection); the launching process runs the harness",
@@ -205,10 +138,8 @@ EXCERPT_ADMIT = Operation(
 )
 
 LEGACY += (
-    KNOWLEDGE_BANK_CREATE, KNOWLEDGE_BANKS, KNOWLEDGE_INGEST, KNOWLEDGE_SEARCH, KNOWLEDGE_REINDEX,
-    KNOWLEDGE_REPOSITORY_ADD, KNOWLEDGE_REPOSITORIES, KNOWLEDGE_ENTRIES, KNOWLEDGE_PROMOTE, KNOWLEDGE_CONTEXT,
-    KNOWLEDGE_IMPORT_LEGACY, SESSION_GRANT, SESSION_CONTEXT, SESSION_START, SESSION_END, SESSION_RECOVER, SESSIONS,
-    SESSION_SHOW, SESSION_RAW, SESSION_CANDIDATES, SESSION_IMPORT, EXCERPTS, EXCERPT_ADMIT,
+    SESSION_START, SESSION_END, SESSION_RECOVER, SESSIONS, SESSION_SHOW, SESSION_RAW, SESSION_CANDIDATES,
+    SESSION_IMPORT, EXCERPTS, EXCERPT_ADMIT,
 )
 
 # Every route: the table above, and the operations declared once (`resident.operations`), which the rest of

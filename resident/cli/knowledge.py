@@ -17,8 +17,6 @@ from pathlib import Path
 import click
 import msgspec
 
-from resident.api import routes, wire, wire_knowledge
-from resident.api.local import INGEST_PROGRESS
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
 from resident.cli.target import runtime_for
 from resident.knowledge.banks import DEFAULT_OWNER, format_owner
@@ -30,13 +28,26 @@ from resident.messages.knowledge import (
     IngestReport,
     KnowledgeEntry,
 )
+from resident.messages.knowledge_calls import (
+    BanksQuery,
+    ContextQuery,
+    CreateKnowledgeBank,
+    EntriesQuery,
+    ImportLegacy,
+    Ingest,
+    PageQuery,
+    Promote,
+    RegisterRepository,
+    Reindex,
+    RepositoriesQuery,
+)
+from resident.operations import knowledge as ops
+from resident.runtime.knowledge import INGEST_PROGRESS
 
 __all__ = ["COMMANDS", "printable"]
 
 # Ingests of at least this many files show a progress bar (on stderr, when it is a terminal).
 PROGRESS_FILES = 20
-# Seconds an ingest or a reindex may take over the wire (the runtime's own bound on a reindex).
-_LONG = 600.0
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -70,7 +81,7 @@ def banks() -> None:
 def banks_create(state: CliState, name: str, owner: str, as_json: bool) -> None:
     """Create knowledge bank NAME (creating it again for the same owner changes nothing)."""
     with runtime_for(state) as runtime:
-        bank = runtime.call(routes.KNOWLEDGE_BANK_CREATE, wire_knowledge.CreateBank(name=name, owner=owner))
+        bank = runtime.run(ops.BANK_CREATE, CreateKnowledgeBank(name, owner))
     if as_json:
         emit_json(bank)
     else:
@@ -83,7 +94,7 @@ def banks_create(state: CliState, name: str, owner: str, as_json: bool) -> None:
 def banks_list(state: CliState, as_json: bool) -> None:
     """List the knowledge banks and their owners."""
     with runtime_for(state) as runtime:
-        found = runtime.call(routes.KNOWLEDGE_BANKS).banks
+        found = runtime.run(ops.BANKS, BanksQuery()).banks
     if as_json:
         emit_json(found)
     else:
@@ -93,9 +104,9 @@ def banks_list(state: CliState, as_json: bool) -> None:
 # -- pages ---------------------------------------------------------------------------------------
 
 
-def _absolute(path: Path) -> str:
+def _absolute(path: Path) -> Path:
     """`path` as the runtime reads it: absolute, from this command's working folder and user."""
-    return str(path.expanduser().absolute())
+    return path.expanduser().absolute()
 
 
 @contextmanager
@@ -141,12 +152,12 @@ def ingest(state: CliState, bank: str, paths: tuple[Path, ...], as_json: bool) -
     A progress bar shows (on a terminal, for 20 files or more) when the ingest runs in this
     process; while `resident up` runs for the home, it ingests and the command waits without one.
     """
-    body = wire_knowledge.Ingest(paths=tuple(_absolute(path) for path in paths))
+    body = Ingest(bank, tuple(_absolute(path) for path in paths))
     with runtime_for(state) as runtime, _progress_bar(not as_json) as progress:
         reporting = INGEST_PROGRESS.set(progress)
         try:
             # A long ingest may take as long as the runtime's own asks of the indexer allow.
-            report = runtime.call(routes.KNOWLEDGE_INGEST, body, timeout=_LONG, bank=bank)
+            report = runtime.run(ops.INGEST, body)
         finally:
             INGEST_PROGRESS.reset(reporting)
     if as_json:
@@ -168,9 +179,9 @@ def _print_report(report: IngestReport) -> None:
         stdout.print(f"rejected  {where}: {printable(rejection.reason)}")
 
 
-def _page_query(query: str, k: int, page_state: str) -> wire_knowledge.PageQuery:
+def _page_query(bank: str, query: str, k: int, page_state: str) -> PageQuery:
     # The struct checks the state as the server would (`--state` offers the same words).
-    return msgspec.convert({"query": query, "k": k, "state": page_state}, wire_knowledge.PageQuery)
+    return msgspec.convert({"bank": bank, "query": query, "k": k, "state": page_state}, PageQuery)
 
 
 @knowledge.command()
@@ -185,7 +196,7 @@ def _page_query(query: str, k: int, page_state: str) -> wire_knowledge.PageQuery
 def search(state: CliState, bank: str, query: str, k: int, page_state: str, as_json: bool) -> None:
     """Search BANK for QUERY (BM25; Chinese, Spanish and English alike): title, source, score, snippet."""
     with runtime_for(state) as runtime:
-        hits = runtime.call(routes.KNOWLEDGE_SEARCH, _page_query(query, k, page_state), bank=bank).hits
+        hits = runtime.run(ops.SEARCH, _page_query(bank, query, k, page_state)).hits
     if as_json:
         emit_json(hits)
         return
@@ -202,7 +213,7 @@ def search(state: CliState, bank: str, query: str, k: int, page_state: str, as_j
 def reindex(state: CliState, as_json: bool) -> None:
     """Rebuild the keyword index of every page from the store (LMDB is the truth; the index is derived)."""
     with runtime_for(state) as runtime:
-        status = runtime.call(routes.KNOWLEDGE_REINDEX, wire.NoBody(), timeout=_LONG)
+        status = runtime.run(ops.REINDEX, Reindex())
     if as_json:
         emit_json(status)
     else:
@@ -229,11 +240,9 @@ def repos_add(
     state: CliState, repository: str, path: Path, project: str | None, members: tuple[str, ...], as_json: bool
 ) -> None:
     """Register REPOSITORY, whose work tree is at PATH (registering again replaces it)."""
-    body = wire_knowledge.RegisterRepository(
-        repository=repository, path=_absolute(path), project=project, members=members
-    )
+    body = RegisterRepository(repository, _absolute(path), project=project, members=members)
     with runtime_for(state) as runtime:
-        registered = runtime.call(routes.KNOWLEDGE_REPOSITORY_ADD, body)
+        registered = runtime.run(ops.REPOSITORY_ADD, body)
     if as_json:
         emit_json(registered)
     else:
@@ -246,7 +255,7 @@ def repos_add(
 def repos_list(state: CliState, as_json: bool) -> None:
     """List the registered repositories."""
     with runtime_for(state) as runtime:
-        found = runtime.call(routes.KNOWLEDGE_REPOSITORIES).repositories
+        found = runtime.run(ops.REPOSITORIES, RepositoriesQuery()).repositories
     if as_json:
         emit_json(found)
     else:
@@ -266,9 +275,9 @@ def entries(
     state: CliState, project: str | None, repository: str | None, entry_state: str | None, as_json: bool
 ) -> None:
     """List verified-knowledge entries (every state, as the home's owner sees them)."""
-    query = wire_knowledge.EntriesQuery(project=project, repository=repository, state=entry_state)
+    query = EntriesQuery(project=project, repository=repository, state=entry_state)
     with runtime_for(state) as runtime:
-        found = runtime.call(routes.KNOWLEDGE_ENTRIES, query).entries
+        found = runtime.run(ops.ENTRIES, query).entries
     if as_json:
         emit_json(found)
     else:
@@ -293,7 +302,7 @@ def promote(state: CliState, entry_id: str, as_json: bool) -> None:
     review and an audit of the same work); refused with every reason otherwise.
     """
     with runtime_for(state) as runtime:
-        entry = runtime.call(routes.KNOWLEDGE_PROMOTE, wire.NoBody(), entry=entry_id)
+        entry = runtime.run(ops.PROMOTE, Promote(entry_id))
     if as_json:
         emit_json(entry)
     else:
@@ -316,9 +325,9 @@ def context(
 
     QUERY, when given, ranks them and leaves out those it does not match.
     """
-    body = wire_knowledge.ContextQuery(member=member, project=project, repository=repository, query=query, k=k)
+    body = ContextQuery(member, project, repository, query, k=k)
     with runtime_for(state) as runtime:
-        found = runtime.call(routes.KNOWLEDGE_CONTEXT, body).entries
+        found = runtime.run(ops.CONTEXT, body).entries
     if as_json:
         emit_json(found)
         return
@@ -340,7 +349,7 @@ def import_legacy(state: CliState, file: Path, as_json: bool) -> None:
     never promoted. The whole file is imported or none of it.
     """
     with runtime_for(state) as runtime:
-        result = runtime.call(routes.KNOWLEDGE_IMPORT_LEGACY, wire_knowledge.ImportLegacy(path=_absolute(file)))
+        result = runtime.run(ops.IMPORT_LEGACY, ImportLegacy(_absolute(file)))
     if as_json:
         emit_json({"imported": result.imported, "skipped": result.skipped})
     else:

@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from resident.operations import apps, coordination, engagement, evolution, home, memory, principles, replication, skills
+from resident.operations import (
+    apps,
+    coordination,
+    engagement,
+    evolution,
+    home,
+    knowledge,
+    memory,
+    principles,
+    replication,
+    skills,
+)
 from resident.operations.declaration import Access, Operation, Route, declare
 
 __all__ = ["DECLARED", "Access", "Operation", "Route", "declare"]
@@ -19,5 +30,5 @@ __all__ = ["DECLARED", "Access", "Operation", "Route", "declare"]
 DECLARED: tuple[Operation[Any, Any, Any], ...] = (
     *home.OPERATIONS, *memory.OPERATIONS, *replication.OPERATIONS, *apps.OPERATIONS, *principles.OPERATIONS,
     *skills.OPERATIONS, *engagement.OPERATIONS, *evolution.OPERATIONS,
-    *coordination.OPERATIONS,
+    *coordination.OPERATIONS, *knowledge.OPERATIONS,
 )

@@ -59,6 +59,9 @@ class Route:
     method: Literal["GET", "POST"]
     path: str
     max_body: int = MAX_BODY_BYTES
+    # How long a client waits for the answer when the request names no timeout of its own (seconds; None: the
+    # client's default). An ingest of thousands of files answers when it is done.
+    wait: float | None = None
 
     @property
     def segments(self) -> tuple[str, ...]:

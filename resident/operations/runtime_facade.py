@@ -13,6 +13,7 @@ from resident.operations.engagement import EngagementSurface
 from resident.operations.evolution import EvolutionSurface
 from resident.operations.facade import Executor
 from resident.operations.home import RootSurface
+from resident.operations.knowledge import KnowledgeSurface, SessionSurface
 from resident.operations.memory import MemberSurface, MemorySurface
 from resident.operations.principles import PrinciplesSurface
 from resident.operations.replication import ReplicationSurface
@@ -34,6 +35,8 @@ class Facade(RootSurface):
         self.engagement = EngagementSurface(executor)
         self.evolution = EvolutionSurface(executor)
         self.coordinator: CoordinatorSurface = CoordinatorSurface(executor)
+        self.knowledge = KnowledgeSurface(executor)
+        self.session = SessionSurface(executor)
 
     def member(self, name: str) -> MemberSurface:
         """The memory surface of one member of the roster (`UnknownMember` otherwise)."""

@@ -8,28 +8,28 @@ member's surface, when the operation is bound to one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resident.clock import Clock
 from resident.config import Config
-from resident.errors import AskTimeout, MemoryDisabled, SubstrateUnavailable
+from resident.errors import AskTimeout, MemoryDisabled, ResidentError, SubstrateUnavailable
 from resident.messages.store import Commit
 from resident.messages.supervision import SupervisorStatistics
 from resident.runtime.wiring import DEFAULT_TIMEOUT
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.store import Store
 from resident.store.tables import MEMORY_CONFIG
-from resident.supervisor import Address
+from resident.supervisor import Address, ThreadReply
 
 if TYPE_CHECKING:
     from resident.runtime.admissions import Admissions
     from resident.runtime.caller import Caller
     from resident.runtime.engagement import Judging
 
-__all__ = ["Call", "Context"]
+__all__ = ["Call", "Context", "PendingWrites", "Revalidation"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +40,13 @@ class Call:
     member: str | None = None
     # Whether the call came over the loopback API (a path it names is on the runtime's machine, not the caller's).
     remote: bool = False
+
+
+class Revalidation:
+    """How long a successful check of a verified entry's dependencies counts (seconds on the runtime's clock)."""
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +77,10 @@ class Context:
     natives: dict[str, tuple[str, tuple[str, ...]]]
     # The judgment model engagement is decided with (`resident.runtime.engagement`).
     judging: Judging
+    # The knowledge pages' index, when knowledge is on (`[knowledge] enabled` in resident.toml).
+    knowledge: Address | None
+    # How long a successful check of a verified entry's dependencies counts, in seconds of the clock.
+    revalidation: Revalidation
 
     @property
     def config(self) -> Config:
@@ -79,6 +90,21 @@ class Context:
         """Commit through the writer and wait until it is durable; the commit's answer."""
         self.check_open()
         return self.writer.ask(commit, timeout)
+
+    def write_each(self, commits: Sequence[Commit], timeout: float | None = None) -> list[Exception | None]:
+        """Hand several independent writes to the writer at once (they share commits), then wait for each.
+
+        One outcome per write, in order: None when it is durable, else the error that refused it.
+        A timeout is raised rather than returned: such a write may still land.
+        """
+        return self.send_each(commits).outcomes(timeout)
+
+    def send_each(self, commits: Sequence[Commit]) -> PendingWrites:
+        """Hand several independent writes to the writer and return at once; their outcomes come later."""
+        self.check_open()
+        replies = [ThreadReply(self.writer.name) for _ in commits]
+        self.writer.deliver(list(zip(commits, replies, strict=True)))
+        return PendingWrites(replies, self.writer.default_timeout)
 
     def member(self, name: str) -> Address:
         """The actor of roster member `name` (`UnknownMember` otherwise)."""
@@ -115,3 +141,24 @@ class Context:
             config = reader.get(MEMORY_CONFIG, "memory")
         if config is None or not config.enabled:
             raise MemoryDisabled(MEMORY_OFF_MESSAGE)
+
+class PendingWrites:
+    """Writes handed to the writer whose outcomes are not collected yet."""
+
+    def __init__(self, replies: list[ThreadReply], default_timeout: float) -> None:
+        self._replies = replies
+        self._default_timeout = default_timeout
+
+    def outcomes(self, timeout: float | None = None) -> list[Exception | None]:
+        """Wait for each write: None when it is durable, else the error that refused it (timeouts raise)."""
+        outcomes: list[Exception | None] = []
+        for reply in self._replies:
+            try:
+                reply.wait(self._default_timeout if timeout is None else timeout)
+            except AskTimeout:
+                raise
+            except ResidentError as error:
+                outcomes.append(error)
+            else:
+                outcomes.append(None)
+        return outcomes

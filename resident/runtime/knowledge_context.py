@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from resident.errors import InvalidInput, NotVisible
 from resident.knowledge.lifecycle import is_served
@@ -37,11 +36,9 @@ from resident.messages.knowledge import (
     Repository,
 )
 from resident.messages.store import Commit
+from resident.runtime.context import Context
 from resident.runtime.knowledge_probe import WorkTree, probe_dependency
 from resident.store.tables import KNOWLEDGE_ENTRIES, KNOWLEDGE_REPOSITORIES
-
-if TYPE_CHECKING:
-    from resident.runtime.runtime import Runtime
 
 __all__ = ["DEFAULT_CONTEXT_K", "MAX_CONTEXT_K", "ContextRead", "prepare", "read_context", "revalidate"]
 
@@ -58,17 +55,17 @@ class ContextRead:
 
 
 def prepare(
-    runtime: Runtime, subject: Subject, project: str, repository: str, *, query: str | None, k: int, ttl: float
+    context: Context, subject: Subject, project: str, repository: str, *, query: str | None, k: int, ttl: float
 ) -> list[ContextEntry]:
     """Read, rank, revalidate: the context a subject may use (see the module's docstring)."""
-    return revalidate(runtime, read_context(runtime, subject, project, repository, query), k=k, ttl=ttl)
+    return revalidate(context, read_context(context, subject, project, repository, query), k=k, ttl=ttl)
 
 
 def read_context(
-    runtime: Runtime, subject: Subject, project: str, repository: str, query: str | None
+    context: Context, subject: Subject, project: str, repository: str, query: str | None
 ) -> ContextRead:
     """The subject's readable verified entries of the repository, best first (authorization first)."""
-    with runtime._internal.store.reader() as reader:
+    with context.store.reader() as reader:
         registered = reader.get(KNOWLEDGE_REPOSITORIES, repository)
         if registered is None or not authorized(subject, registered, project):
             raise NotVisible(
@@ -92,7 +89,7 @@ def _ranked(entries: Sequence[KnowledgeEntry], query: str | None) -> list[Knowle
     return [entries[row] for row in rows.tolist()]
 
 
-def revalidate(runtime: Runtime, read: ContextRead, *, k: int, ttl: float) -> list[ContextEntry]:
+def revalidate(context: Context, read: ContextRead, *, k: int, ttl: float) -> list[ContextEntry]:
     """The first `k` ranked entries that pass revalidation (writing what the probes found)."""
     if not 1 <= k <= MAX_CONTEXT_K:
         raise InvalidInput(f"k must be between 1 and {MAX_CONTEXT_K}, not {k}")
@@ -101,15 +98,15 @@ def revalidate(runtime: Runtime, read: ContextRead, *, k: int, ttl: float) -> li
     remaining = list(read.ranked)
     while remaining and len(served) < k:
         batch, remaining = remaining[: k - len(served)], remaining[k - len(served) :]
-        served += _revalidated(runtime, batch, tree, read.named, ttl)
-    return _still_as_read(runtime, served)
+        served += _revalidated(context, batch, tree, read.named, ttl)
+    return _still_as_read(context, served)
 
 
 def _revalidated(
-    runtime: Runtime, batch: Sequence[KnowledgeEntry], tree: WorkTree, named: dict[str, KnowledgeEntry], ttl: float
+    context: Context, batch: Sequence[KnowledgeEntry], tree: WorkTree, named: dict[str, KnowledgeEntry], ttl: float
 ) -> list[tuple[KnowledgeEntry, float]]:
     """The entries of `batch` that pass, each with the time it was last checked."""
-    now = runtime.clock.time()
+    now = context.clock.time()
     passing: list[tuple[KnowledgeEntry, float]] = []
     # Each probed entry with the write recording what its probe found, and whether it still holds.
     checks: list[tuple[KnowledgeEntry, Commit, bool]] = []
@@ -127,15 +124,15 @@ def _revalidated(
                 checks.append((entry, Commit(events=(staled,)), False))
             case _:
                 pass
-    outcomes = runtime._internal.write_each([commit for _, commit, _ in checks]) if checks else []
+    outcomes = context.write_each([commit for _, commit, _ in checks]) if checks else []
     passing += [
         (entry, now) for (entry, _, holds), error in zip(checks, outcomes, strict=True) if holds and error is None
     ]
     return passing
 
 
-def _still_as_read(runtime: Runtime, served: Sequence[tuple[KnowledgeEntry, float]]) -> list[ContextEntry]:
-    with runtime._internal.store.reader() as reader:
+def _still_as_read(context: Context, served: Sequence[tuple[KnowledgeEntry, float]]) -> list[ContextEntry]:
+    with context.store.reader() as reader:
         current = {entry.id: reader.get(KNOWLEDGE_ENTRIES, entry.id) for entry, _ in served}
     return [
         _context_entry(entry, checked_at)

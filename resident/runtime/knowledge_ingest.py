@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from resident.errors import IngestInvalid, ResidentError
 from resident.ids import new_id
@@ -43,13 +43,11 @@ from resident.messages.knowledge import (
     SourceRecord,
 )
 from resident.messages.store import Commit
+from resident.runtime.context import Context, PendingWrites
 from resident.store.projections import page_key
 from resident.store.store import Reader
 from resident.store.tables import PAGE_DIGESTS, PAGE_SOURCES, PAGES
 from resident.user_files import read_user_file
-
-if TYPE_CHECKING:
-    from resident.runtime.runtime import PendingWrites, Runtime
 
 __all__ = ["MAX_FILE_BYTES", "SLOWEST_INDEXING", "WINDOW_FILES", "Progress", "held_in_bank", "ingest"]
 
@@ -82,7 +80,7 @@ class _Tally:
 
 
 def ingest(
-    runtime: Runtime, bank: str, paths: Sequence[str | os.PathLike[str]], progress: Progress | None = None
+    context: Context, bank: str, paths: Sequence[str | os.PathLike[str]], progress: Progress | None = None
 ) -> IngestReport:
     """Ingest `paths` (files and folders) into `bank`; the caller checked the bank and who asks."""
     tally = _Tally()
@@ -90,13 +88,13 @@ def ingest(
     total = len(sources)
     if progress is not None:
         progress(0, total)
-    indexer = runtime._internal.wiring.knowledge
+    indexer = context.knowledge
     # One window is read and planned while the previous one's writes commit.
     in_flight: tuple[list[_Plan], PendingWrites] | None = None
     for start in range(0, total, WINDOW_FILES):
         window = sources[start : start + WINDOW_FILES]
-        plans = [plan for plan in (_plan(runtime, bank, source, tally) for source in window) if plan is not None]
-        sent = (plans, runtime._internal.send_each([plan.commit for plan in plans]))
+        plans = [plan for plan in (_plan(context, bank, source, tally) for source in window) if plan is not None]
+        sent = (plans, context.send_each([plan.commit for plan in plans]))
         if in_flight is not None:
             _count(*in_flight, tally)
             if indexer is not None:
@@ -200,13 +198,13 @@ class _File:
     text: str
 
 
-def _plan(runtime: Runtime, bank: str, source: _Source, tally: _Tally) -> _Plan | None:
+def _plan(context: Context, bank: str, source: _Source, tally: _Tally) -> _Plan | None:
     read = _read(source)
     if isinstance(read, str):
         tally.rejected.append(Rejection(path=_shown(source.path), reason=read))
         return None
     path, sha256, data = read
-    with runtime._internal.store.reader() as reader:
+    with context.store.reader() as reader:
         previous = reader.get(PAGE_SOURCES, page_key(bank, path))
         if previous is not None and previous.sha256 == sha256:
             tally.skipped.append(Skip(path=path, reason="unchanged since it was last ingested"))
@@ -217,7 +215,7 @@ def _plan(runtime: Runtime, bank: str, source: _Source, tally: _Tally) -> _Plan 
             reason = f"not valid UTF-8 (byte {error.start})" if isinstance(error, UnicodeDecodeError) else str(error)
             tally.rejected.append(Rejection(path=path, reason=reason))
             return None
-        return _plan_pages(reader, bank, _File(source, path, sha256, text), previous, tally, now=runtime.clock.time())
+        return _plan_pages(reader, bank, _File(source, path, sha256, text), previous, tally, now=context.clock.time())
 
 
 def _active_pages(reader: Reader, page_ids: Sequence[str]) -> dict[str, Page]:

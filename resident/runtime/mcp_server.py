@@ -25,10 +25,11 @@ import mcp_types as types
 import msgspec
 from mcp.server import Server
 
-from resident.api import routes
-from resident.api.wire_knowledge import ContextEntries, SessionContext
 from resident.errors import ResidentError
 from resident.messages.knowledge import MAX_CONTEXT_K
+from resident.messages.knowledge_calls import ContextEntries, SessionContext, SessionQuery
+from resident.operations.declaration import Operation
+from resident.operations.knowledge import SESSION_CONTEXT, SESSION_GRANT
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -72,16 +73,16 @@ ContextArguments = SessionContext
 class Operations(Protocol):
     """The runtime as the server calls it, with the session's grant token presented (`resident.cli.target`)."""
 
-    def call(self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str) -> Any:
-        """Run `op`: its answer struct, or its typed error."""
+    def run(self, op: Operation[Any, Any, Any], request: Any, member: str | None = None) -> Any:
+        """Run a declared operation's `request`: its reply struct, or its typed error."""
 
 
 def knowledge_server(operations: Operations) -> Server[Any]:
     """The MCP server of the session whose token `operations` presents (checked now, and again at every call)."""
-    operations.call(routes.SESSION_GRANT)
+    operations.run(SESSION_GRANT, SessionQuery())
 
     def knowledge_on() -> bool:
-        return bool(operations.call(routes.SESSION_GRANT).knowledge)
+        return bool(operations.run(SESSION_GRANT, SessionQuery()).knowledge)
 
     async def list_tools(
         _context: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams | None
@@ -103,7 +104,7 @@ def knowledge_server(operations: Operations) -> Server[Any]:
             except msgspec.ValidationError as error:
                 return _error(f"InvalidInput: {error}; {CONTEXT_TOOL} takes project_id, repository_id, query and k")
             found: ContextEntries = await anyio.to_thread.run_sync(
-                lambda: operations.call(routes.SESSION_CONTEXT, arguments)
+                lambda: operations.run(SESSION_CONTEXT, arguments)
             )
         except ResidentError as error:
             return _error(f"{type(error).__name__}: {error.message}")

@@ -26,11 +26,10 @@ from resident.clock import Clock, SystemClock
 from resident.config import Config, MemberConfig, default_config, load_config, render_config
 from resident.engagement.judge import Judge
 from resident.errors import (
-    AskTimeout,
     InvalidInput,
-    ResidentError,
     RuntimeStopped,
 )
+from resident.knowledge.revalidation import DEFAULT_TTL
 from resident.memory.embedders import make_embedder
 from resident.memory.embedding import Embedder
 from resident.messages.store import Commit
@@ -42,11 +41,10 @@ from resident.runtime import maintenance
 from resident.runtime.admissions import Admissions
 from resident.runtime.caller import Caller
 from resident.runtime.chaos import Chaos
-from resident.runtime.context import Context
+from resident.runtime.context import Context, Revalidation
 from resident.runtime.coordination import CoordinatorControl
 from resident.runtime.engagement import Judging
 from resident.runtime.executor import LocalExecutor
-from resident.runtime.knowledge import KnowledgeControl
 from resident.runtime.portability import ImportResult, export_member, import_member
 from resident.runtime.replication import home_realm_token
 from resident.runtime.sessions import SessionsControl
@@ -62,7 +60,7 @@ from resident.store.home import (
 )
 from resident.store.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 from resident.store.tables import MEMBERS
-from resident.supervisor import StartChild, SupervisionTree, ThreadReply
+from resident.supervisor import StartChild, SupervisionTree
 
 __all__ = ["Runtime"]
 
@@ -96,42 +94,11 @@ class Internals:
         return self._runtime._internal.wiring.writer.ask(commit, timeout)
 
     def write_each(self, commits: Sequence[Commit], timeout: float | None = None) -> list[Exception | None]:
-        """Hand several independent writes to the writer at once (they share commits), then wait for each.
-
-        One outcome per write, in order: None when it is durable, else the error that refused it.
-        A timeout is raised rather than returned: such a write may still land.
-        """
-        return self.send_each(commits).outcomes(timeout)
-
-    def send_each(self, commits: Sequence[Commit]) -> PendingWrites:
-        """Hand several independent writes to the writer and return at once; their outcomes come later."""
-        self._runtime.check_open()
-        writer = self._runtime._internal.wiring.writer
-        replies = [ThreadReply(writer.name) for _ in commits]
-        writer.deliver(list(zip(commits, replies, strict=True)))
-        return PendingWrites(replies, writer.default_timeout)
+        return self._runtime._services.write_each(commits, timeout)
 
 
-class PendingWrites:
-    """Writes handed to the writer whose outcomes are not collected yet."""
 
-    def __init__(self, replies: list[ThreadReply], default_timeout: float) -> None:
-        self._replies = replies
-        self._default_timeout = default_timeout
 
-    def outcomes(self, timeout: float | None = None) -> list[Exception | None]:
-        """Wait for each write: None when it is durable, else the error that refused it (timeouts raise)."""
-        outcomes: list[Exception | None] = []
-        for reply in self._replies:
-            try:
-                reply.wait(self._default_timeout if timeout is None else timeout)
-            except AskTimeout:
-                raise
-            except ResidentError as error:
-                outcomes.append(error)
-            else:
-                outcomes.append(None)
-        return outcomes
 
 
 class Runtime(Facade):
@@ -165,7 +132,6 @@ class Runtime(Facade):
         super().__init__(self._local)
         # Dispatch hands out live sessions of this process, besides the declared operations.
         self.coordinator: CoordinatorControl = CoordinatorControl(self, self._local)
-        self.knowledge = KnowledgeControl(self)
         self.chaos = Chaos(self)
         self.sessions = SessionsControl(self)
 
@@ -175,7 +141,8 @@ class Runtime(Facade):
             embedder=wiring.embedder, replication=wiring.replication, coordinator=wiring.coordinator,
             members=wiring.members, admissions=self._internal.admissions, clock=self.clock,
             config_now=lambda: self.config, check_open=self.check_open, statistics=self._tree_statistics,
-            skills=wiring.skills, natives={}, judging=Judging(),
+            skills=wiring.skills, natives={}, judging=Judging(), knowledge=wiring.knowledge,
+            revalidation=Revalidation(DEFAULT_TTL),
         )
 
     def _tree_statistics(self) -> SupervisorStatistics:
