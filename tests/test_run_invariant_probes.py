@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from resident import Runtime
-from resident.runner.invariants import _api_problems, check_cli_read_surfaces
+from resident.cli.probes import check_cli_read_surfaces
+from resident.runner.invariants import _api_problems
 from tests.replication_support import local_records
 
 pytestmark = pytest.mark.timeout(60)

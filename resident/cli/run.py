@@ -83,8 +83,9 @@ def run_command(
     succeeded unless --keep. A home the run creates gets memory turned on; an existing home must
     have memory on already. Exits 1 naming the invariant that failed, if one does.
     """
+    from resident.cli.probes import check_cli_read_surfaces  # noqa: PLC0415 - the run's modules only when it runs
     from resident.config import load_config  # noqa: PLC0415
-    from resident.runner.run import RunOptions, run  # noqa: PLC0415
+    from resident.runner.run import RunOptions, run  # noqa: PLC0415 - the run's modules only when it runs
 
     home = run_home if run_home is not None else state.home
     if show_plan:
@@ -96,7 +97,7 @@ def run_command(
         require_closed(home)  # a run opens its home itself; a scratch home is nobody else's
     options = RunOptions(
         plan=plan, members=members, writes=writes, realm=realm, home=home, live=not as_json, keep=keep,
-        realm_admin_token_file=admin_token_file,
+        realm_admin_token_file=admin_token_file, read_surfaces_probe=check_cli_read_surfaces,
     )
     report = run(options, stdout.console)
     if as_json:

@@ -6,7 +6,7 @@ for themselves; the runtime proposes on a member's behalf (from an owner's corre
 
 from __future__ import annotations
 
-from resident.evolution.text import clean_line
+from resident.checks import clean_line
 from resident.messages.principles import Principle
 
 __all__ = ["MAX_BASIS", "MAX_TEXT", "candidate", "decision_reason"]

@@ -18,6 +18,7 @@ import shutil
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,13 +32,14 @@ from resident.config import DEFAULT_TEAM, Config, MemberConfig, load_config, scr
 from resident.coordination.default_plan import MAX_WRITES, default_plan
 from resident.coordination.plan import Plan, load_plan
 from resident.errors import ActorUnavailable, InvalidInput, MemoryDisabled
+from resident.messages.memory import MemoryRecord
 from resident.messages.replication import ReplicationCounts
 from resident.messages.supervision import SupervisorStatistics
 from resident.realm.process import realm_for
 from resident.realm.tokens import read_token_file
 from resident.runner.display import live_view, summary_view
 from resident.runner.harness import RunHarness, RunMetrics
-from resident.runner.invariants import Invariant, check_cli_read_surfaces, check_invariants, withheld_records
+from resident.runner.invariants import Invariant, check_invariants, withheld_records
 from resident.runtime import Runtime
 from resident.runtime.memory import require_memory
 from resident.store.home import CONFIG_FILE, HOME_ENV, HomeLock, current_store_dir, ensure_home, resolve_home
@@ -65,6 +67,9 @@ class RunOptions:
     keep: bool = False
     # With a Realm given by URL: a file holding its admin token, for the plan's invalidation.
     realm_admin_token_file: Path | None = None
+    # The fail-closed check through a command's own read surfaces on the closed home at the end (`resident run`
+    # passes the CLI's; a run started from Python has none, and reports none).
+    read_surfaces_probe: Callable[[Path, list[MemoryRecord]], Invariant] | None = None
 
 
 @dataclass
@@ -213,7 +218,8 @@ def run(options: RunOptions, console: Console) -> RunReport:
                 withheld = withheld_records(runtime)
         # The CLI's read surfaces are probed in this process on the closed home (no API by then:
         # api.json went when the block above ended), as a command run after the run would see them.
-        report.invariants.append(check_cli_read_surfaces(home, withheld))
+        if options.read_surfaces_probe is not None:
+            report.invariants.append(options.read_surfaces_probe(home, withheld))
     finally:
         if process is not None:
             process.stop()

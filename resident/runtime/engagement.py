@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 
+from resident.checks import clean_line
 from resident.engagement.judge import Judge, KeywordJudge
 from resident.engagement.resolution import resolve as resolve_engagement
 from resident.errors import InvalidInput, ResidentError, UnknownQuestion
-from resident.evolution.text import clean_line
 from resident.ids import new_id
 from resident.messages.engagement import (
     DOMAINS,

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from resident.checks import clean_line
 from resident.errors import RollbackRefused, UnknownChange
 from resident.evolution.report import member_week
-from resident.evolution.text import clean_line
 from resident.evolution.weeks import parse_week, week_of
 from resident.messages.evolution import EvolutionChange, MemoryAdmissionRecorded, MemoryAdmissionRetracted, WeeklyReport
 from resident.messages.evolution_calls import (

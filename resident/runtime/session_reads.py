@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from resident.checks import clean_line
 from resident.errors import InvalidInput, UnknownSession
-from resident.evolution.text import clean_line
 from resident.memory.records import clean_text
 from resident.messages.limits import MAX_BODY_CHARS
 from resident.messages.memory import Receipt

@@ -30,7 +30,10 @@ from resident.messages.coordination import GrantToken, GrantTokenIssued
 from resident.messages.engagement import EngagementContext
 from resident.messages.sessions import HARNESSES, Harness, SessionRecord, SessionStarted
 from resident.messages.store import Commit
+from resident.processes import pid_alive
+from resident.runtime.session_end import end_session
 from resident.runtime.session_launch import SessionLaunch, session_variables
+from resident.runtime.session_liveness import live
 from resident.runtime.session_transcripts import HARNESS_ENV, harness_home, layout, redaction_key, scan
 from resident.runtime.session_tree import Manifest, ProjectionTree, manifests, save_manifest, session_dir
 from resident.runtime.skills import chosen_skills
@@ -103,12 +106,6 @@ def _directory(value: str) -> Path:
     return directory
 
 
-def live(manifest: Manifest) -> bool:
-    """Whether the process that runs `manifest`'s session is still that process."""
-    start = process_start(manifest.process)
-    if start is not None or manifest.process_start is not None:
-        return start is not None and start == manifest.process_start
-    return _exists(manifest.process)
 
 
 def _launcher(process: int | None) -> tuple[int, str | None]:
@@ -116,19 +113,11 @@ def _launcher(process: int | None) -> tuple[int, str | None]:
     if process is None:
         return os.getpid(), process_start(os.getpid())
     start = process_start(process)
-    if start is None and not _exists(process):
+    if start is None and not pid_alive(process):
         raise InvalidInput(f"no process {process} runs here to launch the session's harness")
     return process, start
 
 
-def _exists(process: int) -> bool:
-    try:
-        os.kill(process, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _claim(runtime: Runtime, member: str, harness: Harness, directory: Path, process: int | None) -> Manifest:
@@ -235,8 +224,6 @@ def start_session(runtime: Runtime, request: SessionRequest, *, dispatched: Sess
             runtime, request, manifest, harness=harness, argv=argv, directory=directory, dispatched=dispatched
         )
     except BaseException as error:
-        from resident.runtime.session_end import end_session  # noqa: PLC0415 - ending imports starting's helpers
-
         try:
             why = str(error) or type(error).__name__  # an interruption has no message of its own
             end_session(runtime, manifest.session, None, failure=f"the session did not start: {why}")

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
+from resident.checks import printable
 from resident.errors import SkillInvalid
-from resident.evolution.text import printable
 
 __all__ = ["MAX_FRONT_MATTER", "check_printable", "decode_text", "split_front_matter"]
 

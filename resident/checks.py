@@ -1,4 +1,7 @@
-"""Text that evolution stores and later prints: checked for characters a terminal would act on."""
+"""Text a caller hands in that is stored and later printed: checked for characters a terminal would act on.
+
+A leaf: skills, evolution, engagement and the runtime's services all check names, reasons and notes here.
+"""
 
 from __future__ import annotations
 
