@@ -58,7 +58,7 @@ def main(mode: str) -> int:
         status = remembered.returncode
     else:
         # This interpreter and a fixed check: nothing here comes from outside.
-        result = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, check=False)  # noqa: S603
+        result = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, check=False)  # noqa: S603 - argv built here, no shell
         said += [
             {"role": "assistant", "tool": "python", "text": CHECK},
             {"role": "tool", "tool": "python", "text": result.stderr or "passed"},

@@ -48,7 +48,7 @@ class Outcome:
 
 
 def invoke(
-    home: Path, *args: str, input: str | bytes | None = None, env: dict[str, str | None] | None = None  # noqa: A002
+    home: Path, *args: str, input: str | bytes | None = None, env: dict[str, str | None] | None = None  # noqa: A002 - mirrors subprocess.run's own `input` argument
 ) -> Outcome:
     """Run `resident --home HOME ARGS` in this process (`env` sets or, with None, unsets variables)."""
     result = CliRunner().invoke(cli, ["--home", str(home), *args], input=input, env=env, prog_name="resident")
@@ -60,7 +60,7 @@ def invoke(
 
 
 def run_process(
-    home: Path, *args: str | bytes, input: bytes | None = None, env: dict[str, str] | None = None  # noqa: A002
+    home: Path, *args: str | bytes, input: bytes | None = None, env: dict[str, str] | None = None  # noqa: A002 - mirrors subprocess.run's own `input` argument
 ) -> Outcome:
     """Run `python -m resident.cli ARGS` as its own process, with `RESIDENT_HOME=home`."""
     environment = {k: v for k, v in os.environ.items() if k not in ("RESIDENT_DEBUG", "RESIDENT_HOME")}

@@ -40,7 +40,7 @@ def _with_digit(alphabet: str, size: int) -> str:
 
 def planted_secrets() -> dict[str, str]:
     """A fresh value of every kind the fixtures plant, each in its real format."""
-    segment = lambda n: base64.urlsafe_b64encode(secrets.token_bytes(n)).decode().rstrip("=")  # noqa: E731
+    segment = lambda n: base64.urlsafe_b64encode(secrets.token_bytes(n)).decode().rstrip("=")  # noqa: E731 - a one-line helper local to this fixture
     header = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("=")
     payload = base64.urlsafe_b64encode(json.dumps({"sub": _random(_ALNUM, 8)}).encode()).decode().rstrip("=")
     key_body = "\n".join(base64.b64encode(secrets.token_bytes(48)).decode() for _ in range(4))

@@ -200,7 +200,7 @@ def test_a_subscriber_behind_the_ring_is_told_how_many_actor_events_it_lost(tmp_
         hub = EventHub(runtime, HubSettings(ring_size=2))
         for incarnation in (2, 3, 4):
             runtime.chaos.crash("coordinator")
-            wait_until(lambda: runtime.statistics().child("coordinator").incarnation == incarnation, "a restart")  # noqa: B023
+            wait_until(lambda: runtime.statistics().child("coordinator").incarnation == incarnation, "a restart")  # noqa: B023 - the lambda runs at once inside this iteration
             hub.look()  # each look sees a crash and a restart: six actor events, two kept
 
         async def first_three() -> list[tuple[str | None, object]]:
@@ -358,7 +358,7 @@ def test_a_runtime_that_gives_up_is_reported_once_and_ends_the_server(tmp_path: 
             runtime.chaos.crash("coordinator")
             wait_until(
                 lambda: bool(runtime.statistics().escalated)
-                or runtime.statistics().child("coordinator").incarnation == incarnation,  # noqa: B023
+                or runtime.statistics().child("coordinator").incarnation == incarnation,  # noqa: B023 - the lambda runs at once inside this iteration
                 "a restart or the escalation",
             )
         assert runtime.statistics().escalated

@@ -159,7 +159,7 @@ def test_an_ingest_racing_another_on_the_same_file_is_refused_whole(rt: Runtime,
         [(_, source)] = list(reader.items(PAGE_SOURCES))
     # Another ingest read the file before this one landed: its compare-and-set names the old digest.
     stale = SourceIngested(at=0.0, source=source, previous="0" * 64)
-    from resident.messages.store import Commit  # noqa: PLC0415
+    from resident.messages.store import Commit  # noqa: PLC0415 - loaded only when this runs
 
     [refusal] = rt._internal.write_each([Commit(events=(stale,))])
     assert refusal is not None

@@ -171,7 +171,7 @@ def test_tokens_are_stored_hashed_and_a_second_enroll_needs_rotate(tmp_path: Pat
     rotated = expect_json(invoke(tmp_path / "home", "realm", "enroll", "deven-laptop", "--data", str(data),
                                  "--rotate", "--json"))["token"]
     with RealmState.open(data) as state:
-        from resident.realm.tokens import tokens_match  # noqa: PLC0415
+        from resident.realm.tokens import tokens_match  # noqa: PLC0415 - loaded only when this runs
 
         digest = state.home_token_digest("deven-laptop")
         assert digest is not None
@@ -198,7 +198,7 @@ def test_the_client_refuses_plain_http_to_another_machine(url: str) -> None:
 
 
 def test_ipv6_urls_are_bracketed() -> None:
-    from resident.realm.urls import realm_url  # noqa: PLC0415
+    from resident.realm.urls import realm_url  # noqa: PLC0415 - loaded only when this runs
 
     assert realm_url("::1", 8765) == "http://[::1]:8765"
     assert realm_url("127.0.0.1", 8765, tls=True) == "https://127.0.0.1:8765"

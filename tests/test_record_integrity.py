@@ -91,8 +91,8 @@ def test_memory_show_refuses_an_edited_record_in_one_typed_line(edited: tuple[Pa
 
 def test_a_readmit_never_launders_an_edited_withheld_record(edited: tuple[Path, str, str]) -> None:
     home, target, _ = edited
-    from resident.messages.replication import RecordConflicted  # noqa: PLC0415
-    from resident.messages.store import Commit  # noqa: PLC0415
+    from resident.messages.replication import RecordConflicted  # noqa: PLC0415 - loaded only when this runs
+    from resident.messages.store import Commit  # noqa: PLC0415 - loaded only when this runs
 
     with Runtime.open(home, realm="none") as runtime:
         conflict = RecordConflicted(at=runtime.clock.time(), id=target, reason="refused", rule="different_content")

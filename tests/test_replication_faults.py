@@ -88,7 +88,7 @@ def drive(runtime: Runtime, clock: ManualClock, *, requests: int, settings: Repl
             break
         before = status.requests
         clock.advance(settings.wait_max + settings.jitter)  # past any backoff wait, short of any rest
-        wait_until(lambda: counts(runtime).requests > before, 10.0, "the next attempt")  # noqa: B023
+        wait_until(lambda: counts(runtime).requests > before, 10.0, "the next attempt")  # noqa: B023 - the lambda runs at once inside this iteration
     wait_until(sent_and_waiting, 10.0, f"{requests} requests")
 
 

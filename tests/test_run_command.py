@@ -59,8 +59,8 @@ def test_resident_run_on_a_fresh_machine_finishes_within_a_minute_and_every_inva
 
 @pytest.mark.timeout(240)
 def test_a_run_against_a_realm_given_by_url_passes_with_or_without_its_admin_token(tmp_path, monkeypatch):
-    from resident.realm.process import start_realm  # noqa: PLC0415
-    from resident.realm.tokens import TOKEN_ENV  # noqa: PLC0415
+    from resident.realm.process import start_realm  # noqa: PLC0415 - loaded only when this runs
+    from resident.realm.tokens import TOKEN_ENV  # noqa: PLC0415 - loaded only when this runs
 
     with start_realm(tmp_path / "realm") as realm:
         monkeypatch.setenv(TOKEN_ENV, realm.enroll("user-home"))  # the home token, as a user would set it

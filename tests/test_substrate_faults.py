@@ -92,7 +92,7 @@ def test_every_acknowledged_write_survives_substrate_crashes_and_no_call_hangs(t
                 # An exception in a handler, or a SystemExit, which must not take other actors down.
                 rt.chaos.crash("substrate", kind="exit" if crash % 2 else "error", reason=f"crash drill {crash}")
                 restarted = ("running", crash + 2)
-                assert wait_until(lambda: _substrate(rt) == restarted, timeout=20.0), _substrate(rt)  # noqa: B023
+                assert wait_until(lambda: _substrate(rt) == restarted, timeout=20.0), _substrate(rt)  # noqa: B023 - the lambda runs at once inside this iteration
             assert _more_writes(acknowledged, 40), "writes stalled"
         finally:
             stop.set()

@@ -44,7 +44,7 @@ class InProcess:
         self._grant = grant
 
     def call(
-        self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str  # noqa: ARG002
+        self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str  # noqa: ARG002 - the protocol's signature
     ) -> Any:
         """Run `op` and return its answer struct, or raise the error the server would have answered.
 

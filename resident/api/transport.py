@@ -38,7 +38,7 @@ _CONNECT_TIMEOUT = 5.0
 # The server pings an idle stream every 15 s; three missed pings mean it is gone.
 _STREAM_READ_TIMEOUT = 45.0
 _JSON_BODY = {"Content-Type": "application/json"}
-_EVENT_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(Union[API_EVENTS])  # noqa: UP007
+_EVENT_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(Union[API_EVENTS])  # noqa: UP007 - a Union of a runtime tuple
 
 
 @dataclass(frozen=True, slots=True)

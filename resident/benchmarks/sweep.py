@@ -179,7 +179,7 @@ def pyplot() -> Any:
         import matplotlib  # noqa: PLC0415 - an optional extra, loaded only to draw
 
         matplotlib.use("svg")
-        from matplotlib import pyplot as drawing  # noqa: PLC0415
+        from matplotlib import pyplot as drawing  # noqa: PLC0415 - loaded only when this runs
     except ImportError:
         raise PlotUnavailable("drawing the plot needs matplotlib: pip install 'resident-runtime[bench]'") from None
     return drawing

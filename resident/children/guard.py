@@ -149,7 +149,7 @@ def _run_command(guard: _Guard, argv: list[str], watch: int) -> int:
     try:
         # Arguments given by the runtime that started the guard; no shell is involved. The command is
         # forked before the guard starts any thread, which is what makes `preexec_fn` safe here.
-        command = subprocess.Popen(argv, preexec_fn=_tie_to_guard)  # noqa: S603, PLW1509
+        command = subprocess.Popen(argv, preexec_fn=_tie_to_guard)  # noqa: S603, PLW1509 - argv built here, no shell; preexec ties the child to its guard before exec
     except OSError as error:
         sys.stderr.write(f"resident child: cannot run {argv[0]!r}: {error.strerror or error}\n")
         return EXIT_NOT_FOUND

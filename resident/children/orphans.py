@@ -103,7 +103,7 @@ def command_line(pid: int) -> str | None:
         return None
     # No /proc (macOS, the BSDs): ask ps, which every Unix has.
     result = subprocess.run(  # noqa: S603 - a fixed program and a number
-        ["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True, check=False  # noqa: S607
+        ["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True, check=False  # noqa: S607 - ps is looked up on PATH on purpose
     )
     return result.stdout.strip() or None
 

@@ -149,7 +149,7 @@ def _spawn(
         output = os.open(log, _LOG_FLAGS, 0o600) if log is not None else None
         try:
             # This interpreter running our own guard; what follows `--` is the caller's program, never a shell.
-            popen = subprocess.Popen(  # noqa: S603
+            popen = subprocess.Popen(  # noqa: S603 - argv built here from checked parts, no shell
                 guard, stdin=subprocess.DEVNULL if output is not None else None,
                 stdout=2 if to_stderr else output, stderr=output,  # 2: this process's standard error
                 pass_fds=(read_end,), start_new_session=True, env=dict(env if env is not None else os.environ),

@@ -52,10 +52,10 @@ def writes(
         return
     if plot is not None:
         raise click.UsageError("--plot draws a sweep: give --sweep LEVELS with it")
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415 - loaded only when this runs
+    from rich.table import Table  # noqa: PLC0415 - loaded only when this runs
 
-    from resident.benchmarks.writes import WriteBench, run_write_bench  # noqa: PLC0415
+    from resident.benchmarks.writes import WriteBench, run_write_bench  # noqa: PLC0415 - loaded only when this runs
 
     named = bench_home if bench_home is not None else state.home
     home = None if named is None else require_closed(named)
@@ -99,8 +99,8 @@ def writes(
 
 
 def _sweep(levels: str, duration: float | None, size: int, plot: Path | None, as_json: bool) -> None:
-    from resident.benchmarks.sweep import SWEEP_SECONDS, parse_levels, pyplot, run_sweep  # noqa: PLC0415
-    from resident.benchmarks.sweep import plot as draw  # noqa: PLC0415
+    from resident.benchmarks.sweep import SWEEP_SECONDS, parse_levels, pyplot, run_sweep  # noqa: PLC0415 - loaded only when this runs
+    from resident.benchmarks.sweep import plot as draw  # noqa: PLC0415 - loaded only when this runs
 
     chosen = parse_levels(levels)
     if plot is not None:

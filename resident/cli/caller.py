@@ -50,7 +50,7 @@ def _guarded(callback: Callable[..., Any], path: tuple[str, ...]) -> Callable[..
     @functools.wraps(callback)
     def guard(*args: Any, **kwargs: Any) -> Any:
         # Imported when a command runs: `resident --help` needs none of it.
-        from resident.runtime.caller import presented_token, refuse_member_session  # noqa: PLC0415
+        from resident.runtime.caller import presented_token, refuse_member_session  # noqa: PLC0415 - loaded only when this runs
 
         refuse_member_session(presented_token(os.environ), what)
         return callback(*args, **kwargs)

@@ -56,7 +56,7 @@ pass_state = click.make_pass_decorator(CliState)
 def _printable_console() -> Console:
     """A console that passes every string it renders (printed or in a table cell) through `printable`."""
     from rich.console import Console  # noqa: PLC0415 - see the module docstring
-    from rich.text import Text  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415 - loaded only when this runs
 
     class PrintableConsole(Console):
         def render_str(self, text: str, **options: Any) -> Text:

@@ -80,8 +80,8 @@ def _kept_while_up(state: CliState, as_json: bool) -> None:
 
 def _init_here(home: Path, url: str | None, token: str | None, *, force: bool, as_json: bool) -> None:
     """Create or update the home's configuration, holding its lock, and open it once to check it."""
-    from resident.config import default_config, load_config, render_config  # noqa: PLC0415
-    from resident.runtime import Runtime  # noqa: PLC0415
+    from resident.config import default_config, load_config, render_config  # noqa: PLC0415 - loaded only when this runs
+    from resident.runtime import Runtime  # noqa: PLC0415 - loaded only when this runs
 
     home = ensure_home(home)
     path = home / CONFIG_FILE
@@ -199,7 +199,7 @@ def restore(state: CliState, src: Path, as_json: bool) -> None:
     home is touched; a damaged backup is refused and the home is left as it was. The switch to
     the restored store is atomic. The home must not be open elsewhere.
     """
-    from resident.runtime import Runtime  # noqa: PLC0415
+    from resident.runtime import Runtime  # noqa: PLC0415 - loaded only when this runs
 
     manifest = Runtime.restore(src, require_closed(state.home))
     if as_json:

@@ -113,7 +113,7 @@ def _absolute(path: Path) -> Path:
 def _progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
     """A progress bar on stderr, only where someone watches it (a terminal, and not --json): its update."""
     from rich.console import Console  # noqa: PLC0415 - only an ingest shows one
-    from rich.progress import (  # noqa: PLC0415
+    from rich.progress import (  # noqa: PLC0415 - loaded only when this runs
         BarColumn,
         MofNCompleteColumn,
         Progress,

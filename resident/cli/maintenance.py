@@ -35,7 +35,7 @@ def doctor(ctx: click.Context, state: CliState, as_json: bool) -> None:
     the home is sound and 3 when something is damaged (the report names it; `resident salvage DEST`
     copies out what still reads).
     """
-    from resident.runtime import Runtime  # noqa: PLC0415
+    from resident.runtime import Runtime  # noqa: PLC0415 - loaded only when this runs
 
     report = Runtime.doctor(require_closed(state.home))
     if as_json:
@@ -80,7 +80,7 @@ def salvage(ctx: click.Context, state: CliState, dest: Path, as_json: bool) -> N
     record stays withheld). The damaged home is only read. Exits 0 when everything was saved and
     3 when something could not be (the report lists it).
     """
-    from resident.runtime import Runtime  # noqa: PLC0415
+    from resident.runtime import Runtime  # noqa: PLC0415 - loaded only when this runs
 
     report = Runtime.salvage(dest, require_closed(state.home))
     if as_json:

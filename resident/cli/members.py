@@ -35,7 +35,7 @@ def export_command(state: CliState, name: str, file: Path, as_json: bool) -> Non
     versioned format; WORLD_SHARED records and records Realm withheld are never exported.
     """
     # The file is written here, on this side of the API, whichever process holds the runtime.
-    from resident.memory.portability import write_export_file  # noqa: PLC0415
+    from resident.memory.portability import write_export_file  # noqa: PLC0415 - loaded only when this runs
 
     with runtime_for(state, create=False) as runtime:
         document = runtime.call(routes.EXPORT, member=name)
@@ -59,7 +59,7 @@ def import_command(state: CliState, file: Path, world: str | None, as_json: bool
     over as `pending` for this home's Realm. A member not on this home's roster joins it. Memory
     must be on here (`resident memory enable`); a malformed or truncated FILE is refused whole.
     """
-    from resident.memory.portability import read_export_file  # noqa: PLC0415
+    from resident.memory.portability import read_export_file  # noqa: PLC0415 - loaded only when this runs
 
     with runtime_for(state) as runtime:
         request = wire.ImportMember(data=read_export_file(file), source=str(file), world=world)

@@ -68,7 +68,7 @@ def serve(
     cleanly; a second `realm serve` on the same --data is refused.
     """
     # starlette and uvicorn are imported only by the command that serves.
-    from resident.realm.server import serve as serve_realm  # noqa: PLC0415
+    from resident.realm.server import serve as serve_realm  # noqa: PLC0415 - loaded only when this runs
 
     directory = _data_dir(state, data)
     if (tls_cert is None) != (tls_key is None):
@@ -101,7 +101,7 @@ def enroll(state: CliState, name: str, data: Path | None, rotate: bool, as_json:
     with `resident init --realm URL --realm-token-file FILE` (or $RESIDENT_REALM_TOKEN). Works
     while Realm serves.
     """
-    from resident.realm.state import RealmState  # noqa: PLC0415
+    from resident.realm.state import RealmState  # noqa: PLC0415 - loaded only when this runs
 
     with RealmState.open(_data_dir(state, data)) as realm_state:
         token = realm_state.enroll(name, rotate=rotate)
@@ -113,7 +113,7 @@ def enroll(state: CliState, name: str, data: Path | None, rotate: bool, as_json:
 
 def _admin_client(state: CliState, realm_url: str | None, token_file: Path | None) -> tuple[str, str]:
     """The Realm URL and admin token a governance command uses."""
-    from resident.config import load_config  # noqa: PLC0415
+    from resident.config import load_config  # noqa: PLC0415 - loaded only when this runs
 
     url = realm_url or load_config(resolve_home(state.home) / CONFIG_FILE).realm_url
     if url is None:
@@ -149,7 +149,7 @@ def invalidate(
     Every runtime withholds it (`invalidated`) once it polls Realm's invalidation feed, at the
     latest on its next `resident replication sync`.
     """
-    from resident.realm.client import RealmClient  # noqa: PLC0415
+    from resident.realm.client import RealmClient  # noqa: PLC0415 - loaded only when this runs
 
     url, token = _admin_client(state, realm_url, token_file)
     with RealmClient(url, token=token) as client:
@@ -171,7 +171,7 @@ def records(
     state: CliState, after: str, limit: int, realm_url: str | None, token_file: Path | None, as_json: bool
 ) -> None:
     """List the records Realm accepted, by id, with the home that owns each (needs the admin token)."""
-    from resident.realm.client import RealmClient  # noqa: PLC0415
+    from resident.realm.client import RealmClient  # noqa: PLC0415 - loaded only when this runs
 
     url, token = _admin_client(state, realm_url, token_file)
     with RealmClient(url, token=token) as client:

@@ -84,7 +84,7 @@ def run_command(
     have memory on already. Exits 1 naming the invariant that failed, if one does.
     """
     from resident.cli.probes import check_cli_read_surfaces  # noqa: PLC0415 - the run's modules only when it runs
-    from resident.config import load_config  # noqa: PLC0415
+    from resident.config import load_config  # noqa: PLC0415 - loaded only when this runs
     from resident.runner.run import RunOptions, run  # noqa: PLC0415 - the run's modules only when it runs
 
     home = run_home if run_home is not None else state.home

@@ -149,15 +149,15 @@ def _up_for_the_session(state: CliState) -> Iterator[None]:
     The harness's own `resident` calls (the member's, with its grant token) then all reach one
     runtime through the API; opening the home themselves, two at the same moment would meet its lock.
     """
-    from resident.api.discovery import running  # noqa: PLC0415
-    from resident.store.home import resolve_home  # noqa: PLC0415
+    from resident.api.discovery import running  # noqa: PLC0415 - loaded only when this runs
+    from resident.store.home import resolve_home  # noqa: PLC0415 - loaded only when this runs
 
     home = resolve_home(state.home)
     if running(home) is not None:
         yield
         return
     from resident.api.server import serving  # noqa: PLC0415 - the server stack only where a session runs
-    from resident.runtime import Runtime  # noqa: PLC0415
+    from resident.runtime import Runtime  # noqa: PLC0415 - loaded only when this runs
 
     with Runtime.open(home) as runtime, serving(runtime):
         yield

@@ -67,8 +67,8 @@ def runtime_for(state: CliState, *, create: bool = True, grant_token: str | None
         yield OneShot(check_version(found), None if grant is None else check_token(grant))
         return
     # The in-process path: the runtime, and the handlers that serve the API.
-    from resident.api.inprocess import InProcess  # noqa: PLC0415
-    from resident.runtime import Runtime  # noqa: PLC0415
+    from resident.api.inprocess import InProcess  # noqa: PLC0415 - loaded only when this runs
+    from resident.runtime import Runtime  # noqa: PLC0415 - loaded only when this runs
 
     with Runtime.open(home, create=create) as runtime:
         yield InProcess(runtime, grant)

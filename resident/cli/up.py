@@ -34,7 +34,7 @@ def _announce(discovery: Discovery) -> None:
 )
 @json_option
 @pass_state
-def up(state: CliState, listen: str, detach: bool, read_timeout: float, as_json: bool) -> None:  # noqa: ARG001
+def up(state: CliState, listen: str, detach: bool, read_timeout: float, as_json: bool) -> None:  # noqa: ARG001 - click passes every option; this one is read by the group's callback
     """Run the home's runtime as one process, serving the authenticated API on loopback.
 
     Once it answers it writes api.json in the home (private: address, pid, token, API version)
@@ -57,7 +57,7 @@ def up(state: CliState, listen: str, detach: bool, read_timeout: float, as_json:
         _announce(start_detached(home, listen, read_timeout=read_timeout))
         return
     # The server stack is imported only by the process that serves.
-    from resident.api.server import serve  # noqa: PLC0415
+    from resident.api.server import serve  # noqa: PLC0415 - loaded only when this runs
 
     serve(state.home, target, _announce, read_timeout=read_timeout)
 
@@ -76,7 +76,7 @@ def down(state: CliState, timeout: float, as_json: bool) -> None:
     (exit 1, RuntimeNotUp). A process that let the home go but does not end is reported
     (ShutdownTimeout), never as stopped.
     """
-    from resident.api.process import stop  # noqa: PLC0415
+    from resident.api.process import stop  # noqa: PLC0415 - loaded only when this runs
 
     home = resolve_home(state.home)
     stopped = stop(home, timeout)

@@ -14,7 +14,7 @@ from the last run would tie with it. So the check is exact at every size: that r
 """
 
 # The notes are real Chinese text; its full-width punctuation is intended.
-# ruff: noqa: RUF001
+# ruff: noqa: RUF001 - the plan's tasks are written in Chinese and Spanish on purpose
 
 from __future__ import annotations
 

@@ -121,7 +121,7 @@ class LocalEmbedder:
         command = [sys.executable, "-m", "resident.memory.local_model", "--parent", str(os.getpid())]
         # Our own interpreter running our own module; its own session, so a signal to the
         # runtime's process group (a terminal's Ctrl-C) reaches the runtime, which stops it.
-        process = subprocess.Popen(  # noqa: S603
+        process = subprocess.Popen(  # noqa: S603 - argv built here from checked parts, no shell
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

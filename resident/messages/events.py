@@ -69,7 +69,7 @@ from resident.messages.skills import (
 __all__ = ["EVENT_DECODER", "AnyEvent", "decode_event", "encode_event"]
 
 # A Union (not `|`) so the alias is a runtime object msgspec can build a decoder from.
-AnyEvent = Union[  # noqa: UP007
+AnyEvent = Union[  # noqa: UP007 - a Union over a tuple of types built at run time, which `|` cannot spell
     MemorySwitchedOn,
     MemorySwitchedOff,
     BankCreated,

@@ -36,10 +36,10 @@ __all__ = [
 ]
 
 # File and variable names, not secrets.
-ADMIN_TOKEN_FILE = "admin.token"  # noqa: S105
+ADMIN_TOKEN_FILE = "admin.token"  # noqa: S105 - the name of a file or variable, not a secret
 # Where a home keeps the token `resident init --realm-token-file` copied in; the variable overrides it.
-HOME_TOKEN_FILE = "realm.token"  # noqa: S105
-TOKEN_ENV = "RESIDENT_REALM_TOKEN"  # noqa: S105
+HOME_TOKEN_FILE = "realm.token"  # noqa: S105 - the name of a file or variable, not a secret
+TOKEN_ENV = "RESIDENT_REALM_TOKEN"  # noqa: S105 - the name of a file or variable, not a secret
 MAX_TOKEN_FILE_BYTES = 4096
 _TOKEN = re.compile(r"^([a-z][a-z0-9_-]{0,31})\.([A-Za-z0-9_-]{32,128})$")
 

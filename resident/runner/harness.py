@@ -225,7 +225,7 @@ class RunHarness:
             (work / "logs").mkdir()
             if shutil.which("git"):
                 # A scratch repository is a repository: harnesses that insist on one find one.
-                subprocess.run(["git", "init", "-q", str(work / "repo")], check=False, capture_output=True)  # noqa: S603, S607
+                subprocess.run(["git", "init", "-q", str(work / "repo")], check=False, capture_output=True)  # noqa: S603, S607 - fixed argv, no shell; git from PATH
             self.metrics.work = work
         return self.metrics.work
 

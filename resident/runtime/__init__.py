@@ -17,7 +17,7 @@ __all__ = ["Member", "Runtime"]
 
 def __getattr__(name: str) -> Any:
     if name == "Runtime":
-        from resident.runtime.runtime import Runtime  # noqa: PLC0415
+        from resident.runtime.runtime import Runtime  # noqa: PLC0415 - loaded only when this runs
 
         return Runtime
     if name == "Member":

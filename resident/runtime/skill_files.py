@@ -38,7 +38,7 @@ def _read_regular(path: Path, limit: int, what: str) -> bytes:
 def read_skill_file(path: str | os.PathLike[str]) -> tuple[str, bytes]:
     """The name of the skill folder `path` (or, given a SKILL.md itself, of its folder) and its SKILL.md's bytes."""
     # Lexical, not resolved: a folder reached through a link keeps the name the caller gave it.
-    folder = Path(os.path.abspath(path))  # noqa: PTH100
+    folder = Path(os.path.abspath(path))  # noqa: PTH100 - abspath keeps a symlinked folder's own name, which resolve() would replace
     if folder.name == SKILL_FILE and not folder.is_dir():
         folder = folder.parent
     if not folder.is_dir():

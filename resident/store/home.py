@@ -66,7 +66,7 @@ def resolve_home(explicit: str | os.PathLike[str] | None = None) -> Path:
     if from_env:
         return Path(from_env).expanduser().absolute()
     # Imported here: most commands name their home, and each one resolves it before anything else.
-    import platformdirs  # noqa: PLC0415
+    import platformdirs  # noqa: PLC0415 - imported when needed: the command's help and light paths load none of it
 
     return Path(platformdirs.user_data_dir("resident", appauthor=False)).absolute()
 

@@ -627,4 +627,4 @@ def _entry_superseded(view: View, event: EntrySuperseded) -> None:
 
 
 # Evolution's projections live in their own modules; importing them registers them with `project`.
-from resident.store import evolution_projections, session_projections, skill_projections  # noqa: E402, F401
+from resident.store import evolution_projections, session_projections, skill_projections  # noqa: E402, F401 - registering the projections of these modules; see KNOWN_CIRCLES in tests/test_architecture.py
