@@ -18,7 +18,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "resident"
 LEAVES = {
     "resident.errors", "resident.clock", "resident.ids", "resident.loopback", "resident.files", "resident.children",
-    "resident.processes", "resident.user_files", "resident.terminal", "resident.checks",
+    "resident.processes", "resident.user_files", "resident.terminal", "resident.checks", "resident.content",
 }
 
 # package (or top-level module) -> the resident packages it may import (itself and the leaves always allowed).

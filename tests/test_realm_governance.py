@@ -210,3 +210,25 @@ def test_content_realm_invalidated_is_never_accepted_again_under_a_new_version(
             (verdict,) = ledger.replicate([item], at=2.0)
             if content_key(item) in ledger.invalidated and not seen_before:
                 assert verdict.status == "conflict"
+
+
+def test_an_invalidated_id_is_refused_whatever_was_said_of_it_before() -> None:
+    # A home that imported an export of an invalidated record pushes the very same (id, digest) again.
+    accepted = judge(record(), Precedent(), at=1.0)
+    assert accepted.status == "accepted"
+    again = judge(record(), Precedent(prior=accepted, invalidated_because="withdrawn by the owner"), at=2.0)
+    assert (again.status, again.rule) == ("conflict", "invalidated")
+    assert "withdrawn by the owner" in again.reason
+
+
+def test_content_is_compared_normalized_so_case_spacing_and_compatibility_forms_are_the_same() -> None:
+    invalidated = record("r1", "Deploy  the API\u00a0first")
+    fullwidth_d = "\uff24"  # NFKC makes it a plain D
+    variants = (
+        "deploy the api first", "DEPLOY THE API FIRST", " Deploy\tthe\nAPI first ", f"{fullwidth_d}eploy the API first"
+    )
+    for variant in variants:
+        assert content_key(record("r2", variant)) == content_key(invalidated), variant
+        verdict = judge(record("r2", variant), Precedent(invalidated_with_content="r1"), at=1.0)
+        assert verdict.rule == "invalidated_content"
+    assert content_key(record("r3", "deploy the api second")) != content_key(invalidated)

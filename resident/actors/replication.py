@@ -406,9 +406,15 @@ class Replication(SupervisedActor):
         events: list[Any] = [ReplicationAttempted(at=now, ids=flight.ids)]
         if accepted:
             events.append(RecordsSynced(at=now, ids=accepted))
-        events += [
-            RecordConflicted(at=now, id=r.id, reason=r.reason, rule=r.rule) for r in results if r.status == "conflict"
-        ]
+        for r in results:
+            if r.status != "conflict":
+                continue
+            # An id Realm invalidated, pushed again (after an import, a restore or a crash before its answer):
+            # withheld as invalidated, for the invalidation's reason, as the poll would have.
+            if r.rule == "invalidated":
+                events.append(RecordInvalidated(at=now, id=r.id, reason=r.reason))
+            else:
+                events.append(RecordConflicted(at=now, id=r.id, reason=r.reason, rule=r.rule))
         self._commit_verdicts(flight, events)
 
     def _ids_owned_elsewhere(self, flight: Flight, ids: tuple[str, ...], error: str) -> None:

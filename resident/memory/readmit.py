@@ -9,11 +9,13 @@ change what Realm objected to:
 * `different_content` and `id_owned` — the id clashed with another version or another home's
   record: the new version has a new id, which is the change;
 * `invalidated`, `invalidated_content`, `supersedes_invalidated`, or any rule this runtime does not
-  know — the content itself was refused: the new version needs new text.
+  know — the content itself was refused: the new version needs new text, new as Realm compares it
+  (`resident.content`: a change of case, spacing or a compatibility character is no change).
 """
 
 from __future__ import annotations
 
+from resident.content import content_key
 from resident.errors import InvalidInput
 from resident.messages.memory import MemoryRecord
 
@@ -34,7 +36,7 @@ def check_readmit(withheld: MemoryRecord, corrected: MemoryRecord) -> None:
                 "without canonical (`--no-canonical`), or have the owner readmit it"
             )
         return
-    if corrected.body == withheld.body:
+    if content_key(corrected.body) == content_key(withheld.body):
         raise InvalidInput(
             f"record {withheld.id} is {withheld.replication} for its content ({withheld.replication_reason or rule}); "
             "a readmit must carry corrected text (`--text`), or roll it back with `--rollback`"

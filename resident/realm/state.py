@@ -137,6 +137,7 @@ class RealmState:
         try:
             state = cls(env, data_dir, clock)
             state._check_schema()
+            state._reindex_invalidated_content()
         except lmdb.Error as exc:
             env.close()
             raise StoreFailed(f"cannot open the Realm store in {data_dir}: {exc}") from exc
@@ -156,6 +157,23 @@ class RealmState:
                 f"the Realm store in {self._path} has schema {found.decode(errors='replace')}, "
                 f"this Realm reads schema {SCHEMA_VERSION}; use a Realm of the matching version"
             )
+
+    def _reindex_invalidated_content(self) -> None:
+        """Rebuild the index of invalidated content from the invalidations and their records.
+
+        The index is derived, and keyed by `content_key`: rebuilding it at every open keeps it right when
+        what counts as the same content changes (as it did when content came to be normalized) and costs one
+        read per invalidation.
+        """
+        with self._txn(write=True) as txn:
+            txn.drop(self._invalidated_content, delete=False)
+            cursor = txn.cursor(db=self._invalidations)
+            for _, raw in cursor:
+                item = _decode_invalidation(raw)
+                accepted = txn.get(item.id.encode(), db=self._records)
+                if accepted is not None:
+                    content = content_key(_decode_accepted(accepted).record).encode()
+                    txn.put(content, item.id.encode(), db=self._invalidated_content, overwrite=False)
 
     @contextmanager
     def _txn(self, *, write: bool) -> Iterator[lmdb.Transaction[bytes]]:
@@ -194,14 +212,20 @@ class RealmState:
             prior=None if prior_raw is None else _decode_verdict(prior_raw),
             accepted_digest=self._accepted_digest(txn, record.id),
             invalidated_with_content=None if invalidated is None else bytes(invalidated).decode(),
+            invalidated_because=self._invalidation_reason(txn, record.id),
         )
         verdict = judge(record, precedent, at=now)
-        if precedent.prior is None:
+        if precedent.prior is None and precedent.invalidated_because is None:
             txn.put(key, _encode(verdict), db=self._verdicts)
             if verdict.status == "accepted":
                 stored = AcceptedRecord(record=record, accepted_at=now, home=home)
                 txn.put(record.id.encode(), _encode(stored), db=self._records)
         return ReplicateResult(id=record.id, status=verdict.status, reason=verdict.reason, rule=verdict.rule)
+
+    def _invalidation_reason(self, txn: lmdb.Transaction[bytes], record_id: str) -> str | None:
+        seq_key = txn.get(record_id.encode(), db=self._invalidated)
+        entry = None if seq_key is None else txn.get(seq_key, db=self._invalidations)
+        return None if entry is None else _decode_invalidation(entry).reason
 
     def _owner(self, txn: lmdb.Transaction[bytes], record_id: str) -> str | None:
         raw = txn.get(record_id.encode(), db=self._owners)
