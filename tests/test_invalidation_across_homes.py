@@ -67,3 +67,25 @@ def test_a_readmit_changing_only_case_or_spacing_is_no_correction(
         for same in (f"{TEXT.upper()}, FOR THE READMIT", f"  {TEXT},\tfor  the readmit "):
             with pytest.raises(InvalidInput, match="corrected text"):
                 runtime.member("deven").reconcile(record, readmit=True, text=same)
+
+
+def test_a_home_that_heard_of_the_invalidation_withholds_the_import_at_once(
+    tmp_path: Path, realm: RealmProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_home_token(monkeypatch, realm)
+    export = tmp_path / "deven.json"
+    with open_runtime(tmp_path / "b2", realm.url) as home_b2:
+        with open_runtime(tmp_path / "b", realm.url) as home_b:
+            record = home_b.member("deven").remember(f"{TEXT}, heard of before the import").id
+            assert home_b.replication.sync(timeout=15.0).pending == 0
+            home_b.export_member("deven", export)
+        with RealmClient(realm.url, token=realm.admin_token()) as client:
+            client.invalidate(record, "the order was wrong")
+        # The second home polls the invalidation of a record it does not hold: it keeps it.
+        home_b2.replication.sync(timeout=15.0)
+        home_b2.import_member(export)
+        # No sync since: the record is withheld the moment it arrives, for the invalidation's reason.
+        status = record_status(home_b2, record)
+        assert (status.state, status.reason) == ("invalidated", "the order was wrong")
+        with pytest.raises(RecordWithheld):
+            home_b2.member("deven").get(record)

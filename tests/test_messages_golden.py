@@ -81,7 +81,9 @@ from resident.messages.memory import (
 )
 from resident.messages.replication import (
     AwaitingRealm,
+    HeardInvalidation,
     InvalidationCursorAdvanced,
+    InvalidationNoted,
     PendingIndexBuilt,
     RealmCursor,
     RealmRefusal,
@@ -261,6 +263,7 @@ def samples() -> dict[str, Any]:
         RecordConflicted(at=AT, id="01HZX3K9Q0000000000000000A", reason="not canonical", rule="delegated_promotion"),
         RecordInvalidated(at=AT, id="01HZX3K9Q0000000000000000A", reason="superseded upstream", realm_seq=17),
         InvalidationCursorAdvanced(at=AT, seq=18),
+        InvalidationNoted(at=AT, id="mem_01j", reason="withdrawn by the owner", realm_seq=19),
         PendingIndexBuilt(
             at=AT, awaiting=("01HZX3K9Q0000000000000000A",), refused=("01HZX3K9Q0000000000000000B",)
         ),
@@ -305,6 +308,7 @@ def samples() -> dict[str, Any]:
         MemberEntry(name="victor", worlds=("world-1", "world-2"), joined_at=AT, role="trader"),
         ReplicationStatus(id="01HZX3K9Q0000000000000000A", attempts=4, last_error="timeout", last_attempt_at=AT),
         RealmCursor(seq=18),
+        HeardInvalidation(reason="withdrawn by the owner", realm_seq=19, at=AT),
         AwaitingRealm(state="pending_review", since=AT),
         RealmRefusal(state="invalidated", at=AT),
         _grant(),

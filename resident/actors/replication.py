@@ -50,6 +50,7 @@ from resident.messages.realm import (
 from resident.messages.replication import (
     GetReplicationStatus,
     InvalidationCursorAdvanced,
+    InvalidationNoted,
     PendingIndexBuilt,
     RecordConflicted,
     RecordInvalidated,
@@ -509,8 +510,14 @@ class Replication(SupervisedActor):
         page: InvalidationPage = done.value
         now = self.clock.time()
         with self.store.reader() as reader:
-            known = [item for item in page.items if reader.get(RECORDS, item.id) is not None]
-        events: list[Any] = [RecordInvalidated(at=now, id=i.id, reason=i.reason, realm_seq=i.seq) for i in known]
+            held = {item.id for item in page.items if reader.get(RECORDS, item.id) is not None}
+        # Every invalidation is kept: of a record held here it withholds it now; of one not held yet, it is
+        # noted, so that the record is withheld the moment it arrives (an import of another home's export).
+        events: list[Any] = [
+            RecordInvalidated(at=now, id=i.id, reason=i.reason, realm_seq=i.seq) if i.id in held
+            else InvalidationNoted(at=now, id=i.id, reason=i.reason, realm_seq=i.seq)
+            for i in page.items
+        ]
         if page.cursor > self.poller.cursor:
             events.append(InvalidationCursorAdvanced(at=now, seq=page.cursor))
         # A full page may have more behind it; Realm also says so when it filtered a long stretch.
@@ -519,7 +526,7 @@ class Replication(SupervisedActor):
             self.poller.drained()
             self._round_ended()
             return
-        self.poller.page(frozenset(item.id for item in known))
+        self.poller.page(frozenset(held))
         committed = _PollCommitted(self.context.incarnation, page.cursor, more)
         self.writer.tell(Commit(events=tuple(events)), ForwardReply(self.context.address, committed))
 

@@ -43,6 +43,7 @@ from resident.messages.memory import (
 from resident.messages.principles import PrincipleDecided, PrincipleProposed, PrincipleReverted
 from resident.messages.replication import (
     InvalidationCursorAdvanced,
+    InvalidationNoted,
     PendingIndexBuilt,
     RecordConflicted,
     RecordInvalidated,
@@ -84,6 +85,7 @@ AnyEvent = Union[  # noqa: UP007 - a Union over a tuple of types built at run ti
     RecordConflicted,
     RecordInvalidated,
     InvalidationCursorAdvanced,
+    InvalidationNoted,
     PendingIndexBuilt,
     GrantIssued,
     ExecutionStarted,

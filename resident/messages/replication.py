@@ -9,7 +9,9 @@ from resident.messages.base import Event, Message, Record
 __all__ = [
     "AwaitingRealm",
     "GetReplicationStatus",
+    "HeardInvalidation",
     "InvalidationCursorAdvanced",
+    "InvalidationNoted",
     "PendingIndexBuilt",
     "RealmCursor",
     "RealmRefusal",
@@ -91,6 +93,23 @@ class RecordInvalidated(Event, frozen=True, tag="record.invalidated"):
     id: str
     reason: str
     realm_seq: int = 0
+
+
+class InvalidationNoted(Event, frozen=True, tag="realm.invalidation.noted"):
+    """Realm invalidated a record this home does not hold (yet): kept, so that the record, if it arrives later
+    (by import), is withheld at once rather than served until Realm is asked again."""
+
+    id: str
+    reason: str
+    realm_seq: int = 0
+
+
+class HeardInvalidation(Record, frozen=True):
+    """An invalidation polled from Realm for a record this home did not hold when it heard of it."""
+
+    reason: str
+    realm_seq: int = 0
+    at: float = 0.0
 
 
 class InvalidationCursorAdvanced(Event, frozen=True, tag="realm.cursor"):

@@ -66,7 +66,9 @@ from resident.messages.memory import (
 )
 from resident.messages.replication import (
     AwaitingRealm,
+    HeardInvalidation,
     InvalidationCursorAdvanced,
+    InvalidationNoted,
     PendingIndexBuilt,
     RealmCursor,
     RealmRefusal,
@@ -93,6 +95,7 @@ from resident.store.tables import (
     PAGES,
     PENDING,
     REALM_CURSOR,
+    REALM_INVALIDATIONS,
     RECORDS,
     REFUSED,
     REPLICATION,
@@ -194,6 +197,15 @@ def _admit(view: View, event: RecordAdmitted) -> None:
     # lookup would cost a second descent of the records table for every record.
     if not view.insert(RECORDS, event.record.id, event.record):
         raise InvalidInput(f"a record with id {event.record.id} already exists")
+    heard = view.get(REALM_INVALIDATIONS, event.record.id)
+    if heard is not None:
+        # Realm invalidated this id before it arrived here (an import of another home's export): withheld at once.
+        withheld = msgspec.structs.replace(
+            event.record, replication="invalidated", replication_reason=heard.reason, replication_rule="invalidated"
+        )
+        view.put(RECORDS, withheld.id, withheld)
+        _index_replication(view, withheld, event.at)
+        return
     _index_replication(view, event.record, event.at)
 
 
@@ -337,6 +349,16 @@ def _invalidated(view: View, event: RecordInvalidated) -> None:
     )
     view.put(RECORDS, event.id, changed)
     _index_replication(view, changed, event.at)
+
+
+def _not_noted_yet(view: View, event: InvalidationNoted) -> bool:
+    return view.get(REALM_INVALIDATIONS, event.id) is None
+
+
+@projection(InvalidationNoted, check=_not_noted_yet)
+def _invalidation_noted(view: View, event: InvalidationNoted) -> None:
+    heard = HeardInvalidation(reason=event.reason, realm_seq=event.realm_seq, at=event.at)
+    view.put(REALM_INVALIDATIONS, event.id, heard)
 
 
 @projection(

@@ -24,7 +24,13 @@ from resident.messages.knowledge import DigestRef, KnowledgeBank, KnowledgeEntry
 from resident.messages.members import MemberEntry
 from resident.messages.memory import Bank, MemoryConfig, MemoryRecord
 from resident.messages.principles import Principle
-from resident.messages.replication import AwaitingRealm, RealmCursor, RealmRefusal, ReplicationStatus
+from resident.messages.replication import (
+    AwaitingRealm,
+    HeardInvalidation,
+    RealmCursor,
+    RealmRefusal,
+    ReplicationStatus,
+)
 from resident.messages.sessions import SessionRecord, SessionSource, SessionTurn
 from resident.messages.skills import SkillHolding, SkillSession, TeamSkill
 
@@ -52,6 +58,7 @@ __all__ = [
     "PENDING",
     "PRINCIPLES",
     "REALM_CURSOR",
+    "REALM_INVALIDATIONS",
     "RECORDS",
     "REFUSED",
     "REPLICATION",
@@ -110,6 +117,8 @@ TERMS: Table[bytes] = Table("terms", bytes, derived=True, raw=True)
 MEMBERS: Table[MemberEntry] = Table("members", MemberEntry)
 REPLICATION: Table[ReplicationStatus] = Table("replication", ReplicationStatus)
 REALM_CURSOR: Table[RealmCursor] = Table("realm_cursor", RealmCursor)
+# Invalidations Realm sent for records this home did not hold yet, by record id (a later import is withheld).
+REALM_INVALIDATIONS: Table[HeardInvalidation] = Table("realm_invalidations", HeardInvalidation)
 # Replication's indexes: records awaiting Realm's verdict (by id), and those it refused or withdrew.
 PENDING: Table[AwaitingRealm] = Table("pending", AwaitingRealm)
 REFUSED: Table[RealmRefusal] = Table("refused", RealmRefusal)
@@ -149,6 +158,7 @@ KNOWLEDGE_ENTRIES: Table[KnowledgeEntry] = Table("knowledge_entries", KnowledgeE
 
 TABLES: tuple[Table[Any], ...] = (
     META, EVENTS, MEMORY_CONFIG, BANKS, RECORDS, VECTORS, TERMS, MEMBERS, REPLICATION, REALM_CURSOR,
+    REALM_INVALIDATIONS,
     GRANTS, EXECUTIONS, CORRECTIONS, GRANT_TOKENS, PENDING, REFUSED,
     SKILLS, SKILL_HOLDINGS, SKILL_SESSIONS, MEMBER_EVOLUTION, EVOLUTION, PRINCIPLES, ENGAGEMENT, ENGAGEMENT_QUESTIONS,
     KNOWLEDGE_BANKS, PAGES, PAGE_SOURCES, PAGE_DIGESTS, KNOWLEDGE_REPOSITORIES, KNOWLEDGE_ENTRIES,
