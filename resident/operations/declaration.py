@@ -155,7 +155,17 @@ class Operation(Generic[P, Reply, Out]):
 
     def signature(self) -> inspect.Signature:
         """The facade method's signature: the request's fields, returning what `finish` returns."""
+        return self._signature
+
+    @cached_property
+    def _signature(self) -> inspect.Signature:
+        # Computed once: a surface is made per call of `rt.member(name)`, and inspecting a struct costs tens of µs.
         return inspect.signature(self.request)
+
+    @cached_property
+    def doc(self) -> str:
+        """The facade method's docstring: the operation's summary, then the request's."""
+        return f"{self.summary}.\n\n{inspect.getdoc(self.request) or ''}".rstrip()
 
 
 @overload

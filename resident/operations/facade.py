@@ -14,6 +14,7 @@ is what keeps the two APIs identical (`tests/test_facade_parity.py`).
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar, overload
@@ -58,9 +59,13 @@ def _request(op: Operation[Any, Any, Any], name: str, args: tuple[Any, ...], kwa
 
 def _described(function: Callable[..., Any], op: Operation[Any, Any, Any], name: str, returns: Any) -> None:
     function.__name__ = function.__qualname__ = name
-    request_doc = inspect.getdoc(op.request) or ""
-    function.__doc__ = f"{op.summary}.\n\n{request_doc}".rstrip()
-    function.__signature__ = op.signature().replace(return_annotation=returns)  # type: ignore[attr-defined]
+    function.__doc__ = op.doc
+    function.__signature__ = _signature(op, returns)  # type: ignore[attr-defined]
+
+
+@functools.cache
+def _signature(op: Operation[Any, Any, Any], returns: Any) -> inspect.Signature:
+    return op.signature().replace(return_annotation=returns)
 
 
 class method(Generic[P, Out]):  # noqa: N801 - used like the `property` it resembles
