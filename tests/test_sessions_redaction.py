@@ -61,6 +61,13 @@ def test_each_credential_format_is_replaced_by_a_mark_of_its_type(template: str,
         ("--token=abc123def", "secret-assignment"),
         ("Cookie: sessionid=q1w2e3r4t5", "secret-assignment"),
         ("SIGNATURE: Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MEFCQ0RFRg", "high-entropy"),
+        ("curl -X POST https://hooks.slack.com/services/T0AB12CD3/B0EF45GH6/" + "aZ9" * 8, "slack-webhook"),
+        ("SENDGRID=SG." + "Ab1_" * 5 + "Cd." + "Ef2-" * 10 + "Gh3", "sendgrid-key"),
+        ("twilio api key SK" + "0a1b2c3d" * 4, "twilio-key"),
+        ("mysql -u root -pS3cretPass shop", "mysql-password"),
+        ("mysqldump -h db -uapp -p'two words' shop > dump.sql", "mysql-password"),
+        ("database:\n  password: s3cr3tvalue\n", "secret-assignment"),
+        ('password: "correct horse battery staple"', "secret-assignment"),
     ],
 )
 def test_the_curated_table_covers_providers_headers_and_assignments(text: str, kind: str):
@@ -80,6 +87,9 @@ def test_the_curated_table_covers_providers_headers_and_assignments(text: str, k
         "the sk-learn-contrib package and task-sk-abcdefghijklmnopqrstuvwxyz",
         "requestId: req_011CRd3pXYZabcdef1234567",
         "El despliegue necesita la migración primero / 部署前先迁移",
+        "mysql -u root -p shop  (asks for the password)",
+        "SKIP the SK step; see https://hooks.slack.com/ for the docs",
+        'name: "Alice Smith" and password: "${DB_PASSWORD}"',
     ],
 )
 def test_ordinary_text_ids_paths_and_placeholders_are_left_alone(text: str):
@@ -150,3 +160,13 @@ def test_a_planted_secret_never_survives_whatever_surrounds_it(before, after, le
 def test_redacting_redacted_text_changes_nothing(text: str):
     once = redact(text)
     assert redact(once) == once
+
+
+def test_many_command_names_in_one_text_stay_linear():
+    # Each `mysql` could start a search for a glued `-p` up the line; the search is bounded per start,
+    # so a text of nothing else is still read once, not once per occurrence.
+    text = "mysql " * 20_000 + "-pS3cretPass"
+    out = redact(text)
+    assert "S3cretPass" not in out
+    assert out.startswith("mysql mysql")
+

@@ -319,3 +319,21 @@ def test_ending_a_session_by_a_name_that_is_no_session_id_touches_no_folder(rt: 
     with pytest.raises(UnknownSession, match="not a session id"):
         rt.sessions.end(name, 0)
     assert sorted(path.name for path in rt.home.iterdir()) == before
+
+
+def test_a_credential_typed_into_the_task_is_stored_nowhere(rt: Runtime, repo: Path, tmp_path: Path):
+    secrets = planted_secrets()
+    task = f"deploy with GITHUB_TOKEN={secrets['GITHUB_TOKEN']} and mysql -u app -pS3cretPassw0rd shop"
+    launch = rt.sessions.start("deven", harness="command", directory=str(repo), task=task, command=fake())
+    projected = (repo / "AGENTS.md").read_text()
+    launch.run()
+    session = rt.sessions.end(launch.session, 0, injected=(launch.token,))
+    assert session is not None
+    assert "[REDACTED:github-token:" in session.task
+    planted = [secrets["GITHUB_TOKEN"], "S3cretPassw0rd"]
+    assert not [value for value in planted if value in projected], "the harness is not handed it either"
+    with rt._internal.store.reader() as reader:
+        execution = reader.get(EXECUTIONS, session.execution)
+    assert execution is not None
+    assert not [value for value in planted if value in execution.task]
+    assert files_holding(rt.home / "store.1", planted) == [], "no copy in the raw LMDB bytes"

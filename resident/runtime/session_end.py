@@ -142,10 +142,13 @@ def end_session(
         files = _transcripts(manifest, notes) if manifest is not None else []
         if manifest is None:
             notes.append("its manifest was lost, so its transcript could not be found")
-        transcript = recover(record.harness, files, Redactor(redaction_key(home), injected))
+        redactor = Redactor(redaction_key(home), injected)
+        transcript = recover(record.harness, files, redactor)
+        # The note quotes failures and paths the harness chose: stored like the transcript, redacted.
+        note = redactor.redact("; ".join([error, *notes] if error else notes)[:4000])
         event = SessionRecovered(
             at=runtime.clock.time(), id=session_id, ended_at=runtime.clock.time(), transcript=transcript,
-            exit_code=exit_code, outcome=outcome, note="; ".join([error, *notes] if error else notes)[:4000],
+            exit_code=exit_code, outcome=outcome, note=note,
         )
         runtime._internal.write(Commit(events=(event,)))
         digest = result_digest(part.digest for part in transcript.parts)

@@ -167,6 +167,9 @@ def _execution(
         session = _attach(runtime, task, request.member)
         return session, session.execution.task
     text = clean_text(task or f"a {harness} session in {directory.name}", "the task", MAX_TASK_CHARS)
+    # The task is stored (execution, session, progress) and projected for the harness: a credential
+    # typed into `--task` is redacted before any of that, like the transcript and the command line.
+    text = Redactor(redaction_key(runtime.home)).redact(text)
     if request.role not in ROLE_ACTIONS:
         raise InvalidInput(f"unknown role {request.role!r}; roles: {', '.join(sorted(ROLE_ACTIONS))}")
     if not 60.0 <= request.ttl <= 30 * 86_400.0:

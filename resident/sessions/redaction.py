@@ -5,7 +5,8 @@ a secret hidden behind JSON escapes is seen whole; a line that is not JSON as it
 
 1. **Values the runtime injected** (the session's grant token) are replaced wherever they occur.
 2. **A curated table of credential formats** — cloud keys, GitHub and GitLab tokens, the API keys
-   of model providers, JWTs, private-key blocks, credentials in URLs, bearer and basic
+   of model providers, chat webhooks, mail and SMS keys, JWTs, private-key blocks, credentials in URLs,
+   a password glued to `mysql -p`, bearer and basic
    authorization — matched as whole tokens: a match must not continue a longer word, so an id
    that merely contains `sk-` is left alone.
 3. **Assignments and headers** (`NAME=value`, `NAME: value`, `"name": "value"`, `--name=value`,
@@ -101,6 +102,14 @@ PATTERNS: tuple[_Pattern, ...] = (
     _token("replicate-token", r"r8_[A-Za-z0-9]{37}", "r8_"),
     _token("perplexity-key", r"pplx-[A-Za-z0-9]{40,64}", "pplx-"),
     _token("slack-token", r"xox[abposr]-[A-Za-z0-9\-]{10,255}", "xox"),
+    # A webhook URL is its own credential: whoever holds the path can post to the channel.
+    _Pattern(
+        "slack-webhook",
+        re.compile(r"hooks\.slack\.com/(?P<secret>(?:services|workflows|triggers)/[A-Za-z0-9_\-/]{20,255})"),
+        ("hooks.slack.com/",),
+    ),
+    _token("sendgrid-key", r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{32,64}", "SG."),
+    _token("twilio-key", r"SK[0-9a-fA-F]{32}", "SK"),
     _token("stripe-key", r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,255}", "_live_", "_test_"),
     _token("npm-token", r"npm_[A-Za-z0-9]{36}", "npm_"),
     _token("pypi-token", r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}", "pypi-AgEI"),
@@ -113,6 +122,15 @@ PATTERNS: tuple[_Pattern, ...] = (
         "bearer", re.compile(r"(?i)(?<![A-Za-z0-9])bearer\s+(?P<secret>(?=\S{0,400}\d)[A-Za-z0-9\-._~+/]{16,400}=*)"),
         ("bearer",), folded=True,
     ),
+    # `mysql -pPASS` (the password glued to `-p`, the only form the client takes on its command line).
+    _Pattern(
+        "mysql-password",
+        re.compile(
+            r"(?i)(?<![A-Za-z0-9_\-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb(?:-dump|-admin)?)"
+            r"(?:\s+[^\s|;&]+){0,16}?\s+-p(?P<secret>'[^'\n]+'|\"[^\"\n]+\"|[^\s'\"|;&]+)"
+        ),
+        ("mysql", "mariadb"), folded=True,
+    ),
     _Pattern(
         "basic-auth", re.compile(r"(?i)authorization[\"']?\s*[:=]\s*[\"']?basic\s+(?P<secret>[A-Za-z0-9+/]{8,}=*)"),
         ("authorization",), folded=True,
@@ -124,6 +142,12 @@ PATTERNS: tuple[_Pattern, ...] = (
 _ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,80})[\"']?[ \t]*(?::=|=>|=|:)[ \t]*[\"']?"
     r"(?P<value>[^\s\"'`,;(){}\[\]<>\\]{1,4096})"
+)
+# A quoted value may hold spaces (`password: "correct horse battery"`, YAML and shell alike): under a
+# secret name the whole quoted text is the value.
+_QUOTED_ASSIGNMENT = re.compile(
+    r"(?<![A-Za-z0-9_])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,80})[\"']?[ \t]*(?::=|=>|=|:)[ \t]*"
+    r"(?P<quote>[\"'])(?P<value>[^\"'\n]{1,4096})(?P=quote)"
 )
 # A text can hold a rule-3 hit only if it names a secret somewhere (one of these, in lower case, is
 # part of every secret name) or holds a run as long as a random-looking value's.
@@ -282,6 +306,11 @@ class Redactor:
                     found.append((match.start("value"), -match.end("value"), len(PATTERNS), "secret-assignment"))
             elif looks_random(value) and not names_an_identifier(match.group("name")):
                 found.append((match.start("value"), -match.end("value"), len(PATTERNS) + 1, "high-entropy"))
+        if hinted:
+            for match in _QUOTED_ASSIGNMENT.finditer(text):
+                value = match.group("value")
+                if names_a_secret(match.group("name")) and _secret_value(value) and not MARK.fullmatch(value):
+                    found.append((match.start("value"), -match.end("value"), len(PATTERNS), "secret-assignment"))
         if not found:
             return []
         # Marks already in the text are left as they are: redacting twice changes nothing.
