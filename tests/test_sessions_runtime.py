@@ -3,6 +3,7 @@ home, redaction before anything is stored, attribution, visibility and progress.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -288,7 +289,7 @@ def test_a_transcript_that_is_a_link_to_another_file_is_never_read(rt: Runtime, 
     assert command is not None
     assert claude is not None
     assert (command.turns, claude.turns) == (0, 0)
-    assert "wrote no transcript" in command.note
+    assert "not read" in command.note
     assert files_holding(rt.home / "store.1", ["PRIVATE-MARKER-a1b2c3"]) == []
 
 
@@ -337,3 +338,21 @@ def test_a_credential_typed_into_the_task_is_stored_nowhere(rt: Runtime, repo: P
     assert execution is not None
     assert not [value for value in planted if value in execution.task]
     assert files_holding(rt.home / "store.1", planted) == [], "no copy in the raw LMDB bytes"
+
+
+@pytest.mark.parametrize(
+    "make", ["os.mkdir(path)", "os.mkfifo(path)", "os.symlink('/etc/passwd', path)"], ids=["folder", "fifo", "link"]
+)
+def test_a_transcript_path_made_into_something_else_does_not_wedge_the_session(rt: Runtime, repo: Path, make: str):
+    hostile = (sys.executable, "-c", f"import os; path = os.environ['RESIDENT_TRANSCRIPT']; {make}")
+    launch = rt.sessions.start("deven", harness="command", directory=str(repo), task="t", command=hostile)
+    session = rt.sessions.end(launch.session, launch.run(), injected=(launch.token,))
+    assert session is not None
+    assert session.state == "recovered"
+    assert "not read" in session.note
+    assert not (rt.home / "sessions" / session.id).exists(), "the session's folder is gone with what was made in it"
+    follower = rt.sessions.start("deven", harness="command", directory=str(repo), task="next", command=fake())
+    follower.run()
+    after = rt.sessions.end(follower.session, 0, injected=(follower.token,))
+    assert after is not None
+    assert after.state == "recovered"

@@ -59,7 +59,9 @@ def _transcripts(manifest: Manifest, notes: list[str]) -> list[TranscriptFile]:
     """The transcript files this session wrote, read within the bounds."""
     if manifest.transcript:
         found = read_transcript(Path(manifest.transcript))
-        if found is None:
+        if found is None and os.path.lexists(manifest.transcript):
+            notes.append("$RESIDENT_TRANSCRIPT was made something other than a file (a folder, FIFO or link); not read")
+        elif found is None:
             notes.append("the command wrote no transcript to $RESIDENT_TRANSCRIPT")
         return [found] if found is not None else []
     if not manifest.harness_home:

@@ -152,10 +152,12 @@ def read_transcript(path: Path, offset: int = 0, limit: int = MAX_FILE_BYTES) ->
         fd = os.open(path, _READ_FLAGS)
     except OSError:
         return None
+    # Checked on the descriptor before it becomes a file object: a harness may have made the path a
+    # folder or a FIFO, and neither may stop the session from ending (it would stay "running").
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return None
         file.seek(offset)
         data = file.read(limit + 1)
     truncated = len(data) > limit
