@@ -3,6 +3,7 @@ home, redaction before anything is stored, attribution, visibility and progress.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -356,3 +357,80 @@ def test_a_transcript_path_made_into_something_else_does_not_wedge_the_session(r
     after = rt.sessions.end(follower.session, 0, injected=(follower.token,))
     assert after is not None
     assert after.state == "recovered"
+
+
+def _run_command(rt: Runtime, repo: Path, code: str):
+    """Start a command session in `repo` running the Python `code` (with `os` and `folder`, the session's own)."""
+    prelude = "import os; folder = os.path.dirname(os.environ['RESIDENT_TRANSCRIPT']); "
+    launch = rt.sessions.start("deven", harness="command", directory=str(repo), task="t",
+                               command=(sys.executable, "-c", prelude + code))
+    session = rt.sessions.end(launch.session, launch.run(), injected=(launch.token,))
+    assert session is not None
+    return session
+
+
+def test_a_corrupted_manifest_fails_the_session_and_says_what_was_left(rt: Runtime, repo: Path):
+    before = (repo / "AGENTS.md").read_bytes()
+    session = _run_command(rt, repo, "open(os.path.join(folder, 'manifest.json'), 'w').write('{broken')")
+    assert session.outcome == "failed", "a directory left projected is no success"
+    assert "manifest" in session.note
+    assert str(repo) in session.note
+    kept = rt.home / "sessions" / session.id
+    assert [p.read_bytes() for p in kept.glob("backup-*")] == [before], "the original is kept for the owner"
+    assert not (kept / "manifest.json").exists(), "no later start or recover tries it again"
+    follower = rt.sessions.start("deven", harness="command", directory=str(repo), task="next", command=fake())
+    follower.run()
+    assert rt.sessions.end(follower.session, 0, injected=(follower.token,)) is not None
+
+
+def test_a_hard_linked_agents_md_comes_back_as_the_same_file(rt: Runtime, repo: Path):
+    (repo / "AGENTS.md").unlink()
+    (repo / "docs").mkdir()
+    (repo / "docs" / "AGENTS.md").write_text("# shared instructions\n")
+    os.link(repo / "docs" / "AGENTS.md", repo / "AGENTS.md")
+    inode = (repo / "AGENTS.md").stat().st_ino
+    session = _run_command(rt, repo, "pass")
+    assert session.outcome == "succeeded"
+    assert (repo / "AGENTS.md").stat().st_ino == inode
+    assert (repo / "AGENTS.md").stat().st_nlink == 2
+    assert (repo / "docs" / "AGENTS.md").read_text() == "# shared instructions\n"
+    assert not [p.name for p in repo.iterdir() if "resident" in p.name], "the kept original is renamed back"
+
+
+def test_a_hard_link_the_harness_broke_fails_the_session_with_its_bytes_back(rt: Runtime, repo: Path):
+    (repo / "AGENTS.md").unlink()
+    (repo / "shared.md").write_text("# shared instructions\n")
+    os.link(repo / "shared.md", repo / "AGENTS.md")
+    session = _run_command(
+        rt, repo, "[os.unlink(name) for name in os.listdir('.') if name.endswith('.original')]"
+    )
+    assert session.outcome == "failed"
+    assert "hard links" in session.note
+    assert (repo / "AGENTS.md").read_text() == "# shared instructions\n"
+
+
+@pytest.mark.parametrize("stopped_after", ["the manifest", "the kept link"])
+def test_a_session_killed_while_keeping_a_hard_linked_file_restores_it_exactly(
+    rt: Runtime, tmp_path: Path, stopped_after: str
+):
+    repo = tmp_path / "linked"
+    repo.mkdir()
+    (repo / "shared.md").write_text("# shared\n")
+    os.link(repo / "shared.md", repo / "AGENTS.md")
+    inode = (repo / "AGENTS.md").stat().st_ino
+    manifest = Manifest(session="ses_" + "1" * 28, member="deven", harness="command", directory=str(repo),
+                        process=0, process_start="0", started_at=0.0)
+    tree = ProjectionTree(rt.home, manifest)
+    fd = os.open(repo, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        entry = tree._back_up(fd, "AGENTS.md", "AGENTS.md")  # what `write` records before it touches anything
+        manifest.entries.append(entry)
+        if stopped_after == "the kept link":
+            tree._keep_original(fd, "AGENTS.md", entry)
+    finally:
+        os.close(fd)
+    assert tree.restore() == []
+    assert tree.unrestored == []
+    assert sorted(p.name for p in repo.iterdir()) == ["AGENTS.md", "shared.md"]
+    assert (repo / "AGENTS.md").stat().st_ino == inode
+    assert (repo / "AGENTS.md").stat().st_nlink == 2

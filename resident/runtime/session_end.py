@@ -99,10 +99,16 @@ def _outcome(exit_code: int | None, *, interrupted: bool, died: bool, failure: s
     return "failed", f"the harness exited with status {exit_code}"
 
 
-def _tidy(folder: Path) -> None:
-    """Remove the session's folder, keeping the copies of projected files the harness changed."""
+def _tidy(folder: Path, *, keep_originals: bool) -> None:
+    """Remove the session's folder, keeping the copies of projected files the harness changed.
+
+    With `keep_originals` (a restore that was not exact) the backed-up originals stay too: the
+    session's note points the owner to them. The manifest goes either way, so no later start or
+    recover tries this session again.
+    """
+    kept = ("changed-", "backup-") if keep_originals else ("changed-",)
     for item in folder.iterdir() if folder.is_dir() else ():
-        if item.name.startswith("changed-"):
+        if item.name.startswith(kept):
             continue
         if item.is_dir() and not item.is_symlink():
             shutil.rmtree(item)
@@ -135,10 +141,22 @@ def end_session(
     if manifest is None and record is None:
         raise UnknownSession(f"no session {session_id}; see `resident session list`")
     notes: list[str] = []
+    unrestored: list[str] = []
     if manifest is not None:
         manifest.state = "ending"
         save_manifest(home, manifest)
-        notes += ProjectionTree(home, manifest).restore()
+        tree = ProjectionTree(home, manifest)
+        notes += tree.restore()
+        unrestored = tree.unrestored
+    elif record is not None and record.state == "running":
+        unrestored = [
+            f"its manifest ({folder / MANIFEST_FILE}) was removed or corrupted, so what it projected into"
+            f" {record.directory} (AGENTS.md, the harness's files) was not restored; the originals are kept in {folder}"
+        ]
+    if unrestored:
+        # Either the directory is as it was, or the session says it failed and what was left.
+        failure = "; ".join([failure, *unrestored] if failure else unrestored)
+        notes = [note for note in notes if note not in unrestored]
     outcome, error = _outcome(exit_code, interrupted=interrupted, died=died, failure=failure)
     if record is not None and record.state == "running":
         files = _transcripts(manifest, notes) if manifest is not None else []
@@ -159,7 +177,7 @@ def end_session(
     execution = record.execution if record is not None else (manifest.execution if manifest else "")
     if execution and (record is not None or (manifest is not None and manifest.owns_execution)):
         _finish(runtime, execution, outcome, error, digest)
-    _tidy(folder)
+    _tidy(folder, keep_originals=bool(unrestored))
     with runtime._internal.store.reader() as reader:
         return reader.get(SESSIONS, session_id)
 

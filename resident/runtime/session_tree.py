@@ -72,6 +72,10 @@ class ManifestEntry(msgspec.Struct):
     link: str = ""
     written: str = ""
     restored: bool = False
+    # A file with other hard links keeps its inode under this name beside it while the session runs,
+    # so the restore renames the very file back (its links intact) instead of writing a copy.
+    kept_as: str = ""
+    inode: tuple[int, int] = (0, 0)
 
 
 class Manifest(msgspec.Struct):
@@ -157,6 +161,8 @@ class ProjectionTree:
         self.manifest = manifest
         self.root = Path(manifest.directory)
         self._store = session_dir(home, manifest.session)
+        # What the last restore could not put back exactly, one line each: the session then failed.
+        self.unrestored: list[str] = []
 
     # -- walking folders without following links ----------------------------------------------------
 
@@ -230,7 +236,11 @@ class ProjectionTree:
             data = file.read(MAX_BACKUP + 1)
         backup = f"backup-{len(self.manifest.entries)}"
         write_private_file(self._store / backup, data)
-        return ManifestEntry(path=where, before="file", backup=backup, mode=stat.S_IMODE(info.st_mode))
+        entry = ManifestEntry(path=where, before="file", backup=backup, mode=stat.S_IMODE(info.st_mode))
+        if info.st_nlink > 1:
+            entry.kept_as = f".{name}.resident-{self.manifest.session}.original"
+            entry.inode = (info.st_dev, info.st_ino)
+        return entry
 
     def write(self, path: str, data: bytes) -> None:
         """Put `data` at `path`, after writing down (and copying aside) what was there."""
@@ -240,12 +250,27 @@ class ProjectionTree:
             entry.written = _digest(data)
             self.manifest.entries.append(entry)
             save_manifest(self.home, self.manifest)
+            if entry.kept_as:
+                self._keep_original(fd, name, entry)
             _replace(fd, name, data, entry.mode if entry.before == "file" else 0o644)
+
+    def _keep_original(self, fd: int, name: str, entry: ManifestEntry) -> None:
+        """Link a hard-linked file under its kept name, or refuse to project over it."""
+        try:
+            os.link(name, entry.kept_as, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
+        except OSError as error:
+            raise ProjectionRefused(
+                f"{self.root / entry.path} has other hard links and cannot be kept aside ({error.strerror});"
+                " the runtime would break them — start the session in another --dir"
+            ) from None
 
     # -- restoring ------------------------------------------------------------------------------------
 
     def restore(self) -> list[str]:
-        """Put back everything the projection changed; what could not be, and kept copies, as notes."""
+        """Put back everything the projection changed; what could not be, and kept copies, as notes.
+
+        What could not be put back exactly is also listed in `unrestored`.
+        """
         notes: list[str] = []
         for entry in reversed(self.manifest.entries):
             if not entry.restored:
@@ -262,14 +287,14 @@ class ProjectionTree:
         try:
             folders, name = self._split(entry.path)
         except InvalidInput:
-            return [f"{entry.path!r} was not touched: it is not a path inside the working directory"]
+            return self._unrestored(f"{entry.path!r} was not touched: it is not a path inside the working directory")
         try:
             with self._folder(folders, create=False) as fd:
                 notes = self._keep_changes(fd, name, entry)
                 match entry.before:
                     case "file":
-                        data = read_private_file(self._store / entry.backup, MAX_BACKUP + 1)
-                        _replace(fd, name, data, entry.mode)
+                        if not self._put_back_original(fd, name, entry):
+                            notes += self._put_back_bytes(fd, name, entry)
                     case "link":
                         _remove(fd, name)
                         os.symlink(entry.link, name, dir_fd=fd)
@@ -279,9 +304,44 @@ class ProjectionTree:
         except FileNotFoundError:
             if entry.before == "absent":
                 return []
-            return [f"{entry.path} could not be put back: its folder is gone (the original is in {self._store})"]
+            return self._unrestored(
+                f"{entry.path} could not be put back: its folder is gone (the original is in {self._store})"
+            )
         except ProjectionRefused as error:
-            return [f"{entry.path} was not restored: {error.message}"]
+            return self._unrestored(f"{entry.path} was not restored: {error.message}")
+
+    def _unrestored(self, note: str) -> list[str]:
+        self.unrestored.append(note)
+        return [note]
+
+    def _put_back_bytes(self, fd: int, name: str, entry: ManifestEntry) -> list[str]:
+        """Write the backed-up bytes at `name`; a note when that cannot keep the file's hard links."""
+        data = read_private_file(self._store / entry.backup, MAX_BACKUP + 1)
+        _replace(fd, name, data, entry.mode)
+        if not entry.kept_as:
+            return []
+        return self._unrestored(
+            f"{entry.path} had other hard links and its kept original {entry.kept_as} was gone or replaced:"
+            " its bytes are back, but as a separate file"
+        )
+
+    @staticmethod
+    def _put_back_original(fd: int, name: str, entry: ManifestEntry) -> bool:
+        """Rename a hard-linked file's kept original back over the projection; False when there is none."""
+        if not entry.kept_as:
+            return False
+        original = tuple(entry.inode)
+        current = _identity(fd, name)
+        if _identity(fd, entry.kept_as) != original:
+            # Gone, or something else put under that name (not ours to move). The file itself is still
+            # in place only when the session stopped before projecting over it.
+            return current == original
+        if current == original:
+            # Two links of one file: a rename between them does nothing, so the kept name goes alone.
+            os.unlink(entry.kept_as, dir_fd=fd)
+        else:
+            os.replace(entry.kept_as, name, src_dir_fd=fd, dst_dir_fd=fd)
+        return True
 
     def _keep_changes(self, fd: int, name: str, entry: ManifestEntry) -> list[str]:
         """Copy aside a projected file the harness changed, so restoring it loses nothing."""
@@ -337,6 +397,15 @@ def _replace(fd: int, name: str, data: bytes, mode: int) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary, dir_fd=fd)
         raise
+
+
+def _identity(fd: int, name: str) -> tuple[int, int] | None:
+    """The device and inode of the regular file `name` in folder `fd`; None for anything else or nothing."""
+    try:
+        info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
 
 
 def _remove(fd: int, name: str) -> None:
