@@ -434,3 +434,12 @@ def test_a_session_killed_while_keeping_a_hard_linked_file_restores_it_exactly(
     assert sorted(p.name for p in repo.iterdir()) == ["AGENTS.md", "shared.md"]
     assert (repo / "AGENTS.md").stat().st_ino == inode
     assert (repo / "AGENTS.md").stat().st_nlink == 2
+
+
+def test_a_crashed_session_with_a_corrupted_manifest_is_recovered_when_named(rt: Runtime, repo: Path):
+    launch = rt.sessions.start("deven", harness="command", directory=str(repo), task="t", command=fake())
+    (rt.home / "sessions" / launch.session / "manifest.json").write_text("{broken")
+    assert rt.sessions.recover() == [], "unnamed, a session whose process may live is left alone"
+    [session] = rt.sessions.recover(launch.session)
+    assert session.outcome == "failed"
+    assert "manifest" in session.note

@@ -190,8 +190,15 @@ def _finish(runtime: Runtime, execution_id: str, outcome: Outcome, error: str, d
 
 
 def recover_stale(runtime: Runtime, session_id: str | None = None) -> list[SessionRecord]:
-    """End every session whose process is gone (or just `session_id`); the sessions as stored."""
+    """End every session whose process is gone (or just `session_id`); the sessions as stored.
+
+    A session named by id whose manifest was corrupted is ended too (as failed, its originals kept):
+    without the manifest no one can tell whether its process lives, so only the owner's word ends it.
+    """
     ended: list[SessionRecord] = []
+    if session_id is not None and is_session_id(session_id) and _manifest_unreadable(runtime, session_id):
+        record = end_session(runtime, session_id, None, died=True)
+        return [record] if record is not None else []
     for manifest in manifests(runtime.home):
         if session_id is not None and manifest.session != session_id:
             continue
@@ -201,3 +208,13 @@ def recover_stale(runtime: Runtime, session_id: str | None = None) -> list[Sessi
         if record is not None:
             ended.append(record)
     return ended
+
+
+def _manifest_unreadable(runtime: Runtime, session_id: str) -> bool:
+    """Whether `session_id` is still running by the store while its manifest cannot be read."""
+    if load_manifest(sessions_root(runtime.home) / session_id / MANIFEST_FILE) is not None:
+        return False
+    with runtime._internal.store.reader() as reader:
+        record = reader.get(SESSIONS, session_id)
+    return record is not None and record.state == "running"
+
