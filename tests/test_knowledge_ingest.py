@@ -107,6 +107,18 @@ def test_files_that_cannot_be_ingested_are_rejected_with_their_reason(rt: Runtim
     assert "Markdown" in reasons["notes.html"]
 
 
+def test_a_link_named_to_ingest_is_refused_not_followed_to_a_private_file(rt: Runtime, tmp_path: Path):
+    private = tmp_path / "private.md"
+    private.write_text("# Salaries\nAlice earns a lot\n", encoding="utf-8")
+    named = tmp_path / "notes.md"
+    named.symlink_to(private)
+    report = rt.knowledge.ingest("handbook", [named])
+    assert report.admitted == 0
+    [rejected] = report.rejected
+    assert "symbolic link" in rejected.reason
+    assert rt.knowledge.search("handbook", "Salaries") == []
+
+
 def test_a_path_that_does_not_exist_fails_the_whole_ingest_before_anything_is_written(
     rt: Runtime, tmp_path: Path
 ) -> None:

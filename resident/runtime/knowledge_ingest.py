@@ -135,8 +135,14 @@ def _collect(paths: Sequence[str | os.PathLike[str]], tally: _Tally) -> list[_So
 
 
 def _walk(path: Path, tally: _Tally, *, explicit: bool) -> Iterator[_Source]:
-    if not explicit and path.is_symlink():
-        tally.rejected.append(Rejection(path=_shown(path), reason="a symbolic link inside a folder is not followed"))
+    # No link is followed, named or found: what is read is the file the path names, never a private
+    # file elsewhere a link in a shared folder (or a pasted path) points to.
+    if path.is_symlink():
+        reason = (
+            "a symbolic link; name the file or folder it points to" if explicit
+            else "a symbolic link inside a folder is not followed"
+        )
+        tally.rejected.append(Rejection(path=_shown(path), reason=reason))
         return
     if path.is_dir():
         for child in sorted(path.iterdir()):
