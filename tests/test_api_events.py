@@ -32,6 +32,7 @@ from resident.api.wire import (
     RecordWithheldEvent,
     ReplicationAttemptEvent,
     StreamGapEvent,
+    StreamStartedEvent,
 )
 from resident.coordination.grants import ROLE_ACTIONS
 from resident.errors import InvalidInput, TooManySubscribers
@@ -204,7 +205,7 @@ def test_a_subscriber_behind_the_ring_is_told_how_many_actor_events_it_lost(tmp_
             hub.look()  # each look sees a crash and a restart: six actor events, two kept
 
         async def first_three() -> list[tuple[str | None, object]]:
-            stream = hub._stream(Cursor(10**9, 0, hub.epoch))  # past every log event: actor events only
+            stream = hub._stream(Cursor(hub.position().store, 0, hub.epoch))  # at the log's end: actor events only
             out = [await anext(stream) for _ in range(3)]
             await stream.aclose()
             return [(sse.id, sse.data) for sse in out]
@@ -226,6 +227,49 @@ def test_a_cursor_from_another_server_process_starts_actor_events_over_with_a_ga
             return str(sse.data)
 
         assert '"lost":-1' in asyncio.run(first())
+
+
+def test_a_stream_from_now_replays_nothing_and_its_first_id_is_the_current_position(
+    serve: Callable[..., Served],
+) -> None:
+    served = serve(tick=0.02)
+    deven = served.runtime.member("deven")
+    deven.remember("an old decision the subscriber has no use for")
+    stream = served.transport.events(from_now=True)
+    try:
+        started = next(stream)
+        fresh = deven.remember("a new decision made after the subscriber came")
+        items = read_until(stream, lambda seen: any(isinstance(i.event, RecordAdmittedEvent) for i in seen))
+    finally:
+        stream.close()  # type: ignore[attr-defined]
+    assert isinstance(started.event, StreamStartedEvent)
+    assert started.id is not None
+    assert Cursor.parse(started.id).store == Cursor.parse(items[-1].id or "").store - 1
+    assert [i.event.id for i in items if isinstance(i.event, RecordAdmittedEvent)] == [fresh.id]
+
+
+def test_a_resume_id_from_ahead_of_the_log_gets_a_gap_and_then_what_comes_next(serve: Callable[..., Served]) -> None:
+    served = serve(tick=0.02)
+    end = served.hub.position()
+    ahead = Cursor(end.store + 1000, end.actors, served.hub.epoch).render()  # as after a restore from backup
+    stream = served.transport.events(ahead)
+    try:
+        gap = next(stream)
+        fresh = served.runtime.member("deven").remember("written after the restore")
+        items = read_until(stream, lambda seen: any(isinstance(i.event, RecordAdmittedEvent) for i in seen))
+    finally:
+        stream.close()  # type: ignore[attr-defined]
+    assert isinstance(gap.event, StreamGapEvent)
+    assert (gap.event.lost, gap.event.reason) == (-1, "ahead")
+    assert Cursor.parse(gap.id or "").store == end.store, "the stream goes on from the log's end"
+    assert [i.event.id for i in items if isinstance(i.event, RecordAdmittedEvent)] == [fresh.id]
+
+
+def test_a_start_that_is_neither_now_nor_start_is_refused(serve: Callable[..., Served]) -> None:
+    served = serve()
+    answer = httpx.get(f"{served.address}/v1/events?from=yesterday", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert answer.status_code == 400
+    assert "from=now" in answer.json()["error"]["message"]
 
 
 def test_the_stream_refuses_subscribers_past_its_limit_and_frees_a_slot_on_disconnect(

@@ -90,12 +90,15 @@ class RemoteRuntime(Facade):
                 raise UnknownMember(f"no member named {name!r}; the roster is: {known}")
         return super().member(name)
 
-    def events(self, last_event_id: str | None = None) -> Iterator[StreamItem]:
-        """The live event stream (from the beginning, or after `last_event_id`); see `resident.api.events`."""
-        return self._transport.events(last_event_id)
+    def events(self, last_event_id: str | None = None, *, from_now: bool = False) -> Iterator[StreamItem]:
+        """The live event stream (from the beginning, or after `last_event_id`); see `resident.api.events`.
 
-    def aevents(self, last_event_id: str | None = None) -> AsyncIterator[StreamItem]:
-        return self._transport.aevents(last_event_id)
+        `from_now` replays nothing: the first item is `stream.started`, whose id is the current position.
+        """
+        return self._transport.events(last_event_id, from_now=from_now)
+
+    def aevents(self, last_event_id: str | None = None, *, from_now: bool = False) -> AsyncIterator[StreamItem]:
+        return self._transport.aevents(last_event_id, from_now=from_now)
 
     # -- maintenance of a closed home: the in-process runtime's own functions (`resident.runtime.maintenance`) --
 

@@ -50,6 +50,7 @@ from resident.api.wire import (
     ReplicationSyncedEvent,
     RuntimeStoppedEvent,
     StreamGapEvent,
+    StreamStartedEvent,
 )
 from resident.errors import InvalidInput, TooManySubscribers
 from resident.messages.coordination import CorrectionRecorded, ExecutionFinished, ExecutionStarted
@@ -267,22 +268,38 @@ class EventHub:
 
     # -- serving ----------------------------------------------------------------------------------
 
-    def start_cursor(self, last_event_id: str | None) -> Cursor:
-        """Where a new subscriber starts: after `last_event_id`, or at the beginning."""
-        if last_event_id is None:
-            return Cursor(0, 0, self.epoch)
-        return Cursor.parse(last_event_id)
+    def start_cursor(self, last_event_id: str | None, *, from_now: bool = False) -> Cursor:
+        """Where a new subscriber starts: after `last_event_id`, else now or at the beginning.
+
+        A resume id wins over `from_now`: a browser's EventSource reconnects to the same URL with the
+        last id it saw, and must resume there, not skip to the end again.
+        """
+        if last_event_id is not None:
+            return Cursor.parse(last_event_id)
+        if from_now:
+            return self.position()
+        return Cursor(0, 0, self.epoch)
+
+    def position(self) -> Cursor:
+        """The current end of both sources: a subscriber starting here is sent only what comes next."""
+        with self.runtime._internal.store.reader() as reader:
+            last = reader.last_event()
+        return Cursor(last[0] if last is not None else 0, self._last_actor_id, self.epoch)
 
     def response(self, request: Request) -> Response:
         """The SSE answer to `GET /v1/events` (`TooManySubscribers` when the stream is full)."""
-        cursor = self.start_cursor(request.headers.get("last-event-id"))
+        start = request.query_params.get("from", "")
+        if start not in ("", "now", "start"):
+            raise InvalidInput(f"from={start[:20]!r} is not a start; use from=now (only what comes next) or from=start")
+        last_event_id = request.headers.get("last-event-id")
+        cursor = self.start_cursor(last_event_id, from_now=start == "now")
         if self._subscribers >= self.settings.max_subscribers:
             raise TooManySubscribers(
                 f"the event stream already has {self._subscribers} subscribers (its limit); close one and retry"
             )
         self._subscribers += 1
         return _Subscription(
-            self._stream(cursor),
+            self._stream(cursor, announce=start == "now" and last_event_id is None),
             release=self._release,
             ping=self.settings.ping,
             send_timeout=self.settings.send_timeout,
@@ -291,10 +308,20 @@ class EventHub:
     def _release(self) -> None:
         self._subscribers -= 1
 
-    async def _stream(self, cursor: Cursor) -> AsyncGenerator[ServerSentEvent, None]:
+    async def _stream(self, cursor: Cursor, *, announce: bool = False) -> AsyncGenerator[ServerSentEvent, None]:
+        now = self.runtime.clock.time()
+        if announce:
+            yield self._sse(StreamStartedEvent(at=now), cursor)
+        end = self.position()
+        if cursor.store > end.store:
+            # Past the log's end (a restore from backup, or an id from another home): the events that
+            # will take those positions are not the ones the subscriber saw, so say so, and go on
+            # from the end rather than skip them silently.
+            cursor = replace(cursor, store=end.store)
+            yield self._sse(StreamGapEvent(at=now, lost=-1, reason="ahead"), cursor)
         if cursor.epoch != self.epoch:
             # Actor events of another server process are gone; this one's are all still to come.
-            yield self._sse(StreamGapEvent(at=self.runtime.clock.time(), lost=-1), cursor)
+            yield self._sse(StreamGapEvent(at=now, lost=-1), cursor)
             cursor = replace(cursor, actors=0, epoch=self.epoch)
         while not self._closing.is_set():
             changed = self._changed

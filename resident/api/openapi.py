@@ -132,8 +132,16 @@ def _events_operation() -> dict[str, Any]:
                 "in": "header",
                 "required": False,
                 "schema": {"type": "string", "maxLength": 100},
-                "description": "Resume after this event (the id of the last event received)",
-            }
+                "description": "Resume after this event (the id of the last event received); wins over `from`",
+            },
+            {
+                "name": "from",
+                "in": "query",
+                "required": False,
+                "schema": {"type": "string", "enum": ["start", "now"], "default": "start"},
+                "description": "`now`: replay nothing; the first event is `stream.started`, its id the current "
+                "position",
+            },
         ],
         "responses": responses,
     }

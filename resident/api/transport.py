@@ -152,15 +152,16 @@ class Transport:
 
     # -- the event stream -------------------------------------------------------------------------
 
-    def events(self, last_event_id: str | None = None) -> Iterator[StreamItem]:
-        """The event stream from the beginning, or after `last_event_id`; ends when the server stops.
+    def events(self, last_event_id: str | None = None, *, from_now: bool = False) -> Iterator[StreamItem]:
+        """The event stream from the beginning (or only what comes next, `from_now`), or after
+        `last_event_id`; ends when the server stops.
 
         A keep-alive ping (a comment line) makes the SSE parser dispatch an event with no data once
         an id was seen; such empty events are skipped.
         """
         try:
             with connect_sse(
-                self._client, "GET", routes.EVENTS_PATH, headers=_resume(last_event_id), timeout=_stream_timeout()
+                self._client, "GET", _events_path(from_now), headers=_resume(last_event_id), timeout=_stream_timeout()
             ) as source:
                 _check_stream(source)
                 for sse in source.iter_sse():
@@ -169,11 +170,11 @@ class Transport:
         except httpx.TransportError as error:
             raise self._unreachable(error) from None
 
-    async def aevents(self, last_event_id: str | None = None) -> AsyncIterator[StreamItem]:
+    async def aevents(self, last_event_id: str | None = None, *, from_now: bool = False) -> AsyncIterator[StreamItem]:
         """`events` for asyncio hosts."""
         try:
             async with aconnect_sse(
-                self._async_client(), "GET", routes.EVENTS_PATH, headers=_resume(last_event_id),
+                self._async_client(), "GET", _events_path(from_now), headers=_resume(last_event_id),
                 timeout=_stream_timeout(),
             ) as source:
                 if source.response.status_code != 200:
@@ -210,6 +211,10 @@ def _stream_timeout() -> httpx.Timeout:
 
 def _resume(last_event_id: str | None) -> dict[str, str]:
     return {} if last_event_id is None else {"Last-Event-ID": last_event_id}
+
+
+def _events_path(from_now: bool) -> str:
+    return f"{routes.EVENTS_PATH}?from=now" if from_now else routes.EVENTS_PATH
 
 
 def _check_stream(source: EventSource) -> None:

@@ -194,9 +194,20 @@ class StreamGapEvent(ApiEvent, frozen=True, tag="stream.gap"):
     """
 
     lost: int
+    # Why, when it is not the ring: "ahead" when the resume id is past the end of the event log (the
+    # home was restored from a backup, or the id is from another home). The stream then goes on from
+    # the log's end, and a subscriber should read the state it shows again.
+    reason: Literal["", "ahead"] = ""
+
+
+class StreamStartedEvent(ApiEvent, frozen=True, tag="stream.started"):
+    """The first event of a stream started `from=now`: nothing before it is replayed.
+
+    Its SSE id is the current position; sent back as `Last-Event-ID` it resumes from here.
+    """
 
 
 API_EVENTS: tuple[type[ApiEvent], ...] = (
     RecordAdmittedEvent, RecordLifecycleEvent, ReplicationSyncedEvent, RecordWithheldEvent, ReplicationAttemptEvent,
-    MemorySwitchedEvent, ProgressEvent, ActorEvent, RuntimeStoppedEvent, StreamGapEvent,
+    MemorySwitchedEvent, ProgressEvent, ActorEvent, RuntimeStoppedEvent, StreamGapEvent, StreamStartedEvent,
 )
