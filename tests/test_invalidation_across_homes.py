@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from resident import Runtime
 from resident.errors import InvalidInput, RecordWithheld
 from resident.realm import RealmClient
 from tests.realm_process import RealmProcess, start_realm
@@ -89,3 +90,29 @@ def test_a_home_that_heard_of_the_invalidation_withholds_the_import_at_once(
         assert (status.state, status.reason) == ("invalidated", "the order was wrong")
         with pytest.raises(RecordWithheld):
             home_b2.member("deven").get(record)
+
+
+def test_a_record_restored_from_a_backup_is_judged_again_before_it_is_served_as_synced(
+    tmp_path: Path, realm: RealmProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_home_token(monkeypatch, realm)
+    home = tmp_path / "home"
+    with open_runtime(home, realm.url) as runtime:
+        record = runtime.member("deven").remember(f"{TEXT}, backed up while synced").id
+        assert runtime.replication.sync(timeout=15.0).pending == 0
+        runtime.backup(tmp_path / "backup")
+        with RealmClient(realm.url, token=realm.admin_token()) as client:
+            client.invalidate(record, "withdrawn after the backup")
+        runtime.replication.sync(timeout=15.0)
+        assert record_status(runtime, record).state == "invalidated"
+    Runtime.restore(tmp_path / "backup", home)
+    with open_runtime(home, "none") as offline:
+        # The backup calls it synced; Realm has not been asked since (it is not reachable from here),
+        # so it is served as pending, not as synced.
+        assert offline.member("deven").get(record).replication == "pending"
+    with open_runtime(home, realm.url) as restored:
+        restored.replication.sync(timeout=15.0)
+        assert record_status(restored, record).state == "invalidated"
+        with pytest.raises(RecordWithheld):
+            restored.member("deven").get(record)
+    assert not list(home.glob("store.*/restored-from-backup")), "made pending once, not at every open"

@@ -89,6 +89,7 @@ from resident.messages.replication import (
     RealmRefusal,
     RecordConflicted,
     RecordInvalidated,
+    RecordsRestored,
     RecordsSynced,
     ReplicationAttempted,
     ReplicationStatus,
@@ -264,6 +265,7 @@ def samples() -> dict[str, Any]:
         RecordInvalidated(at=AT, id="01HZX3K9Q0000000000000000A", reason="superseded upstream", realm_seq=17),
         InvalidationCursorAdvanced(at=AT, seq=18),
         InvalidationNoted(at=AT, id="mem_01j", reason="withdrawn by the owner", realm_seq=19),
+        RecordsRestored(at=AT, ids=("mem_01j", "mem_01k")),
         PendingIndexBuilt(
             at=AT, awaiting=("01HZX3K9Q0000000000000000A",), refused=("01HZX3K9Q0000000000000000B",)
         ),

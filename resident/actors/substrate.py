@@ -75,7 +75,7 @@ from resident.messages.memory import (
     VectorsFilled,
     WaitForVectors,
 )
-from resident.messages.replication import RecordConflicted, RecordInvalidated, RecordsSynced
+from resident.messages.replication import RecordConflicted, RecordInvalidated, RecordsRestored, RecordsSynced
 from resident.messages.store import Commit, Published
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.store import Store
@@ -529,6 +529,9 @@ class Substrate(SupervisedActor):
                 case RecordsSynced(ids=ids):
                     for record_id in ids:
                         self._indexed().set_replication(record_id, "synced")
+                case RecordsRestored(ids=ids):
+                    for record_id in ids:
+                        self._indexed().set_replication(record_id, "pending")
                 case RecordConflicted(id=record_id):
                     self._indexed().set_replication(record_id, "conflict")
                 case RecordInvalidated(id=record_id):

@@ -47,6 +47,7 @@ from resident.messages.replication import (
     PendingIndexBuilt,
     RecordConflicted,
     RecordInvalidated,
+    RecordsRestored,
     RecordsSynced,
     ReplicationAttempted,
 )
@@ -86,6 +87,7 @@ AnyEvent = Union[  # noqa: UP007 - a Union over a tuple of types built at run ti
     RecordInvalidated,
     InvalidationCursorAdvanced,
     InvalidationNoted,
+    RecordsRestored,
     PendingIndexBuilt,
     GrantIssued,
     ExecutionStarted,

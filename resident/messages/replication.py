@@ -18,6 +18,7 @@ __all__ = [
     "RecordConflicted",
     "RecordInvalidated",
     "RecordReplication",
+    "RecordsRestored",
     "RecordsSynced",
     "ReplicationAttempted",
     "ReplicationCounts",
@@ -114,6 +115,16 @@ class HeardInvalidation(Record, frozen=True):
 
 class InvalidationCursorAdvanced(Event, frozen=True, tag="realm.cursor"):
     seq: int
+
+
+class RecordsRestored(Event, frozen=True, tag="replication.restored"):
+    """The home was restored from a backup: these records, synced when it was taken, await Realm again.
+
+    Realm may have invalidated them since; until it has judged each one again, none is served as
+    synced (it is served as pending, like a record not yet pushed). Applying it again changes nothing.
+    """
+
+    ids: tuple[str, ...]
 
 
 class PendingIndexBuilt(Event, frozen=True, tag="replication.indexed"):

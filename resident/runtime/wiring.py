@@ -36,7 +36,7 @@ from resident.messages.memory import (
     RecordRetracted,
     RecordSuperseded,
 )
-from resident.messages.replication import RecordConflicted, RecordInvalidated, RecordsSynced
+from resident.messages.replication import RecordConflicted, RecordInvalidated, RecordsRestored, RecordsSynced
 from resident.store.store import Store
 from resident.supervisor import Address, Backoff, ChildSpec, StatisticsBoard, Supervisor, SupervisorSpec
 
@@ -103,7 +103,7 @@ def build_wiring(
         event: [substrate]
         for event in (
             BankCreated, RecordAdmitted, RecordSuperseded, RecordRetracted, MemorySwitchedOn, MemorySwitchedOff,
-            RecordsSynced, RecordConflicted, RecordInvalidated,
+            RecordsSynced, RecordsRestored, RecordConflicted, RecordInvalidated,
         )
     }
     # Only a wake-up: replication reads what to push from the pending index, whatever tells are lost.

@@ -59,13 +59,16 @@ from resident.store.store import DEFAULT_MAP_SIZE, Store, check_schema, open_env
 from resident.store.tables import SCHEMA_VERSION
 from resident.user_files import open_user_file, read_user_file
 
-__all__ = ["MANIFEST_FILE", "STORE_DATA", "backup", "restore", "verify_backup"]
+__all__ = ["MANIFEST_FILE", "RESTORED_MARKER", "STORE_DATA", "backup", "restore", "verify_backup"]
 
 logger = logging.getLogger(__name__)
 
 MANIFEST_FILE = "manifest.json"
 STORE_DIR = "store"
 STORE_DATA = f"{STORE_DIR}/data.mdb"
+# Left in a restored store's folder until replication has asked Realm again about the records the
+# backup calls synced (Realm may have invalidated them since the backup was taken).
+RESTORED_MARKER = "restored-from-backup"
 _ALLOWED = re.compile(r"(store/[A-Za-z0-9._-]+|resident\.toml)")
 _STAGING_PREFIX = ".restore-"
 _STORE_NAME = re.compile(r"store\.(\d+)")
@@ -250,6 +253,8 @@ def _stage(
     _check_store(src, staging)
     # The read-only open made a lock file; the live store makes its own.
     (staging / "lock.mdb").unlink(missing_ok=True)
+    # Inside the store's folder, so it goes live with the store in the same rename.
+    os.close(os.open(staging / RESTORED_MARKER, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
 
 
 def _check_store(src: Path, staging: Path) -> None:

@@ -74,6 +74,7 @@ from resident.messages.replication import (
     RealmRefusal,
     RecordConflicted,
     RecordInvalidated,
+    RecordsRestored,
     RecordsSynced,
     ReplicationAttempted,
     ReplicationStatus,
@@ -329,6 +330,16 @@ def _synced(view: View, event: RecordsSynced) -> None:
             synced = msgspec.structs.replace(record, replication="synced", replication_reason="")
             view.put(RECORDS, record_id, synced)
             _index_replication(view, synced, event.at)
+
+
+@projection(RecordsRestored)
+def _restored(view: View, event: RecordsRestored) -> None:
+    for record_id in event.ids:
+        record = view.get(RECORDS, record_id)
+        if record is not None and record.replication == "synced":
+            again = msgspec.structs.replace(record, replication="pending", replication_reason="")
+            view.put(RECORDS, record_id, again)
+            _index_replication(view, again, event.at)
 
 
 @projection(RecordConflicted, check=lambda view, event: _is(view, event.id, *_AWAITING))
