@@ -20,6 +20,7 @@ import pytest
 
 from resident import Runtime
 from resident.api import routes
+from resident.api.discovery import API_ADDRESS_ENV
 from resident.api.wire import GRANT_HEADER
 from resident.clock import ManualClock
 from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token
@@ -212,9 +213,43 @@ def test_a_token_that_stands_for_no_running_session_is_refused_and_never_acts_as
     refused(send(http, skills_ops.LIBRARY, grant=grant), 403, "OwnerOnlyAction")
 
 
-def test_a_grant_token_alone_is_not_the_home_s_token(prepared: Prepared) -> None:
+def test_a_grant_token_alone_acts_as_its_member_and_never_as_the_owner(prepared: Prepared) -> None:
+    # A sandboxed session cannot read api.json: its grant token is its only credential.
     with raw_client(prepared.up) as client:
-        refused(send(client, memory_ops.RECALL, {"query": "x"}, prepared.deven), 401, "Unauthorized")
+        hits = send(client, memory_ops.RECALL, {"query": "build cache"}, prepared.deven)
+        assert hits.status_code == 200, hits.text
+        for op in OWNER_OPERATIONS:
+            refused(send(client, op, {}, prepared.deven), 403, "OwnerOnlyAction")
+        refused(send(client, memory_ops.RECALL, {"query": "x"}, prepared.deven, member="alice"), 403, "GrantExceeded")
+        refused(send(client, memory_ops.RECALL, {"query": "x"}, prepared.expired), 403, "GrantInvalid")
+        for forged in ("", "rgt_not-a-token"):
+            # Without the home's token, an empty or malformed grant header is no credential at all.
+            refused(send(client, routes.EXPORT, grant=forged, member="alice"), 401,
+                    "Unauthorized")
+            refused(send(client, memory_ops.RECALL, {"query": "x"}, forged), 401, "Unauthorized")
+        refused(send(client, memory_ops.RECALL, {"query": "x"}), 401, "Unauthorized")
+
+
+def test_an_empty_grant_header_with_the_home_s_token_is_not_the_owner(prepared: Prepared, http: httpx.Client) -> None:
+    refused(send(http, memory_ops.RECALL, {"query": "x"}, "", member="alice"), 403, "GrantInvalid")
+    refused(send(http, skills_ops.LIBRARY, grant=""), 403, "OwnerOnlyAction")
+
+
+def test_a_session_given_only_the_address_and_its_token_calls_back_without_api_json(
+    prepared: Prepared, tmp_path: Path
+) -> None:
+    # As inside the sandbox: $RESIDENT_HOME names a folder without api.json, $RESIDENT_API the runtime.
+    hidden = tmp_path / "hidden-home"
+    hidden.mkdir()
+    as_deven = {GRANT_TOKEN_ENV: prepared.deven, API_ADDRESS_ENV: prepared.up.url}
+    written = run_process(hidden, "remember", "deven", "noted inside the sandbox", env=as_deven)
+    assert written.code == 0, written.describe()
+    expect_error(run_process(hidden, "member", "export", "alice", str(tmp_path / "a.json"), env=as_deven),
+                 "OwnerOnlyAction")
+    elsewhere = {GRANT_TOKEN_ENV: prepared.deven, API_ADDRESS_ENV: "http://192.0.2.1:80"}
+    expect_error(run_process(hidden, "recall", "deven", "x", env=elsewhere), "RuntimeNotUp")
+    assert not (tmp_path / "a.json").exists()
+    assert sorted(p.name for p in hidden.iterdir()) == [], "nothing was opened or created in the hidden home"
 
 
 def test_a_member_session_s_cli_acts_as_its_member_through_the_running_api(prepared: Prepared) -> None:

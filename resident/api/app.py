@@ -2,8 +2,10 @@
 
 The guard runs before routing, so nothing — not even a 404 — answers a request that names a foreign
 `Host` (a browser page reaching loopback through DNS rebinding) or, except `/v1/health` and the
-challenge a client puts before it sends its token (`/v1/challenge`, see `challenge`), lacks the
-home's token. Tokens are compared in constant time. The guard also bounds the requests in flight.
+challenge a client puts before it sends its token (`/v1/challenge`, see `challenge`), lacks both the
+home's token and a grant token (a sandboxed member session holds only its grant token; it acts as
+that session and never as the owner). Tokens are compared in constant time. The guard also bounds
+the requests in flight.
 
 Each endpoint reads and checks its body (declared JSON, bounded, arriving within the read timeout,
 decoded into the operation's struct, unknown fields refused), runs its handler for the caller (the
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -31,13 +34,14 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from resident.api import routes
-from resident.api.challenge import CHALLENGE_PATH, NONCE_BYTES, answer_challenge
+from resident.api.challenge import CHALLENGE_PATH, NONCE_BYTES, answer_challenge, session_proof_key
 from resident.api.events import EventHub
 from resident.api.handlers import check_grant, perform, refuse_grant
 from resident.api.openapi import openapi_document
 from resident.api.statuses import OS_ERROR_STATUS, error_body, status_of
 from resident.api.wire import GRANT_HEADER, READ_TIMEOUT, ErrorDetail
-from resident.errors import InvalidInput, ResidentError, Unauthorized, os_error_message
+from resident.coordination.tokens import check_token
+from resident.errors import GrantInvalid, InvalidInput, ResidentError, Unauthorized, os_error_message
 from resident.operations import DECLARED
 from resident.operations.declaration import Access, Operation
 from resident.operations.home import HEALTH
@@ -112,10 +116,15 @@ class Guard:
             require_loopback_host(headers.get("host", ""), _HOST_HINT)
         except Refusal as refusal:
             return refused(refusal)
-        if scope["path"] not in self._open_paths and not self._authorized(headers.get("authorization", "")):
-            return _typed(
-                Unauthorized("send the home's token (the `token` in its api.json) as `Authorization: Bearer TOKEN`")
-            )
+        if (
+            scope["path"] not in self._open_paths
+            and not self._authorized(headers.get("authorization", ""))
+            and not _grant_shaped(headers.get(GRANT_HEADER))
+        ):
+            return _typed(Unauthorized(
+                "send the home's token (the `token` in its api.json) as `Authorization: Bearer TOKEN`, or a member "
+                f"session's grant token as `{GRANT_HEADER}`"
+            ))
         if self._in_flight >= self._max_in_flight:
             return error_response(429, "ServerBusy", f"{self._in_flight} requests are in flight already; retry shortly")
         return None
@@ -124,8 +133,14 @@ class Guard:
         """The proof that this server holds the home's token, for a client about to send it (see `challenge`)."""
         if scope["method"] != "GET":
             return error_response(405, "MethodNotAllowed", f"{CHALLENGE_PATH} answers GET only")
-        nonces = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("nonce", [])
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        nonces, sessions = query.get("nonce", []), query.get("session", [])
         token = self._token.decode("utf-8", "surrogateescape")
+        if len(sessions) > 1 or (sessions and not _SESSION_ID.fullmatch(sessions[0])):
+            return error_response(400, "InvalidInput", "send at most one session id (ses_…) as ?session=ID")
+        if sessions:
+            # A member session's harness checks with its own key, made from the home's token.
+            token = session_proof_key(token, sessions[0])
         proof = answer_challenge(token, nonces[0]) if len(nonces) == 1 else None
         if proof is None:
             return error_response(400, "InvalidInput", f"send one nonce of {NONCE_BYTES} bytes as hex: ?nonce=HEX")
@@ -136,6 +151,23 @@ class Guard:
         if scheme.lower() != "bearer":
             return False
         return hmac.compare_digest(given.strip().encode("utf-8", "surrogateescape"), self._token)
+
+
+# A session id as the runtime makes them (`new_id("ses")`); see `resident.runtime.session_tree`.
+_SESSION_ID = re.compile(r"ses_[0-9a-f]{28}")
+
+
+def _grant_shaped(grant: str | None) -> bool:
+    """Whether a request presents something shaped like a grant token, so that it may come in without the
+    home's token (a sandboxed session cannot read api.json): it then acts only as the session the token
+    stands for, or is refused, and never as the owner (an empty or malformed header does not count)."""
+    if grant is None:
+        return False
+    try:
+        check_token(grant)
+    except GrantInvalid:
+        return False
+    return True
 
 
 def _params(request: Request, op: routes.Operation) -> dict[str, str]:

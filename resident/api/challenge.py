@@ -9,6 +9,12 @@ answers HMAC-SHA256(home token, nonce). Only a process that holds the token the 
 names can answer; a client that gets anything else sends nothing more and reports the runtime
 not up.
 
+A member session's harness (sandboxed, it cannot read `api.json` nor the home's token) is given,
+beside the address, a proof key for its session alone: HMAC(home token, session id). It puts the
+challenge with its session id, and the server answers with that key in place of the home token.
+A process without the home's token can compute neither, and the key acts as no one: it proves the
+server, it is never a credential.
+
 It costs one round trip per client (a `resident` command, a `Runtime.connect`), and nothing is
 remembered on disk (a cached "this server was proven" would be one more file to forge).
 
@@ -29,12 +35,15 @@ import msgspec
 from resident.api.discovery import Discovery
 from resident.errors import RuntimeNotUp
 
-__all__ = ["CHALLENGE_PATH", "NONCE_BYTES", "answer_challenge", "prove_server"]
+__all__ = ["CHALLENGE_PATH", "NONCE_BYTES", "PROOF_KEY_ENV", "answer_challenge", "prove_server", "session_proof_key"]
 
 CHALLENGE_PATH = "/v1/challenge"
 NONCE_BYTES = 16
 # Keys the proof to this use: an answer is never a MAC of anything the API signs elsewhere.
 _CONTEXT = b"resident api challenge v1\0"
+_SESSION_CONTEXT = b"resident session proof key v1\0"
+# The harness's copy of its session's proof key (see the module docstring).
+PROOF_KEY_ENV = "RESIDENT_API_PROOF"
 _TIMEOUT = 5.0
 _MAX_ANSWER = 4096
 
@@ -54,14 +63,22 @@ def answer_challenge(token: str, nonce: str) -> str | None:
     return hmac.new(token.encode("utf-8", "surrogateescape"), _CONTEXT + raw, hashlib.sha256).hexdigest()
 
 
-def prove_server(discovery: Discovery, timeout: float = _TIMEOUT) -> None:
+def session_proof_key(home_token: str, session_id: str) -> str:
+    """The key a member session's harness checks the server's answer with (see the module docstring)."""
+    key = home_token.encode("utf-8", "surrogateescape")
+    return hmac.new(key, _SESSION_CONTEXT + session_id.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()
+
+
+def prove_server(discovery: Discovery, timeout: float = _TIMEOUT, *, session: str = "") -> None:
     """Return once the server at `discovery.address` proved it holds `discovery.token`; `RuntimeNotUp` if not.
 
-    The request carries the nonce and nothing else: no token, no grant, no body.
+    With `session`, `discovery.token` is that session's proof key, and the server proves it can make it.
+    The request carries the nonce (and the session id) and nothing else: no token, no grant, no body.
     """
     nonce = os.urandom(NONCE_BYTES).hex()
+    query = f"nonce={nonce}&session={session}" if session else f"nonce={nonce}"
     try:
-        status, content = _get(discovery, f"{CHALLENGE_PATH}?nonce={nonce}", timeout)
+        status, content = _get(discovery, f"{CHALLENGE_PATH}?{query}", timeout)
     except (OSError, ValueError) as error:
         raise RuntimeNotUp(
             f"the runtime of {discovery.home} at {discovery.address} does not answer "

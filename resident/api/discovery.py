@@ -28,8 +28,10 @@ from resident.messages.home_calls import API_VERSION
 from resident.processes import pid_alive
 
 __all__ = [
+    "API_ADDRESS_ENV",
     "DISCOVERY_FILE",
     "LOCK_FILE_NAME",
+    "SESSION_ENV",
     "Discovery",
     "Listen",
     "check_version",
@@ -38,9 +40,15 @@ __all__ = [
     "pid_alive",
     "read_discovery",
     "running",
+    "session_discovery",
 ]
 
 DISCOVERY_FILE = "api.json"
+# The runtime's address as a member session's harness gets it: a sandboxed one cannot read api.json
+# (nor its token, which acts as the owner), so it calls with this address and its grant token alone.
+API_ADDRESS_ENV = "RESIDENT_API"
+# The session a harness runs for (set by the runtime's session launch, under the same name).
+SESSION_ENV = "RESIDENT_SESSION"
 # The home's lock file (see `resident.store.home.LOCK_FILE`), named here to keep this module light.
 LOCK_FILE_NAME = "resident.lock"
 _MAX_FILE_BYTES = 64 * 1024
@@ -58,6 +66,9 @@ class Discovery(msgspec.Struct, frozen=True, kw_only=True):
     # When the serving process started (clock ticks since boot, Linux): `down` checks that the pid
     # it would signal is that process, not a later one that reused the pid.
     started: str | None = None
+    # Set only for a member session's own view (never published): `token` is then the session's
+    # proof key, and the server proves itself for this session (see `resident.api.challenge`).
+    session: str = ""
 
     @property
     def base_url(self) -> str:
@@ -125,6 +136,23 @@ def read_discovery(home: Path) -> Discovery | None:
         if not found.address.startswith("http://") or not is_loopback_host(host):
             raise RuntimeNotUp(f"{path} names {found.address!r}, which is not a loopback address; start it again")
     return found
+
+
+def session_discovery(address: str, home: Path, *, session: str = "", proof_key: str = "") -> Discovery:
+    """Where a member session calls the runtime from `$RESIDENT_API`: the address, and no home token.
+
+    `token` holds the session's proof key instead (`$RESIDENT_API_PROOF`), which the server must show
+    it can make before the grant token is sent (`resident.api.challenge`).
+
+    `RuntimeNotUp` for an address that is not loopback: the grant token is not sent anywhere else.
+    """
+    host = address.removeprefix("http://").rpartition(":")[0]
+    if not address.startswith("http://") or not is_loopback_host(host):
+        raise RuntimeNotUp(
+            f"${API_ADDRESS_ENV} is {address[:80]!r}, not a loopback http address; the session that set it does"
+            " not run here"
+        )
+    return Discovery(address=address, pid=0, token=proof_key, api_version=API_VERSION, home=str(home), session=session)
 
 
 def check_version(found: Discovery) -> Discovery:

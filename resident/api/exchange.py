@@ -45,8 +45,10 @@ class Request:
 
 
 def auth_headers(discovery: Discovery, grant: str | None = None) -> dict[str, str]:
-    """The home's token, and the grant token of a member session when there is one."""
-    headers = {"Authorization": f"Bearer {discovery.token}"}
+    """The home's token (none for a sandboxed session, which cannot read it), and a member session's grant token."""
+    # A session's view holds its proof key, not the home's token: that key is never sent anywhere.
+    owner = discovery.token and not discovery.session
+    headers = {"Authorization": f"Bearer {discovery.token}"} if owner else {}
     if grant is not None:
         headers[GRANT_HEADER] = grant
     return headers

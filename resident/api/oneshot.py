@@ -60,7 +60,7 @@ class OneShot:
                 "start it again"
             ) from None
         # Nothing secret goes to the address until the process there proves it holds the home's token.
-        prove_server(discovery)
+        prove_server(discovery, session=discovery.session)
 
     def call(self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str) -> Any:
         """Run `op` and return its answer struct, or raise the error it answered."""

@@ -54,7 +54,7 @@ class Transport:
 
     def __init__(self, discovery: Discovery) -> None:
         # Nothing secret goes to the address until the process there proves it holds the home's token.
-        prove_server(discovery)
+        prove_server(discovery, session=discovery.session)
         self.discovery = discovery
         self._headers = auth_headers(discovery)
         self._client = httpx.Client(

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from resident.api import routes
-from resident.api.discovery import check_version, running
+from resident.api.challenge import PROOF_KEY_ENV
+from resident.api.discovery import API_ADDRESS_ENV, SESSION_ENV, check_version, running, session_discovery
 from resident.cli.common import CliState
 from resident.coordination.tokens import check_token
 from resident.errors import RuntimeIsUp
@@ -59,7 +60,16 @@ def runtime_for(state: CliState, *, create: bool = True, grant_token: str | None
     """
     home = resolve_home(state.home)
     grant = presented_token(os.environ) if grant_token is None else grant_token
-    found = running(home)
+    address = os.environ.get(API_ADDRESS_ENV)
+    # A member session is told the runtime's address: a sandboxed one cannot read api.json, and with
+    # its grant token alone it can only act as its member.
+    found = (
+        session_discovery(
+            address, home, session=os.environ.get(SESSION_ENV, ""), proof_key=os.environ.get(PROOF_KEY_ENV, "")
+        )
+        if grant is not None and address
+        else running(home)
+    )
     if found is not None:
         from resident.api.oneshot import OneShot  # noqa: PLC0415 - the remote path's own client
 
