@@ -91,6 +91,8 @@ class Config:
     knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
     # `[memory] embedder`: what enabling memory admits when no embedder is named.
     memory_embedder: str = "hash"
+    # `[sessions] sandbox`: a member's harness runs hidden from the home (see `resident.runtime.sandbox`).
+    session_sandbox: bool = True
 
     def member(self, name: str) -> MemberConfig:
         for member in (*self.members, *self.extra_members):
@@ -158,6 +160,10 @@ class _MemoryTable(msgspec.Struct, forbid_unknown_fields=True):
     embedder: str = "hash"
 
 
+class _SessionsTable(msgspec.Struct, forbid_unknown_fields=True):
+    sandbox: bool = True
+
+
 class _ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
     """`resident.toml` as it is written: [team], [members.NAME], [realm], [memory], [engagement], [knowledge]."""
 
@@ -169,6 +175,7 @@ class _ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
     engagement: dict[str, Any] | None = None
     knowledge: _KnowledgeTable = msgspec.field(default_factory=_KnowledgeTable)
     memory: _MemoryTable = msgspec.field(default_factory=_MemoryTable)
+    sessions: _SessionsTable = msgspec.field(default_factory=_SessionsTable)
 
 
 _HEADER = (
@@ -176,11 +183,12 @@ _HEADER = (
     "# Runtime state (memory on/off, the embedder) is not here: use `resident memory ...`.\n\n"
 )
 _ALLOWED = {
-    "the top level": "team, members, realm, memory, engagement, knowledge",
+    "the top level": "team, members, realm, memory, engagement, knowledge, sessions",
     "[team]": "coordinator",
     "[realm]": "url",
     "[knowledge]": "enabled",
     "[memory]": "embedder",
+    "[sessions]": "sandbox",
 }
 
 
@@ -286,6 +294,7 @@ def _parse(data: _ConfigFile, path: Path) -> Config:
     return Config(
         members=tuple(members), coordinator=coordinator, realm_url=url, path=path, engagement=engagement,
         knowledge=KnowledgeConfig(enabled=data.knowledge.enabled), memory_embedder=embedder,
+        session_sandbox=data.sessions.sandbox,
     )
 
 

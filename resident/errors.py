@@ -61,6 +61,7 @@ __all__ = [
     "RuntimeIsUp",
     "RuntimeNotUp",
     "RuntimeStopped",
+    "SandboxUnavailable",
     "SchemaMismatch",
     "ScopeNotAllowed",
     "ShutdownTimeout",
@@ -466,6 +467,10 @@ class UnknownSession(ResidentError, LookupError):
 
 class HarnessNotFound(ResidentError, FileNotFoundError):
     """The harness command to start is not installed (not on PATH) or not executable."""
+
+
+class SandboxUnavailable(ResidentError, RuntimeError):
+    """A member's harness would run unsandboxed (no bubblewrap here) and neither the command nor the home allows it."""
 
 
 class ProjectionRefused(ResidentError, PermissionError):

@@ -43,6 +43,7 @@ from resident.errors import (
     ResidentError,
     RuntimeNotUp,
     RuntimeStopped,
+    SandboxUnavailable,
     SchemaMismatch,
     ScopeNotAllowed,
     ShutdownTimeout,
@@ -124,6 +125,7 @@ STATUS_BY_ERROR: dict[type[ResidentError], int] = {
     StateChanged: 409,
     ProjectionRefused: 409,
     HarnessNotFound: 400,
+    SandboxUnavailable: 400,
 }
 _DEFAULT_STATUS = 400
 OS_ERROR_STATUS = 400

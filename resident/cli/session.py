@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, cast
 import click
 
 from resident.api import routes, wire_sessions
+from resident.api.challenge import PROOF_KEY_ENV, session_proof_key
+from resident.api.discovery import API_ADDRESS_ENV, running
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
 from resident.cli.target import runtime_for
-from resident.errors import HomeInUse
+from resident.errors import HomeInUse, SandboxUnavailable
 from resident.messages.sessions import HARNESSES, Harness, SessionRecord, SessionTurn
 from resident.terminal import printable
 
@@ -89,13 +91,24 @@ def _start_request(
     )
 
 
-def _launch(launched: wire_sessions.Launched) -> SessionLaunch:
+def _launch(launched: wire_sessions.Launched, sandbox: bool, state: CliState) -> SessionLaunch:
     from resident.runtime.session_launch import SessionLaunch  # noqa: PLC0415 - only a start runs a harness
 
     return SessionLaunch(
         session=launched.session, member=launched.member, harness=launched.harness, execution=launched.execution,
         argv=launched.argv, directory=Path(launched.directory), variables=launched.variables, token=launched.token,
+        sandbox=sandbox, callback=_callback(state, launched.session),
     )
+
+
+def _callback(state: CliState, session: str) -> dict[str, str]:
+    """How the harness reaches the runtime without api.json: the API's address and its session's proof key."""
+    from resident.store.home import resolve_home  # noqa: PLC0415 - only a start runs a harness
+
+    found = running(resolve_home(state.home))
+    if found is None or found.unix_path is not None:
+        return {API_ADDRESS_ENV: "", PROOF_KEY_ENV: ""}
+    return {API_ADDRESS_ENV: found.address, PROOF_KEY_ENV: session_proof_key(found.token, session)}
 
 
 def _end(state: CliState, launch: SessionLaunch, status: int | None, interrupted: bool) -> SessionRecord | None:
@@ -122,11 +135,13 @@ def _end(state: CliState, launch: SessionLaunch, status: int | None, interrupted
 @click.option("--role", default="implement", show_default=True, help="The role its grant is issued for.")
 @click.option("--ttl", type=click.FloatRange(60, 30 * 86_400), default=_DEFAULT_TTL, show_default=True,
               help="Seconds the session's grant lasts.")
+@click.option("--unsandboxed", is_flag=True,
+              help="Run the harness without bubblewrap: it can then read the home, and act as the owner.")
 @json_option
 @pass_state
 def start(
     state: CliState, member: str, command: tuple[str, ...], harness: str, directory: str, task: str | None, role: str,
-    ttl: float, as_json: bool,
+    ttl: float, unsandboxed: bool, as_json: bool,
 ) -> None:
     """Start MEMBER's session in a harness: `resident session start deven --harness claude-code -- claude`.
 
@@ -138,8 +153,26 @@ def start(
     harness's status.
     """
     request = _start_request(member, command, harness, directory, task, role, ttl)
+    sandbox = not unsandboxed and _sandbox_wanted(state)
     with _up_for_the_session(state):
-        _start_run_and_end(state, request, as_json)
+        _start_run_and_end(state, request, as_json, sandbox)
+
+
+def _sandbox_wanted(state: CliState) -> bool:
+    """Whether the harness runs sandboxed: unless `[sessions] sandbox = false`; refused where none can be had."""
+    from resident.config import load_config  # noqa: PLC0415
+    from resident.runtime.sandbox import sandbox_unavailable  # noqa: PLC0415
+    from resident.store.home import CONFIG_FILE, resolve_home  # noqa: PLC0415
+
+    if not load_config(resolve_home(state.home) / CONFIG_FILE).session_sandbox:
+        return False
+    reason = sandbox_unavailable()
+    if reason is not None:
+        raise SandboxUnavailable(
+            f"{reason}, so the member's harness could read the home and act as the owner; install bubblewrap, "
+            "or pass --unsandboxed, or set `[sessions] sandbox = false` in resident.toml"
+        )
+    return True
 
 
 @contextmanager
@@ -163,11 +196,11 @@ def _up_for_the_session(state: CliState) -> Iterator[None]:
         yield
 
 
-def _start_run_and_end(state: CliState, request: wire_sessions.StartSession, as_json: bool) -> None:
+def _start_run_and_end(state: CliState, request: wire_sessions.StartSession, as_json: bool, sandbox: bool) -> None:
     with runtime_for(state) as runtime:
         for recovered in runtime.call(routes.SESSION_RECOVER, wire_sessions.RecoverSessions()).recovered:
             _note(as_json, f"recovered {_summary(recovered)}")
-        launch = _launch(runtime.call(routes.SESSION_START, request))
+        launch = _launch(runtime.call(routes.SESSION_START, request), sandbox, state)
     _note(as_json, f"session {launch.session} of {launch.member} on {launch.execution} in {launch.directory}")
     status: int | None = None
     interrupted = True

@@ -24,15 +24,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import platformdirs
+
 from resident.children import STOP_GRACE, ChildProcess, spawn_command
 from resident.coordination.tokens import GRANT_TOKEN_ENV
 from resident.messages.sessions import Harness
+from resident.runtime.sandbox import sandboxed
 from resident.store.home import HOME_ENV
 
 __all__ = ["SESSION_ENV", "SessionLaunch", "session_variables"]
 
 SESSION_ENV = "RESIDENT_SESSION"
 MEMBER_ENV = "RESIDENT_MEMBER"
+_SESSION_NAMES = frozenset({GRANT_TOKEN_ENV, HOME_ENV, SESSION_ENV, MEMBER_ENV})
 # How long one wait for the harness lasts before it waits again (a long session is many waits).
 _WAIT_SLICE = 60.0
 
@@ -63,6 +67,12 @@ class SessionLaunch:
     directory: Path
     variables: dict[str, str] = field(repr=False)
     token: str = field(repr=False)
+    # Run in bubblewrap, hidden from the home and the user's own home (`resident.runtime.sandbox`).
+    sandbox: bool = False
+    # How the harness calls the runtime back when it cannot read api.json (the address of the API up
+    # for the home and its session's proof key): set by the surface that serves the API, which alone
+    # knows it; each name is set, empty when there is none, so nothing inherited stands in for it.
+    callback: dict[str, str] = field(default_factory=dict, repr=False)
     _child: ChildProcess | None = field(default=None, init=False, repr=False)
 
     def run(self, *, log: Path | None = None, output_to_stderr: bool = False) -> int:
@@ -72,7 +82,7 @@ class SessionLaunch:
         `output_to_stderr`, so that standard output stays one JSON answer).
         """
         child = self._child = spawn_command(
-            self.argv, cwd=self.directory, env=self.env, log=log, output_to_stderr=output_to_stderr
+            self._command(), cwd=self.directory, env=self.env, log=log, output_to_stderr=output_to_stderr
         )
         try:
             with _forwarding_resizes(child):
@@ -83,10 +93,22 @@ class SessionLaunch:
             _stop(child)
             raise
 
+    def _command(self) -> tuple[str, ...]:
+        if not self.sandbox:
+            return self.argv
+        home = Path(self.variables[HOME_ENV])
+        own = next(Path(value) for name, value in self.variables.items() if name not in _SESSION_NAMES)
+        if self.harness == "command":
+            own = own.parent  # the transcript file is made there during the session: its folder is bound
+        # The user's default home too (another home's api.json acts as the owner there).
+        default = Path(platformdirs.user_data_dir("resident", appauthor=False))
+        hidden = (default,) if default.is_dir() else ()
+        return sandboxed(self.argv, home=home, directory=self.directory, own=own, hidden=hidden)
+
     @property
     def env(self) -> dict[str, str]:
-        """The harness's environment: this process's, with the session's variables set."""
-        return {**os.environ, **self.variables}
+        """The harness's environment: this process's, with the session's variables and `callback` set."""
+        return {**os.environ, **self.variables, **self.callback}
 
     def stop(self) -> None:
         """Stop the harness if it runs (gracefully, then killed after the grace)."""
