@@ -9,6 +9,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+import pytest
+
 __all__ = ["FAKE_HARNESS", "fake", "files_holding", "planted_file", "tree"]
 
 FAKE_HARNESS = str(Path(__file__).with_name("fake_harness.py"))
@@ -55,3 +57,17 @@ def files_holding(root: Path, values: Iterable[str]) -> list[str]:
             data = path.read_bytes()
             hits += [f"{path}: {needle[:8]!r}…" for needle in needles if needle in data]
     return hits
+
+
+# `resident session start` runs the harness in bubblewrap, and refuses without it (unless told to run it
+# unsandboxed): the tests that start sessions through the command need it, and skip, saying so, without.
+def _sandbox_missing() -> str | None:
+    from resident.runtime.sandbox import sandbox_unavailable  # noqa: PLC0415 - asked once, at collection
+
+    return sandbox_unavailable()
+
+
+_MISSING = _sandbox_missing()
+requires_sandbox = pytest.mark.skipif(
+    _MISSING is not None, reason=f"{_MISSING}: `resident session start` needs bubblewrap (apt-get install bubblewrap)"
+)

@@ -20,7 +20,8 @@ import pytest
 
 from resident import Runtime
 from resident.api import routes
-from resident.api.discovery import API_ADDRESS_ENV
+from resident.api.challenge import PROOF_KEY_ENV, session_proof_key
+from resident.api.discovery import API_ADDRESS_ENV, SESSION_ENV
 from resident.api.wire import GRANT_HEADER
 from resident.clock import ManualClock
 from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token
@@ -241,9 +242,17 @@ def test_a_session_given_only_the_address_and_its_token_calls_back_without_api_j
     # As inside the sandbox: $RESIDENT_HOME names a folder without api.json, $RESIDENT_API the runtime.
     hidden = tmp_path / "hidden-home"
     hidden.mkdir()
-    as_deven = {GRANT_TOKEN_ENV: prepared.deven, API_ADDRESS_ENV: prepared.up.url}
+    # The session launch hands it the proof key of its session, made from the home's token it never sees.
+    assert prepared.up.discovery is not None
+    session = "ses_" + "0" * 28
+    proof = session_proof_key(prepared.up.discovery.token, session)
+    as_deven = {GRANT_TOKEN_ENV: prepared.deven, API_ADDRESS_ENV: prepared.up.url, SESSION_ENV: session,
+                PROOF_KEY_ENV: proof}
     written = run_process(hidden, "remember", "deven", "noted inside the sandbox", env=as_deven)
     assert written.code == 0, written.describe()
+    # A process that cannot answer for the session's key gets nothing: not the grant, not the text.
+    wrong = {**as_deven, PROOF_KEY_ENV: session_proof_key("another home's token", session)}
+    expect_error(run_process(hidden, "remember", "deven", "must not be sent", env=wrong), "RuntimeNotUp")
     expect_error(run_process(hidden, "member", "export", "alice", str(tmp_path / "a.json"), env=as_deven),
                  "OwnerOnlyAction")
     elsewhere = {GRANT_TOKEN_ENV: prepared.deven, API_ADDRESS_ENV: "http://192.0.2.1:80"}

@@ -38,7 +38,7 @@ from tests.cli_helpers import Outcome, expect_error, expect_json, expect_ok, inv
 from tests.evolution_helpers import session
 from tests.knowledge_helpers import candidate, enable_knowledge, evidence_chain, owner_grant, work_item, write_docs
 from tests.session_fixtures import FIXTURES, fixture_path, load, planted_secrets
-from tests.session_helpers import fake
+from tests.session_helpers import fake, requires_sandbox
 
 _ID = re.compile(r"\b[a-z]+_[0-9a-f]{28}\b")
 _TIMES = re.compile(r'"[a-z_]*(_at|seconds)": [0-9.e+-]+|in [0-9.]+ s\b|\d{4}-\d\d-\d\d \d\d:\d\d')
@@ -213,6 +213,7 @@ def differences(pairs: list[tuple[tuple[int, str, str], tuple[int, str, str], Ou
     )
 
 
+@requires_sandbox
 @pytest.mark.slow
 def test_knowledge_session_and_curate_reads_and_refusals_are_the_same_bytes_through_a_running_api(
     runs: Runs,
@@ -305,6 +306,7 @@ def wait_for(condition: Callable[[], bool], process: subprocess.Popen[str]) -> N
         time.sleep(0.02)
 
 
+@requires_sandbox
 @pytest.mark.slow
 def test_a_session_started_through_a_running_runtime_runs_here_and_its_member_calls_back_into_it(
     served: tuple[UpProcess, Path],
@@ -328,6 +330,7 @@ def test_a_session_started_through_a_running_runtime_runs_here_and_its_member_ca
     assert shown["session"]["exit_code"] == 0
 
 
+@requires_sandbox
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["interrupted", "killed"])
 def test_a_session_whose_launcher_is_stopped_or_killed_ends_in_recovery_through_the_running_runtime(

@@ -21,7 +21,10 @@ from resident.coordination.tokens import GRANT_TOKEN_ENV
 from resident.store.tables import EXECUTIONS
 from tests.cli_helpers import expect_error, expect_json, invoke, run_process
 from tests.session_fixtures import planted_secrets
-from tests.session_helpers import fake, files_holding, planted_file, tree
+from tests.session_helpers import fake, files_holding, planted_file, requires_sandbox, tree
+
+# Every start here goes through `resident session start`, which runs the harness in bubblewrap.
+pytestmark = requires_sandbox
 
 READY_TIMEOUT = 60.0
 ORIGINAL = "# Payments\n\nRun `make test` before committing.\n"
