@@ -15,6 +15,7 @@ import yaml
 from resident import Runtime
 from resident.errors import HarnessNotFound, InvalidInput, ProjectionRefused, UnknownSession
 from resident.messages.sessions import Harness
+from resident.runtime.doctor import examine
 from resident.runtime.session_transcripts import harness_home
 from resident.runtime.session_tree import Manifest, ManifestEntry, ProjectionTree, manifests
 from resident.sessions.projection import MARKER
@@ -443,3 +444,27 @@ def test_a_crashed_session_with_a_corrupted_manifest_is_recovered_when_named(rt:
     [session] = rt.sessions.recover(launch.session)
     assert session.outcome == "failed"
     assert "manifest" in session.note
+
+
+def test_doctor_names_a_session_left_running_and_a_named_recover_ends_it(tmp_path: Path):
+    home = tmp_path / "home"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "AGENTS.md").write_text("# Payments\n")
+    with Runtime.open(home, realm="none") as runtime:
+        launch = runtime.sessions.start("deven", harness="command", command=fake(), directory=str(repo))
+        # The launching process dies here (the session is never ended) and the manifest is destroyed.
+        (home / "sessions" / launch.session / "manifest.json").write_text("{not json")
+    report = examine(home)
+    assert not report.sound, "a session left running is no sound home"
+    [finding] = [f for f in report.findings if f.check == "sessions"]
+    assert finding.problem_count == 1
+    assert launch.session in finding.problems[0]
+    assert "resident session recover" in finding.problems[0]
+    with Runtime.open(home, realm="none") as runtime:
+        [ended] = runtime.sessions.recover(launch.session)
+        assert ended.outcome == "failed"
+        assert str(repo) in ended.note
+    [after] = [f for f in examine(home).findings if f.check == "sessions"]
+    assert after.problem_count == 0
+    assert list((home / "sessions" / launch.session).glob("backup-*")), "the original is kept for the owner"

@@ -38,7 +38,9 @@ def test_doctor_finds_a_sound_home_sound_and_changes_nothing(tmp_path: Path) -> 
     before = data_file(home).read_bytes()
     report = Runtime.doctor(home)
     assert report.sound, report
-    assert [f.check for f in report.findings] == ["configuration", "structure", "tables", "event log", "records"]
+    assert [f.check for f in report.findings] == [
+        "configuration", "structure", "tables", "event log", "records", "sessions",
+    ]
     assert data_file(home).read_bytes() == before
     outcome = invoke(home, "doctor")
     assert outcome.code == 0, outcome.describe()
@@ -106,7 +108,7 @@ def test_a_damaged_page_of_the_records_table_is_found_by_structure_and_salvaged_
     scramble_pages(home, row)
     report = Runtime.doctor(home)
     assert _finding(report, "structure")
-    assert [f.skipped != "" for f in report.findings] == [False, False, True, True, True]
+    assert [f.skipped != "" for f in report.findings] == [False, False, True, True, True, True]
 
     outcome = invoke(home, "salvage", str(tmp_path / "new"), "--json")
     assert outcome.code == EXIT_DAMAGED, outcome.describe()

@@ -9,7 +9,10 @@ Checks, in order (each one a `Finding`):
 * tables — every value of every table decodes as its table's type;
 * event log — every event decodes and replays, and the state rebuilt from the log alone equals
   the live state, key by key;
-* records — every memory record's digest matches its content.
+* records — every memory record's digest matches its content;
+* sessions — no member session was left running: with the home closed none can run, so a session
+  folder with a manifest (readable or not), or a session stored as running, needs `resident session
+  recover` (whose restore of the directory it also names).
 
 The home is locked for the check (no runtime may have it open) and nothing in it is written.
 """
@@ -28,12 +31,13 @@ from resident.errors import ConfigError
 from resident.memory.integrity import is_intact
 from resident.messages.memory import MemoryRecord
 from resident.messages.store import PROBLEM_LIMIT, DoctorReport, Finding
+from resident.runtime.session_tree import MANIFEST_FILE
 from resident.store.faults import structure_problems
 from resident.store.home import CONFIG_FILE, HomeLock
 from resident.store.replay import replay_rows
 from resident.store.rescue import data_file
 from resident.store.store import DEFAULT_MAP_SIZE, open_environment
-from resident.store.tables import EVENTS, RECORDS, STATE_TABLES, TABLES, Table
+from resident.store.tables import EVENTS, RECORDS, SESSIONS, STATE_TABLES, TABLES, Table
 
 __all__ = ["examine", "record_problem"]
 
@@ -46,9 +50,10 @@ def examine(home: Path) -> DoctorReport:
         path = data_file(home)
         findings = [_configuration(home / CONFIG_FILE), _finding("structure", 1, structure_problems(path))]
         if findings[-1].problem_count:
-            findings += [Finding(check=name, skipped=_SKIPPED) for name in ("tables", "event log", "records")]
+            skipped = ("tables", "event log", "records", "sessions")
+            findings += [Finding(check=name, skipped=_SKIPPED) for name in skipped]
         else:
-            findings += _logical_checks(path)
+            findings += _logical_checks(home, path)
     return DoctorReport(
         home=str(home), data_file=str(path), sound=all(f.sound for f in findings), findings=tuple(findings)
     )
@@ -75,7 +80,7 @@ def _configuration(path: Path) -> Finding:
     return _finding("configuration", 1, [])
 
 
-def _logical_checks(path: Path) -> list[Finding]:
+def _logical_checks(home: Path, path: Path) -> list[Finding]:
     size = path.stat().st_size
     env = open_environment(path.parent, map_size=max(DEFAULT_MAP_SIZE, size), readonly=True)
     try:
@@ -84,7 +89,31 @@ def _logical_checks(path: Path) -> list[Finding]:
             rows = {t.name: list(_raw_items(txn, dbs[t.name])) for t in TABLES}
     finally:
         env.close()
-    return [_tables(rows), _event_log(rows), _records(rows[RECORDS.name])]
+    return [_tables(rows), _event_log(rows), _records(rows[RECORDS.name]), _sessions(home, rows)]
+
+
+def _sessions(home: Path, rows: dict[str, list[tuple[bytes, bytes]]]) -> Finding:
+    """Sessions left running (see the module docstring)."""
+    folders = sorted(p.parent.name for p in (home / "sessions").glob(f"*/{MANIFEST_FILE}")) if home.is_dir() else []
+    running: list[str] = []
+    for key, value in rows[SESSIONS.name]:
+        try:
+            record = SESSIONS.decode(value)
+        except msgspec.DecodeError:
+            continue  # the tables check names it
+        if record.state == "running":
+            running.append(key.decode("utf-8", "replace"))
+    problems = [
+        f"session {name} was left running (its manifest is in {home / 'sessions' / name}); "
+        "`resident session recover` ends it and restores its directory"
+        for name in folders
+    ]
+    problems += [
+        f"session {name} is stored as running but has no readable manifest; `resident session recover {name}` "
+        "ends it"
+        for name in running if name not in folders
+    ]
+    return _finding("sessions", len(set(folders) | set(running)), problems)
 
 
 def _raw_items(txn: lmdb.Transaction, db: Any) -> Iterator[tuple[bytes, bytes]]:
