@@ -34,6 +34,7 @@ __all__ = [
     "SESSION_ENV",
     "Discovery",
     "Listen",
+    "SessionDiscovery",
     "check_version",
     "lock_holder",
     "parse_listen",
@@ -66,9 +67,11 @@ class Discovery(msgspec.Struct, frozen=True, kw_only=True):
     # When the serving process started (clock ticks since boot, Linux): `down` checks that the pid
     # it would signal is that process, not a later one that reused the pid.
     started: str | None = None
-    # Set only for a member session's own view (never published): `token` is then the session's
-    # proof key, and the server proves itself for this session (see `resident.api.challenge`).
-    session: str = ""
+
+    @property
+    def session(self) -> str:
+        """The member session this view is for ("": the owner's view, from api.json)."""
+        return ""
 
     @property
     def base_url(self) -> str:
@@ -138,6 +141,17 @@ def read_discovery(home: Path) -> Discovery | None:
     return found
 
 
+class SessionDiscovery(Discovery, frozen=True, kw_only=True):
+    """A member session's own view of the runtime (never published): `token` is its session's proof
+    key, never sent, and the server proves itself for `session_id` (see `resident.api.challenge`)."""
+
+    session_id: str
+
+    @property
+    def session(self) -> str:
+        return self.session_id
+
+
 def session_discovery(address: str, home: Path, *, session: str = "", proof_key: str = "") -> Discovery:
     """Where a member session calls the runtime from `$RESIDENT_API`: the address, and no home token.
 
@@ -152,7 +166,9 @@ def session_discovery(address: str, home: Path, *, session: str = "", proof_key:
             f"${API_ADDRESS_ENV} is {address[:80]!r}, not a loopback http address; the session that set it does"
             " not run here"
         )
-    return Discovery(address=address, pid=0, token=proof_key, api_version=API_VERSION, home=str(home), session=session)
+    return SessionDiscovery(
+        address=address, pid=0, token=proof_key, api_version=API_VERSION, home=str(home), session_id=session
+    )
 
 
 def check_version(found: Discovery) -> Discovery:
