@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -192,3 +193,52 @@ def test_current_naming_a_missing_store_is_refused_not_replaced_by_an_empty_one(
     with HomeLock(home), pytest.raises(InvalidInput, match=r"store\.7"):
         Store.open(home)
     assert not (home / "store.7").exists()
+
+
+_FORKS_A_HOLDER = """
+import os, sys
+from pathlib import Path
+from resident.store.home import HomeLock
+
+lock = HomeLock(Path(sys.argv[1]))
+lock.acquire()
+if os.fork() == 0:
+    # Like a damage check forked while the lock is held: it inherits the descriptor, and holds it
+    # until it ends (here: until the test closes its stdin).
+    sys.stdin.read()
+    os._exit(0)
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_lock_left_to_a_forked_child_of_a_killed_runtime_is_waited_for_not_refused(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    runtime = subprocess.Popen(
+        [sys.executable, "-c", _FORKS_A_HOLDER, str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert runtime.stdout is not None
+    assert runtime.stdin is not None
+    assert runtime.stdout.readline().strip() == "ready"
+    runtime.kill()
+    runtime.wait()
+    opened = threading.Event()
+
+    def open_it() -> None:
+        with HomeLock(home):
+            opened.set()
+
+    opener = threading.Thread(target=open_it)
+    opener.start()
+    runtime.stdin.close()  # the forked child ends, and with it the last holder of the lock
+    opener.join(timeout=30)
+    assert opened.is_set(), "the lock of a dead runtime was refused instead of waited for"
+
+
+def test_a_lock_held_by_a_live_process_is_refused_at_once(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    with HomeLock(home), pytest.raises(HomeInUse, match=str(os.getpid())):
+        HomeLock(home).acquire()

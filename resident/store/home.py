@@ -24,10 +24,12 @@ import contextlib
 import errno
 import fcntl
 import os
+import time
 from pathlib import Path
 
 from resident.errors import HomeInUse, HomeNotFound, InvalidInput, NotAHome
 from resident.files import fsync_dir, private_file, write_private_file
+from resident.processes import pid_alive
 
 __all__ = [
     "CONFIG_FILE",
@@ -156,6 +158,11 @@ def finish_restore(home: Path) -> None:
     fsync_dir(pending.parent)
 
 
+# How long an opener waits for a lock whose recorded holder is dead (see `HomeLock._flock`).
+DEAD_HOLDER_GRACE = 5.0
+_DEAD_HOLDER_POLL = 0.01
+
+
 class HomeLock:
     """A claim on a home, released by the kernel if the process dies.
 
@@ -203,14 +210,24 @@ class HomeLock:
             ) from None
 
     def _flock(self, fd: int, mode: int) -> None:
-        try:
-            fcntl.flock(fd, mode | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-            os.close(fd)
-            raise HomeInUse(
-                f"home {self.home} is in use by pid {holder}; close that runtime first or pass another --home"
-            ) from None
+        deadline = time.monotonic() + DEAD_HOLDER_GRACE
+        while True:
+            try:
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            else:
+                return
+            # A runtime killed while a child it forked (a damage check, see `resident.store.isolation`)
+            # had not yet closed the inherited descriptor leaves the lock held for that child's first
+            # moments: when the recorded holder is dead, the lock is waited for, briefly, not refused.
+            if not (holder.isdigit() and not pid_alive(int(holder)) and time.monotonic() < deadline):
+                break
+            time.sleep(_DEAD_HOLDER_POLL)
+        os.close(fd)
+        raise HomeInUse(
+            f"home {self.home} is in use by pid {holder}; close that runtime first or pass another --home"
+        )
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
