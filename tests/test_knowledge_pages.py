@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from resident.knowledge.gate import (
@@ -106,11 +106,19 @@ def test_a_text_the_bank_holds_is_a_duplicate_not_a_refusal() -> None:
     assert verdict == Duplicate(digest=digest, where="page p1")
 
 
+def test_a_document_of_headings_only_is_one_page_of_its_own_text() -> None:
+    assert titles("0\n=") == [("notes", "0\n=")]
+    assert titles("# Guide\n## Install\n") == [("notes", "# Guide\n## Install")]
+
+
 @given(st.lists(st.text(max_size=60), max_size=12))
+@example(["0", "="])  # a setext heading with nothing under it was once the whole document, and vanished
 def test_splitting_never_loses_a_line_of_text(lines: list[str]) -> None:
     text = "\n".join(lines)
     assume(not text.lstrip("\n").startswith("---"))  # front matter is left out on purpose
     pages = split_document(text, "markdown", "doc")
+    if text.strip():
+        assert pages, "a document with text makes at least one page"
     kept = "\n".join(f"{p.title}\n{p.body}" for p in pages)
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
         content = line.strip().lstrip("#").strip().rstrip("#").strip()

@@ -101,6 +101,10 @@ def _markdown_pages(text: str, name: str) -> list[Draft]:
         content = "\n".join(body_lines).strip("\n")
         if content.strip():
             drafts.append(Draft(kind="markdown", title=title, body=content, ordinal=len(drafts)))
+    whole = "\n".join(lines).strip("\n")
+    if not drafts and whole.strip():
+        # A document of headings only would otherwise vanish from the bank: it is one page of its own text.
+        drafts.append(Draft(kind="markdown", title=name, body=whole, ordinal=0))
     return drafts
 
 
