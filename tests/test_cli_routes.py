@@ -27,12 +27,12 @@ from mcp import Client, StdioServerParameters
 
 from resident import Runtime
 from resident.api.inprocess import InProcess
+from resident.api.mcp import CONTEXT_TOOL
 from resident.children.orphans import wait_gone
 from resident.coordination.tokens import GRANT_TOKEN_ENV
 from resident.messages.knowledge_calls import Ingest
 from resident.operations import knowledge as knowledge_ops
-from resident.runtime.knowledge import INGEST_PROGRESS
-from resident.runtime.mcp_server import CONTEXT_TOOL
+from resident.runtime.knowledge.banks import INGEST_PROGRESS
 from tests.api_helpers import UpProcess
 from tests.cli_helpers import Outcome, expect_error, expect_json, expect_ok, invoke, run_process
 from tests.evolution_helpers import session

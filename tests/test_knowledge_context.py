@@ -13,7 +13,7 @@ from resident.errors import InvalidInput, NotVisible
 from resident.knowledge.visibility import Subject
 from resident.messages.knowledge import EntryRevalidated, EntryStaled, EntrySuperseded
 from resident.messages.store import Commit
-from resident.runtime.knowledge_context import read_context, revalidate
+from resident.runtime.knowledge.context import read_context, revalidate
 from tests.knowledge_helpers import candidate, entries_of, evidence_chain, open_knowledge
 from tests.memory_helpers import events_of
 

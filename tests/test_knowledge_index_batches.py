@@ -20,7 +20,7 @@ from resident.knowledge import tokens
 from resident.knowledge.search_index import Cursor, IndexedPage, SearchIndex
 from resident.messages.knowledge import CatchUpIndex, IndexStatus, PageSuperseded
 from resident.messages.store import Commit
-from resident.runtime import knowledge_ingest
+from resident.runtime.knowledge import ingest as knowledge_ingest
 from tests.knowledge_helpers import DOCS, admit_copy, killed_ingest, open_knowledge, write_docs
 
 

@@ -22,8 +22,8 @@ from resident.messages.knowledge import KnowledgeEntry
 from resident.messages.knowledge_calls import EntriesQuery, EntryQuery
 from resident.runtime.caller import Caller
 from resident.runtime.context import Call
-from resident.runtime.knowledge import entries, prepared_context
-from resident.runtime.knowledge import entry as entry_of
+from resident.runtime.knowledge.banks import entries, prepared_context
+from resident.runtime.knowledge.banks import entry as entry_of
 from tests.knowledge_helpers import candidate, entries_of, evidence_chain, open_knowledge, work_item
 
 REPOSITORIES = {"alpha": ("deven", "alice"), "beta": ("alice", "oliver", "victor")}

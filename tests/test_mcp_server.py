@@ -18,10 +18,10 @@ from mcp import Client, StdioServerParameters
 
 from resident import Runtime
 from resident.api.inprocess import InProcess
+from resident.api.mcp import CONTEXT_TOOL, knowledge_server
 from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token
 from resident.errors import GrantInvalid
 from resident.runtime.coordination import Session
-from resident.runtime.mcp_server import CONTEXT_TOOL, knowledge_server
 from tests.knowledge_helpers import candidate, evidence_chain, open_knowledge, owner_grant, work_item
 
 

@@ -17,7 +17,7 @@ from resident import Runtime
 from resident.errors import GrantExceeded, InvalidInput, MemoryDisabled, NotVisible, ResidentError, TextInvalid
 from resident.messages.memory import MemoryRecord, Receipt
 from resident.messages.store import GetWriterStatistics, WriterStatistics
-from resident.runtime.admissions import MAX_BATCH
+from resident.runtime.memory.admissions import MAX_BATCH
 from resident.store.tables import RECORDS
 from tests.memory_helpers import WORLDS, open_runtime
 

@@ -15,7 +15,7 @@ import yaml
 from resident import Runtime
 from resident.errors import HarnessNotFound, InvalidInput, ProjectionRefused, UnknownSession
 from resident.messages.sessions import Harness
-from resident.runtime.doctor import examine
+from resident.runtime.home.doctor import examine
 from resident.runtime.session_transcripts import harness_home
 from resident.runtime.session_tree import Manifest, ManifestEntry, ProjectionTree, manifests
 from resident.sessions.projection import MARKER

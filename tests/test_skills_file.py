@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from resident.errors import SkillInvalid
-from resident.runtime.skill_files import read_skill_folder, read_soul, soul_path
+from resident.runtime.skills.files import read_skill_folder, read_soul, soul_path
 from resident.skills.skill_file import MAX_DESCRIPTION, MAX_SKILL_FILE, parse_natives, parse_skill
 
 

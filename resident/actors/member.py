@@ -1,7 +1,7 @@
 """A member actor: one Resident's front door to its memory, and the keeper of its mutable state.
 
 A member's remember needs none of that state: callers check and shape it in their own thread
-(`resident.runtime.admissions`) with the same function this actor uses for the writes it makes
+(`resident.runtime.memory.admissions`) with the same function this actor uses for the writes it makes
 itself (`resident.memory.admission.admit`: a readmit, or a `Remember` sent here), and hand it to
 the writer, which answers the caller once it is durable. This actor never waits for the writer
 or the substrate, so its own writes do not serialise behind one another. Recall goes through

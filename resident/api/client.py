@@ -100,26 +100,26 @@ class RemoteRuntime(Facade):
     def aevents(self, last_event_id: str | None = None, *, from_now: bool = False) -> AsyncIterator[StreamItem]:
         return self._transport.aevents(last_event_id, from_now=from_now)
 
-    # -- maintenance of a closed home: the in-process runtime's own functions (`resident.runtime.maintenance`) --
+    # -- maintenance of a closed home: the in-process runtime's own functions (`resident.runtime.home.maintenance`) --
 
     @staticmethod
     def restore(src: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> BackupManifest:
         """Verify the backup at `src`, then switch `home` to it atomically (the home must be closed)."""
-        from resident.runtime import maintenance  # noqa: PLC0415 - the client stays light until asked
+        from resident.runtime.home import maintenance  # noqa: PLC0415 - the client stays light until asked
 
         return maintenance.restore(src, home)
 
     @staticmethod
     def doctor(home: str | os.PathLike[str] | None = None) -> DoctorReport:
         """Check a closed home whole: configuration, structure, tables, event log, record digests."""
-        from resident.runtime import maintenance  # noqa: PLC0415 - the client stays light until asked
+        from resident.runtime.home import maintenance  # noqa: PLC0415 - the client stays light until asked
 
         return maintenance.doctor(home)
 
     @staticmethod
     def salvage(dest: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> SalvageReport:
         """Copy every record (and row) of a closed, damaged home that still reads and verifies into `dest`."""
-        from resident.runtime import maintenance  # noqa: PLC0415 - the client stays light until asked
+        from resident.runtime.home import maintenance  # noqa: PLC0415 - the client stays light until asked
 
         return maintenance.salvage(dest, home)
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from resident.api import routes, wire
 from resident.api.session_handlers import SESSION_HANDLERS
 from resident.runtime.caller import Caller, refuse_member_session, resolve_caller
-from resident.runtime.portability import export_document, import_document
+from resident.runtime.home.portability import export_document, import_document
 
 if TYPE_CHECKING:
     from resident.runtime import Runtime

@@ -25,7 +25,7 @@ from resident.messages.replication import RecordsSynced
 from resident.messages.store import GetWriterStatistics, WriterStatistics
 from resident.realm.process import realm_for
 from resident.runtime import Runtime
-from resident.runtime.memory import require_memory
+from resident.runtime.memory.switch import require_memory
 from resident.store.tables import RECORDS
 
 __all__ = ["WriteBench", "WriteBenchReport", "quantiles", "run_write_bench"]

@@ -42,7 +42,7 @@ from resident.messages.knowledge_calls import (
     RepositoriesQuery,
 )
 from resident.operations import knowledge as ops
-from resident.runtime.knowledge import INGEST_PROGRESS
+from resident.runtime.knowledge.banks import INGEST_PROGRESS
 
 __all__ = ["COMMANDS", "printable"]
 

@@ -14,11 +14,11 @@ import anyio
 import click
 from mcp.server.stdio import stdio_server
 
+from resident.api.mcp import knowledge_server
 from resident.cli.common import UTF8, CliState, pass_state
 from resident.cli.target import runtime_for
 from resident.coordination.tokens import GRANT_TOKEN_ENV, check_token
 from resident.errors import GrantInvalid
-from resident.runtime.mcp_server import knowledge_server
 
 __all__ = ["COMMANDS"]
 

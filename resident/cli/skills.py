@@ -77,7 +77,7 @@ def add_command(state: CliState, path: Path, derived_from: str | None, as_json: 
     member reads. A rewrite of a skill is a new skill with its own name and --derived-from.
     """
     # SKILL.md is read here, on this side of the API, and travels whole.
-    from resident.runtime.skill_files import read_skill_file  # noqa: PLC0415 - loaded only when this runs
+    from resident.runtime.skills.files import read_skill_file  # noqa: PLC0415 - loaded only when this runs
 
     with runtime_for(state) as runtime:
         folder, data = read_skill_file(path)

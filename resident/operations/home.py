@@ -12,7 +12,7 @@ from resident.operations.facade import Surface, awaitable, method
 
 __all__ = ["BACKUP", "HEALTH", "OPERATIONS", "STATISTICS", "STATUS", "RootSurface"]
 
-_SERVICES = "resident.runtime.home"
+_SERVICES = "resident.runtime.home.status"
 
 HEALTH = declare(
     "health", "Whether the runtime is open (no token needed)", HealthQuery, Health,

@@ -50,7 +50,7 @@ __all__ = [
     "KnowledgeSurface", "SessionSurface",
 ]
 
-_SERVICES = "resident.runtime.knowledge"
+_SERVICES = "resident.runtime.knowledge.banks"
 # An ingest or a rebuild of the index answers when it is done: a client waits up to this long (seconds).
 _LONG = 3_600.0
 

@@ -53,8 +53,8 @@ __all__ = [
     "MemorySurface",
 ]
 
-_SWITCH = "resident.runtime.memory"
-_MEMBER = "resident.runtime.member"
+_SWITCH = "resident.runtime.memory.switch"
+_MEMBER = "resident.runtime.memory.member"
 
 
 def _changed(reply: MemorySwitch) -> bool:

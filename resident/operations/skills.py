@@ -33,7 +33,7 @@ __all__ = [
     "SKILL", "SkillsSurface",
 ]
 
-_SERVICES = "resident.runtime.skills"
+_SERVICES = "resident.runtime.skills.library"
 
 
 def _skills(reply: Skills) -> list[TeamSkill]:

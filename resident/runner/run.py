@@ -41,7 +41,7 @@ from resident.runner.display import live_view, summary_view
 from resident.runner.harness import RunHarness, RunMetrics
 from resident.runner.invariants import Invariant, check_invariants, withheld_records
 from resident.runtime import Runtime
-from resident.runtime.memory import require_memory
+from resident.runtime.memory.switch import require_memory
 from resident.store.home import CONFIG_FILE, HOME_ENV, HomeLock, current_store_dir, ensure_home, resolve_home
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.store import Store

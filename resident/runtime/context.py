@@ -25,9 +25,9 @@ from resident.store.tables import MEMORY_CONFIG
 from resident.supervisor import Address, ThreadReply
 
 if TYPE_CHECKING:
-    from resident.runtime.admissions import Admissions
     from resident.runtime.caller import Caller
     from resident.runtime.engagement import Judging
+    from resident.runtime.memory.admissions import Admissions
 
 __all__ = ["Call", "Context", "PendingWrites", "Revalidation"]
 
@@ -62,7 +62,7 @@ class Context:
     coordinator: Address
     # Each running member's actor, by name (a member that joins by import is added while the runtime runs).
     members: Mapping[str, Address]
-    # Members' remembers, checked and shaped in the caller's thread (`resident.runtime.admissions`).
+    # Members' remembers, checked and shaped in the caller's thread (`resident.runtime.memory.admissions`).
     admissions: Admissions
     clock: Clock
     # The configuration changes when a member joins by import; read it when needed, never keep it.

@@ -71,8 +71,8 @@ from resident.operations.coordination import CoordinatorSurface
 from resident.operations.facade import Executor
 from resident.runtime.context import Call, Context
 from resident.runtime.engagement import resolve_quietly
-from resident.runtime.knowledge_evidence import prepare_candidate, promote_candidates_of
-from resident.runtime.skills import settle_execution
+from resident.runtime.knowledge.evidence import prepare_candidate, promote_candidates_of
+from resident.runtime.skills.library import settle_execution
 from resident.store.tables import EXECUTIONS, GRANT_TOKENS, GRANTS
 
 if TYPE_CHECKING:

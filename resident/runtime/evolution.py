@@ -34,8 +34,8 @@ from resident.messages.skills import RollBackSkillChange
 from resident.messages.store import Commit
 from resident.runtime.caller import Caller
 from resident.runtime.context import Call, Context
-from resident.runtime.member import remember as remember_memory
-from resident.runtime.skills import settle
+from resident.runtime.memory.member import remember as remember_memory
+from resident.runtime.skills.library import settle
 from resident.store.changes import change_key
 from resident.store.tables import EVOLUTION, EXECUTIONS, MEMBER_EVOLUTION, PRINCIPLES, SKILL_SESSIONS
 

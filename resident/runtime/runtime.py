@@ -37,15 +37,15 @@ from resident.messages.supervision import SupervisorStatistics
 from resident.operations.memory import MemberSurface
 from resident.operations.runtime_facade import Facade
 from resident.realm.client import realm_base_url
-from resident.runtime import maintenance
-from resident.runtime.admissions import Admissions
 from resident.runtime.caller import Caller
 from resident.runtime.chaos import Chaos
 from resident.runtime.context import Context, Revalidation
 from resident.runtime.coordination import CoordinatorControl
 from resident.runtime.engagement import Judging
 from resident.runtime.executor import LocalExecutor
-from resident.runtime.portability import ImportResult, export_member, import_member
+from resident.runtime.home import maintenance
+from resident.runtime.home.portability import ImportResult, export_member, import_member
+from resident.runtime.memory.admissions import Admissions
 from resident.runtime.replication import home_realm_token
 from resident.runtime.sessions import SessionsControl
 from resident.runtime.wiring import Wiring, build_wiring
@@ -79,7 +79,7 @@ class Internals:
         self.store = store
         # The actors' addresses, the writer's and the store's among them: asking them directly skips the facade.
         self.wiring = wiring
-        # Members' remembers, checked and shaped in the caller's thread (`resident.runtime.admissions`).
+        # Members' remembers, checked and shaped in the caller's thread (`resident.runtime.memory.admissions`).
         self.admissions = Admissions(
             store, wiring.writer, runtime.clock, lambda: runtime.config, runtime.check_open
         )
@@ -293,7 +293,7 @@ class Runtime(Facade):
         """Why records stay pending, when they do."""
         return NO_REALM_NOTE if self.config.realm_url is None else ""
 
-    # -- maintenance of a closed home: the same functions on both sides (`resident.runtime.maintenance`) ---------
+    # -- maintenance of a closed home: the same functions on both sides (`resident.runtime.home.maintenance`) ---------
 
     restore = staticmethod(maintenance.restore)
     doctor = staticmethod(maintenance.doctor)

@@ -36,7 +36,7 @@ from resident.runtime.session_launch import SessionLaunch, session_variables
 from resident.runtime.session_liveness import live
 from resident.runtime.session_transcripts import HARNESS_ENV, harness_home, layout, redaction_key, scan
 from resident.runtime.session_tree import Manifest, ProjectionTree, manifests, save_manifest, session_dir
-from resident.runtime.skills import chosen_skills
+from resident.runtime.skills.library import chosen_skills
 from resident.sessions.projection import AGENTS_FILE, CLAUDE_FILE, Remembered, WorkPackage, plan_projection
 from resident.sessions.redaction import Redactor
 from resident.store.tables import EXECUTIONS

@@ -1,7 +1,7 @@
 """What admitting a remember reads from the store (`resident.memory.admission.AdmissionReads`).
 
 One short LMDB read per question, in whichever thread admits: the caller's own
-(`resident.runtime.admissions`) or the member actor's.
+(`resident.runtime.memory.admissions`) or the member actor's.
 """
 
 from __future__ import annotations

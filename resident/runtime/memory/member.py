@@ -1,6 +1,6 @@
 """A member's memory operations (`rt.member(name).remember`, ...), as the owner or a member session calls them.
 
-The owner's calls are admitted in the caller's thread (`resident.runtime.admissions`) or answered by the
+The owner's calls are admitted in the caller's thread (`resident.runtime.memory.admissions`) or answered by the
 member's actor; a member session's go through its `Session`, which checks each against the session's
 grant. Declared in `resident.operations.memory`.
 """

@@ -57,7 +57,7 @@ from resident.messages.skills_calls import (
 )
 from resident.messages.store import Commit
 from resident.runtime.context import Call, Context
-from resident.runtime.skill_files import read_skill_file, read_soul
+from resident.runtime.skills.files import read_skill_file, read_soul
 from resident.skills.ledger import SkillLedger, differences
 from resident.skills.skill_file import check_skill_name, parse_natives, parse_skill
 from resident.store.tables import EXECUTIONS, SKILL_HOLDINGS, SKILLS

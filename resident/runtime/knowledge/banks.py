@@ -84,10 +84,10 @@ from resident.messages.knowledge_calls import Reindex as ReindexRequest
 from resident.messages.memory import Principal
 from resident.messages.store import Commit
 from resident.runtime.context import Call, Context
-from resident.runtime.knowledge_context import DEFAULT_CONTEXT_K, prepare
-from resident.runtime.knowledge_evidence import require_promoted
-from resident.runtime.knowledge_ingest import Progress
-from resident.runtime.knowledge_ingest import ingest as ingest_files
+from resident.runtime.knowledge.context import DEFAULT_CONTEXT_K, prepare
+from resident.runtime.knowledge.evidence import require_promoted
+from resident.runtime.knowledge.ingest import Progress
+from resident.runtime.knowledge.ingest import ingest as ingest_files
 from resident.store.tables import KNOWLEDGE_BANKS, KNOWLEDGE_ENTRIES, KNOWLEDGE_REPOSITORIES, PAGES
 from resident.supervisor import Address
 from resident.user_files import read_user_file
@@ -158,7 +158,7 @@ def _bank(context: Context, name: str, principal: Principal | None) -> Knowledge
 
 
 def ingest(context: Context, call: Call, request: Ingest) -> IngestReport:
-    """Ingest files and folders into `bank` through the gate (see `resident.runtime.knowledge_ingest`).
+    """Ingest files and folders into `bank` through the gate (see `resident.runtime.knowledge.ingest`).
 
     Over the API every path must be absolute (the runtime's working folder is not the caller's).
     """
@@ -302,7 +302,7 @@ def context_entries(context: Context, _call: Call, request: ContextQuery) -> Con
 def prepared_context(
     context: Context, who: Subject, project: str, repository_id: str, query: str | None, *, k: int = DEFAULT_CONTEXT_K
 ) -> list[ContextEntry]:
-    """The context `who` may use (see `resident.runtime.knowledge_context`)."""
+    """The context `who` may use (see `resident.runtime.knowledge.context`)."""
     _indexer(context)
     check_ref("project", project)
     check_ref("repository", repository_id)

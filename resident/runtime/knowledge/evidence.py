@@ -25,7 +25,7 @@ from resident.messages.coordination import Execution, Outcome, StepResult
 from resident.messages.knowledge import EntrySuperseded, EntryVerified, KnowledgeEntry
 from resident.messages.store import Commit
 from resident.runtime.context import Context
-from resident.runtime.knowledge_probe import ProbeFailed, WorkTree
+from resident.runtime.knowledge.probe import ProbeFailed, WorkTree
 from resident.store.store import Reader
 from resident.store.tables import EXECUTIONS, GRANTS, KNOWLEDGE_ENTRIES, KNOWLEDGE_REPOSITORIES
 

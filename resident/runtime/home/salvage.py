@@ -49,7 +49,7 @@ from resident.messages.memory import (
 )
 from resident.messages.replication import InvalidationCursorAdvanced, RealmCursor
 from resident.messages.store import Commit, SalvageReport
-from resident.runtime.doctor import record_problem
+from resident.runtime.home.doctor import record_problem
 from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, write_private_file
 from resident.store.replay import replay_rows
 from resident.store.rescue import Damaged, TableRows, open_copy

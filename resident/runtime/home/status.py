@@ -13,7 +13,7 @@ from resident.messages.home_calls import BackupRequest, Health, HealthQuery, Hom
 from resident.messages.memory_calls import NoOptions
 from resident.messages.supervision import SupervisorStatistics
 from resident.runtime.context import Call, Context
-from resident.runtime.memory import status as memory_status
+from resident.runtime.memory.switch import status as memory_status
 from resident.store.backup import backup as backup_home
 from resident.store.tables import SCHEMA_VERSION
 

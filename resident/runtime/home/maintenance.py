@@ -13,8 +13,8 @@ from resident.config import load_config
 from resident.errors import InvalidInput
 from resident.messages.backup import BackupManifest
 from resident.messages.store import DoctorReport, SalvageReport
-from resident.runtime.doctor import examine
-from resident.runtime.salvage import salvage as salvage_home
+from resident.runtime.home.doctor import examine
+from resident.runtime.home.salvage import salvage as salvage_home
 from resident.store.backup import restore as restore_home
 from resident.store.home import ensure_home, resolve_home
 

@@ -7,7 +7,7 @@ query when there is one (memory's keyword index over their titles and bodies), n
 otherwise — and taken in rank order until `k` pass revalidation:
 
 * an entry checked within the TTL passes as it is;
-* otherwise its dependencies are probed (`resident.runtime.knowledge_probe`). Unchanged: the check
+* otherwise its dependencies are probed (`resident.runtime.knowledge.probe`). Unchanged: the check
   is written (`EntryRevalidated`); a proven change: the entry is marked stale (`EntryStaled`) and
   left out; a failed probe: left out, unmarked. Both writes are compare-and-set on the version read,
   and an entry whose write is refused because it changed meanwhile is left out.
@@ -37,7 +37,7 @@ from resident.messages.knowledge import (
 )
 from resident.messages.store import Commit
 from resident.runtime.context import Context
-from resident.runtime.knowledge_probe import WorkTree, probe_dependency
+from resident.runtime.knowledge.probe import WorkTree, probe_dependency
 from resident.store.tables import KNOWLEDGE_ENTRIES, KNOWLEDGE_REPOSITORIES
 
 __all__ = ["DEFAULT_CONTEXT_K", "MAX_CONTEXT_K", "ContextRead", "prepare", "read_context", "revalidate"]
