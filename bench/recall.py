@@ -211,7 +211,7 @@ def recall_and_rebuild(base: Path, sizes: Sequence[int]) -> tuple[list[dict[str,
 def _crash_rebuild(rt: Runtime, query: str) -> dict[str, float]:
     deven = rt.member("deven")
     started = time.perf_counter()
-    rt.chaos.crash("substrate", reason="bench: rebuild")
+    rt._internal.chaos.crash("substrate", reason="bench: rebuild")
     deven.recall(query, timeout=TIMEOUT)
     answered = time.perf_counter() - started
     status = _substrate_status(rt)

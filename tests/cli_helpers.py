@@ -136,5 +136,5 @@ def expect_error(outcome: Outcome, error_type: str, *, code: int = 1, naming: Se
 def withhold(home: Path, record_id: str, reason: str, rule: str = "") -> None:
     """Put a record into `conflict` the way Realm's rejection does: a committed `RecordConflicted` event."""
     with Runtime.open(home) as runtime:
-        conflicted = RecordConflicted(at=runtime.clock.time(), id=record_id, reason=reason, rule=rule)
+        conflicted = RecordConflicted(at=runtime._internal.clock.time(), id=record_id, reason=reason, rule=rule)
         runtime._internal.write(Commit(events=(conflicted,)))

@@ -157,7 +157,8 @@ def test_the_stream_shows_writes_withheld_records_and_progress(serve: Callable[.
     served = serve(tick=0.02)
     runtime = served.runtime
     receipt = runtime.member("deven").remember("ship the release on friday")
-    runtime._internal.write(Commit(events=(RecordConflicted(at=runtime.clock.time(), id=receipt.id, reason="no"),)))
+    conflicted = RecordConflicted(at=runtime._internal.clock.time(), id=receipt.id, reason="no")
+    runtime._internal.write(Commit(events=(conflicted,)))
     grant = runtime.coordinator.issue_grant(actions=ROLE_ACTIONS["implement"], ttl=600)
     session = runtime.coordinator.dispatch("write the notes", "alice", role="implement", parent_grant=grant)
     session.finish("succeeded")
@@ -182,7 +183,7 @@ def test_the_stream_shows_writes_withheld_records_and_progress(serve: Callable[.
 
 def test_actor_crashes_and_restarts_reach_the_stream(serve: Callable[..., Served]) -> None:
     served = serve(tick=0.02)
-    served.runtime.chaos.crash("substrate", reason="chaos from the test")
+    served.runtime._internal.chaos.crash("substrate", reason="chaos from the test")
     stream = served.transport.events()
     try:
         items = read_until(
@@ -200,7 +201,7 @@ def test_a_subscriber_behind_the_ring_is_told_how_many_actor_events_it_lost(tmp_
     with Runtime.open(tmp_path / "home") as runtime:
         hub = EventHub(runtime, HubSettings(ring_size=2))
         for incarnation in (2, 3, 4):
-            runtime.chaos.crash("coordinator")
+            runtime._internal.chaos.crash("coordinator")
             wait_until(lambda: runtime.statistics().child("coordinator").incarnation == incarnation, "a restart")  # noqa: B023 - the lambda runs at once inside this iteration
             hub.look()  # each look sees a crash and a restart: six actor events, two kept
 
@@ -300,7 +301,7 @@ def test_a_subscriber_that_stops_reading_is_dropped_instead_of_buffered(serve: C
         error = "x" * 60_000
         for _ in range(200):
             served.runtime._internal.write(
-                Commit(events=(ReplicationAttempted(at=served.runtime.clock.time(), ids=(), error=error),))
+                Commit(events=(ReplicationAttempted(at=served.runtime._internal.clock.time(), ids=(), error=error),))
             )
         wait_until(lambda: served.hub.subscribers == 0, "the stalled subscriber to be dropped")
     finally:
@@ -399,7 +400,7 @@ def test_a_runtime_that_gives_up_is_reported_once_and_ends_the_server(tmp_path: 
         hub = EventHub(runtime, on_runtime_stopped=reasons.append)
         # More crashes than the root supervisor's intensity (10 in 10 s): it stops and escalates.
         for incarnation in range(2, 13):
-            runtime.chaos.crash("coordinator")
+            runtime._internal.chaos.crash("coordinator")
             wait_until(
                 lambda: bool(runtime.statistics().escalated)
                 or runtime.statistics().child("coordinator").incarnation == incarnation,  # noqa: B023 - the lambda runs at once inside this iteration

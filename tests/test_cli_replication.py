@@ -48,7 +48,7 @@ def _remember(home: Path, text: str, *options: str) -> str:
 def accept(home: Path, record_id: str) -> None:
     """Mark a record synced the way Realm's acceptance does: a committed `RecordsSynced` event."""
     with Runtime.open(home) as runtime:
-        runtime._internal.write(Commit(events=(RecordsSynced(at=runtime.clock.time(), ids=(record_id,)),)))
+        runtime._internal.write(Commit(events=(RecordsSynced(at=runtime._internal.clock.time(), ids=(record_id,)),)))
 
 
 def _closed_port() -> int:

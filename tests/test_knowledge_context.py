@@ -79,7 +79,7 @@ def test_an_unchanged_entry_is_revalidated_and_its_check_recorded(rt: Runtime, c
     assert entry is not None
     clock.advance(TTL * 2)
     [served] = rt.knowledge.context("alice", "resident", "resident")
-    assert served.checked_at == rt.clock.time()
+    assert served.checked_at == rt._internal.clock.time()
     assert [e.id for e in events_of(rt) if isinstance(e, EntryRevalidated)] == [entry.id]
     ids(rt)  # within the new TTL: no second probe, no second event
     assert len([e for e in events_of(rt) if isinstance(e, EntryRevalidated)]) == 1
@@ -124,7 +124,7 @@ def test_an_entry_whose_state_changed_after_it_was_read_is_left_out(rt: Runtime,
     clock.advance(TTL * 2)
     read = read_context(rt._services, Subject(member="alice"), "resident", "resident", None)
     # Between the read and the revalidation's write, the decision is replaced.
-    rt._internal.write(Commit(events=(EntrySuperseded(at=rt.clock.time(), id=entry.id, version=entry.version,
+    rt._internal.write(Commit(events=(EntrySuperseded(at=rt._internal.clock.time(), id=entry.id, version=entry.version,
                                                       by="kn_" + "1" * 28),)))
     assert revalidate(rt._services, read, k=5, ttl=TTL) == []
     assert not any(isinstance(e, EntryRevalidated) for e in events_of(rt))
@@ -134,7 +134,7 @@ def test_a_fresh_entry_whose_state_changed_after_the_read_is_left_out_too(rt: Ru
     entry = evidence_chain(rt).entry
     assert entry is not None
     read = read_context(rt._services, Subject(member="alice"), "resident", "resident", None)
-    rt._internal.write(Commit(events=(EntryStaled(at=rt.clock.time(), id=entry.id, version=entry.version,
+    rt._internal.write(Commit(events=(EntryStaled(at=rt._internal.clock.time(), id=entry.id, version=entry.version,
                                                   reason="changed elsewhere"),)))
     assert revalidate(rt._services, read, k=5, ttl=TTL) == []
 

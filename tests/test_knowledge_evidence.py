@@ -130,7 +130,7 @@ def test_a_finish_record_that_does_not_match_its_seal_is_forged_evidence(rt: Run
 def test_a_review_under_a_grant_the_owner_never_issued_is_forged_evidence(rt: Runtime) -> None:
     chain = evidence_chain(rt, reviewer=None)
     assert chain.entry is not None
-    now = rt.clock.time()
+    now = rt._internal.clock.time()
     # A self-issued grant and an execution record, each well formed, and a correctly computed seal.
     fake = Grant(id=new_id("grant"), holder="alice", actions=("review",), scopes=("AGENT_CORE",),
                  expires_at=now + 3600, issued_at=now, issued_by="alice", parent=new_id("grant"))

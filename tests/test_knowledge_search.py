@@ -173,7 +173,7 @@ def test_the_index_files_are_private_like_the_rest_of_the_home(tmp_path: Path) -
 @pytest.mark.parametrize("kind", ["error", "exit"])
 def test_a_crashed_indexer_is_restarted_and_answers_searches_again(rt: Runtime, kind: str) -> None:
     before = rt.statistics().child("knowledge").total_restarts
-    rt.chaos.crash("knowledge", kind=kind)  # type: ignore[arg-type]
+    rt._internal.chaos.crash("knowledge", kind=kind)  # type: ignore[arg-type]
     # Asked right behind the crash: held while the next incarnation reopens the index (its
     # predecessor let go of the index's writer lock when it died), then answered.
     assert titles(rt, "迁移数据库")[0] == "部署指南"

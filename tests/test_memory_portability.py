@@ -182,8 +182,8 @@ def test_a_member_new_to_the_home_joins_starts_and_recalls_at_once(
         with pytest.raises(ConfigError, match="already joined"):
             target.import_member(path, world="dev")
     with open_runtime(home) as reopened:
-        assert reopened.config.member("deven").worlds == ("ops",)
-        assert reopened.config.member("deven").role == "development"  # the role travels with the member
+        assert reopened._internal.config.member("deven").worlds == ("ops",)
+        assert reopened._internal.config.member("deven").role == "development"  # the role travels with the member
         assert ids["core"] in {hit.id for hit in reopened.member("deven").recall("deploys need the migration first")}
 
 
@@ -277,7 +277,7 @@ def test_a_damaged_export_raises_export_invalid_and_writes_nothing(
             target.import_member(damaged)
         assert event_count(target) == before
         assert _record_count(target) == 0
-        assert "members/deven" not in target.chaos.names()
+        assert "members/deven" not in target._internal.chaos.names()
 
 
 def _forged(**changes: Any) -> Callable[[dict[str, Any]], object]:

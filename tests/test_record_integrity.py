@@ -95,7 +95,8 @@ def test_a_readmit_never_launders_an_edited_withheld_record(edited: tuple[Path, 
     from resident.messages.store import Commit  # noqa: PLC0415 - loaded only when this runs
 
     with Runtime.open(home, realm="none") as runtime:
-        conflict = RecordConflicted(at=runtime.clock.time(), id=target, reason="refused", rule="different_content")
+        now = runtime._internal.clock.time()
+        conflict = RecordConflicted(at=now, id=target, reason="refused", rule="different_content")
         runtime._internal.write(Commit(events=(conflict,)))
         with pytest.raises(RecordCorrupted):
             runtime.member("deven").reconcile(target, readmit=True)

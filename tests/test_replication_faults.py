@@ -401,7 +401,7 @@ def test_a_waiting_sync_is_answered_at_once_when_replication_crashes_or_the_runt
         with ThreadPoolExecutor(1) as pool:
             syncing = pool.submit(runtime.replication.sync, 30.0)
             wait_until(lambda: proxy.count(REPLICATE) >= 1, 5.0, "a push")
-            runtime.chaos.crash("replication")
+            runtime._internal.chaos.crash("replication")
             # The sync hears of the crash and reports where things stand, long before its timeout.
             assert syncing.result(timeout=10.0).pending == 2
 

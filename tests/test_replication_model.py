@@ -183,7 +183,7 @@ class ReplicationModel(RuleBasedStateMachine):
         # intensity and stop the runtime, which is the supervisor's business, not replication's.
         if self.crashes < MAX_CRASHES:
             self.crashes += 1
-            self.runtime.chaos.crash("replication")
+            self.runtime._internal.chaos.crash("replication")
 
     @rule()
     def restart(self) -> None:

@@ -100,7 +100,8 @@ def test_a_session_cannot_reconcile_a_withheld_record_outside_its_grants_scopes(
     shared = write(rt, "deven", "WORLD_SHARED")
     core = write(rt, "deven", "AGENT_CORE")
     for record_id in (shared, core):
-        conflicted = RecordConflicted(at=rt.clock.time(), id=record_id, reason="refused by Realm", rule="test")
+        now = rt._internal.clock.time()
+        conflicted = RecordConflicted(at=now, id=record_id, reason="refused by Realm", rule="test")
         rt._internal.write(Commit(events=(conflicted,)))
     session = session_for(rt, "deven", actions={"reconcile", "recall"}, scopes={"AGENT_CORE"})
     before = content(rt, shared)

@@ -1,6 +1,6 @@
 """The substrate under faults: crashes while members write, restarts, and a failing llama embedder.
 
-Crashes go through `rt.chaos.crash("substrate")`, the same path an unexpected exception takes; the
+Crashes go through `rt._internal.chaos.crash("substrate")`, the same path an unexpected exception takes; the
 embedder is a real HTTP server on a loopback port speaking llama.cpp's format (`tests/fake_llama`),
 switched between answering, refusing connections, answering garbage and answering too slowly.
 """
@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -90,7 +91,8 @@ def test_every_acknowledged_write_survives_substrate_crashes_and_no_call_hangs(t
             for crash in range(crashes):
                 assert _more_writes(acknowledged, 40), "writes stalled"
                 # An exception in a handler, or a SystemExit, which must not take other actors down.
-                rt.chaos.crash("substrate", kind="exit" if crash % 2 else "error", reason=f"crash drill {crash}")
+                kind: Literal["error", "exit"] = "exit" if crash % 2 else "error"
+                rt._internal.chaos.crash("substrate", kind=kind, reason=f"crash drill {crash}")
                 restarted = ("running", crash + 2)
                 assert wait_until(lambda: _substrate(rt) == restarted, timeout=20.0), _substrate(rt)  # noqa: B023 - the lambda runs at once inside this iteration
             assert _more_writes(acknowledged, 40), "writes stalled"
@@ -120,7 +122,7 @@ def test_a_restarted_substrate_rebuilds_its_index_from_lmdb_before_it_answers(tm
         deven = rt.member("deven")
         written = [deven.remember(f"ledger reconciliation step {i}: token step{i}").id for i in range(300)]
         assert _substrate(rt) == ("running", 1)
-        rt.chaos.crash("substrate", kind=kind)  # type: ignore[arg-type]
+        rt._internal.chaos.crash("substrate", kind=kind)  # type: ignore[arg-type]
         # Sent right behind the crash: held while the next incarnation rebuilds, then answered by it.
         hits = deven.recall("ledger reconciliation token step7", k=5)
         assert _substrate(rt) == ("running", 2)
@@ -227,13 +229,13 @@ def test_a_rebuild_counts_vectors_of_another_embedder_or_none_as_missing(tmp_pat
         rt.memory.enable(embedder=fake.url)  # a switch rebuilds: the hash vectors no longer count
         assert rt.memory.status().missing_vectors == 3
         deven.remember("written while the new embedder is down")
-        rt.chaos.crash("substrate")
+        rt._internal.chaos.crash("substrate")
         assert _substrate_status(rt).missing_vectors == 4
         fake.mode = "ok"
         assert wait_until(lambda: rt.memory.status().missing_vectors == 0, timeout=20.0)
         fake.mode = "down"
         late = deven.remember("written after the fill, while it is down again")
-        rt.chaos.crash("substrate")
+        rt._internal.chaos.crash("substrate")
         status = _substrate_status(rt)
         assert (status.records, status.missing_vectors) == (5, 1)
         assert rt.statistics().child("substrate").incarnation == 3

@@ -239,7 +239,7 @@ class EventHub:
             self._log_size = size
             changed = True
         statistics = self.runtime.statistics()
-        now = self.runtime.clock.time()
+        now = self.runtime._internal.clock.time()
         news: list[ApiEvent] = list(actor_changes(self._children, statistics, now))
         self._children = {child.name: child for child in statistics.children}
         if statistics.escalated and not self._stopped:
@@ -309,7 +309,7 @@ class EventHub:
         self._subscribers -= 1
 
     async def _stream(self, cursor: Cursor, *, announce: bool = False) -> AsyncGenerator[ServerSentEvent, None]:
-        now = self.runtime.clock.time()
+        now = self.runtime._internal.clock.time()
         if announce:
             yield self._sse(StreamStartedEvent(at=now), cursor)
         end = self.position()
@@ -358,7 +358,7 @@ class EventHub:
         if cursor.actors + 1 < oldest:
             lost = oldest - cursor.actors - 1
             cursor = replace(cursor, actors=oldest - 1)
-            out.append((StreamGapEvent(at=self.runtime.clock.time(), lost=lost), cursor))
+            out.append((StreamGapEvent(at=self.runtime._internal.clock.time(), lost=lost), cursor))
         for actor_id, event in _after(self._ring, cursor.actors):
             cursor = replace(cursor, actors=actor_id)
             out.append((event, cursor))

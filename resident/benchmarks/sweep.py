@@ -141,7 +141,7 @@ def _measure(kind: str, level: int, seconds: float, text: Callable[[int], str], 
     home = scratch_home("home-", team_of(_MEMBERS), parent=directory)
     with Runtime.open(home, realm="none") as runtime:
         runtime.memory.enable()
-        names = runtime.config.member_names()[:_MEMBERS]
+        names = runtime._internal.config.member_names()[:_MEMBERS]
         for name in names:
             runtime.member(name).remember(f"{name} starts the sweep")  # each bank exists before the clock
         writers: list[Writer] = [(names[n % len(names)], {}) for n in range(level)]

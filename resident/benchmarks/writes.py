@@ -138,7 +138,7 @@ def _measure(
         runtime.memory.enable()
     else:
         require_memory(runtime.memory.status())
-    names = runtime.config.member_names()[: bench.members]
+    names = runtime._internal.config.member_names()[: bench.members]
     if len(names) < bench.members:
         raise InvalidInput(f"the home's roster has {len(names)} members; --members asks for {bench.members}")
     scope = parse_scope(bench.scope)

@@ -129,7 +129,7 @@ class RunHarness:
         self.realm_process = realm_process
         self.admin_token = admin_token
         self.metrics = metrics or RunMetrics()
-        self._started_at = runtime.clock.time()
+        self._started_at = runtime._internal.clock.time()
         if realm_url is None:
             self.metrics.notes.append("no Realm: records stay pending; nothing is replicated, withheld or invalidated")
         self._refs: dict[str, str] = {}
@@ -420,7 +420,7 @@ class RunHarness:
             await asyncio.to_thread(self.runtime.replication.sync, 5.0)
 
     async def _do_crash(self, at: _At) -> None:
-        self.runtime.chaos.crash(at.step.actor, reason=f"planned crash by {at.task.id}")
+        self.runtime._internal.chaos.crash(at.step.actor, reason=f"planned crash by {at.task.id}")
         self.metrics.crashes[at.step.actor] += 1
 
     async def _do_realm_outage(self, at: _At) -> None:

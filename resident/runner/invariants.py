@@ -66,7 +66,7 @@ def _read_back(runtime: Runtime, record: MemoryRecord) -> str | None:
 
 def withheld_records(runtime: Runtime) -> list[MemoryRecord]:
     """Every withheld record whose author is a member of this home (readmitted versions included)."""
-    members = runtime.config.member_names()
+    members = runtime._internal.config.member_names()
     with runtime._internal.store.reader() as reader:
         return [r for _, r in reader.items(RECORDS) if r.replication in WITHHELD and (r.author or r.owner) in members]
 

@@ -122,7 +122,7 @@ class Session:
 
     def check(self, action: str, scope: str | None = None) -> None:
         """Refuse `action` (on `scope`, when the call names one) unless the grant covers it; count the step."""
-        check(self.grant, action, None if scope is None else parse_scope(scope), self._runtime.clock.time())
+        check(self.grant, action, None if scope is None else parse_scope(scope), self._runtime._internal.clock.time())
         self.steps += 1
 
     def authorize(self, action: str) -> None:
@@ -415,13 +415,13 @@ class CoordinatorControl(CoordinatorSurface):
         member's engagement (a harness session adds its working directory and harness to the task).
         """
         runtime = self._runtime
-        runtime.check_open()
+        runtime._internal.check_open()
         work = self._work_of(role, work, reviews)
         if actions is None:
             if role not in ROLE_ACTIONS:
                 raise InvalidInput(f"unknown role {role!r}; roles: {', '.join(sorted(ROLE_ACTIONS))}")
             actions = role_actions(role, parent_grant)
-        now = runtime.clock.time()
+        now = runtime._internal.clock.time()
         expires_at = parent_grant.expires_at if ttl is None else now + ttl
         token = new_token()
         message = Dispatch(
@@ -460,7 +460,7 @@ class CoordinatorControl(CoordinatorSurface):
         that member again, in this process or another one, within the same grant.
         """
         runtime = self._runtime
-        runtime.check_open()
+        runtime._internal.check_open()
         digest = token_digest(token)
         with runtime._internal.store.reader() as reader:
             stored = reader.get(GRANT_TOKENS, digest)
@@ -472,6 +472,6 @@ class CoordinatorControl(CoordinatorSurface):
             raise GrantInvalid(
                 f"the session's execution {execution.id} has ended ({execution.outcome}); its grant token is spent"
             )
-        if runtime.clock.time() >= grant.expires_at:
+        if runtime._internal.clock.time() >= grant.expires_at:
             raise GrantInvalid(f"grant {grant.id} of {grant.holder} expired; the task must be dispatched again")
         return Session(runtime, Dispatched(execution, grant), token)

@@ -13,6 +13,7 @@ event loop. If the root supervisor gives up, the runtime stops: later calls rais
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
@@ -21,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from resident.actors.replication import NO_REALM_NOTE, ReplicationSettings
+from resident.actors.replication import ReplicationSettings
 from resident.clock import Clock, SystemClock
 from resident.config import Config, MemberConfig, default_config, load_config, render_config
 from resident.engagement.judge import Judge
@@ -81,8 +82,28 @@ class Internals:
         self.wiring = wiring
         # Members' remembers, checked and shaped in the caller's thread (`resident.runtime.memory.admissions`).
         self.admissions = Admissions(
-            store, wiring.writer, runtime.clock, lambda: runtime.config, runtime.check_open
+            store, wiring.writer, runtime._clock, lambda: runtime._config, runtime._check_open
         )
+        # Crash an actor by name on purpose: fault tests and the planned crashes of `resident run`.
+        self.chaos = Chaos(wiring.addresses)
+
+    @property
+    def clock(self) -> Clock:
+        """The clock the actors run on (a test's `ManualClock`, else the system's)."""
+        return self._runtime._clock
+
+    @property
+    def config(self) -> Config:
+        """The home's configuration as the runtime runs it (`resident.toml`, imported members, the Realm URL)."""
+        return self._runtime._config
+
+    def check_open(self) -> None:
+        """Refuse with `RuntimeStopped` once the runtime is closed or its root supervisor gave up."""
+        self._runtime._check_open()
+
+    def add_member(self, name: str, role: str, worlds: tuple[str, ...]) -> None:
+        """Start the actor of a member that just joined this home (by import)."""
+        self._runtime._add_member(name, role, worlds)
 
     def use_judge(self, judge: Judge) -> None:
         """Decide engagement with `judge` from now on (a judgment model is Python code of this process)."""
@@ -90,7 +111,7 @@ class Internals:
 
     def write(self, commit: Commit, timeout: float | None = None) -> Any:
         """Commit events through the writer and wait for durability."""
-        self._runtime.check_open()
+        self._runtime._check_open()
         return self._runtime._internal.wiring.writer.ask(commit, timeout)
 
     def write_each(self, commits: Sequence[Commit], timeout: float | None = None) -> list[Exception | None]:
@@ -116,8 +137,8 @@ class Runtime(Facade):
         wiring: Wiring,
     ) -> None:
         self.home = home
-        self.config = config
-        self.clock = clock
+        self._config = config
+        self._clock = clock
         self._stopped = ""
         self._closed = False
         self._internal = Internals(self, store, wiring)
@@ -132,15 +153,14 @@ class Runtime(Facade):
         super().__init__(self._local)
         # Dispatch hands out live sessions of this process, besides the declared operations.
         self.coordinator: CoordinatorControl = CoordinatorControl(self, self._local)
-        self.chaos = Chaos(self)
         self.sessions = SessionsControl(self)
 
     def _context(self, store: Store, wiring: Wiring) -> Context:
         return Context(
             home=self.home, store=store, writer=wiring.writer, substrate=wiring.substrate,
             embedder=wiring.embedder, replication=wiring.replication, coordinator=wiring.coordinator,
-            members=wiring.members, admissions=self._internal.admissions, clock=self.clock,
-            config_now=lambda: self.config, check_open=self.check_open, statistics=self._tree_statistics,
+            members=wiring.members, admissions=self._internal.admissions, clock=self._clock,
+            config_now=lambda: self._config, check_open=self._check_open, statistics=self._tree_statistics,
             skills=wiring.skills, natives={}, judging=Judging(), knowledge=wiring.knowledge,
             revalidation=Revalidation(DEFAULT_TTL),
         )
@@ -238,8 +258,12 @@ class Runtime(Facade):
             self._internal.store.close()
             if self._lock is not None:
                 self._lock.release()
-            if self._owns_clock and isinstance(self.clock, SystemClock):
-                self.clock.close()
+            if self._owns_clock and isinstance(self._clock, SystemClock):
+                self._clock.close()
+
+    async def aclose(self) -> None:
+        """`close`, from an event loop: the actors stop in a worker thread so the loop keeps running."""
+        await asyncio.to_thread(self.close)
 
     def __enter__(self) -> Self:
         return self
@@ -255,7 +279,7 @@ class Runtime(Facade):
         for address in self._internal.wiring.addresses.values():
             address.close(f"the runtime stopped: {reason}", RuntimeStopped)
 
-    def check_open(self) -> None:
+    def _check_open(self) -> None:
         if self._closed:
             raise RuntimeStopped("the runtime is closed; open it again with Runtime.open()")
         if self._stopped:
@@ -265,7 +289,7 @@ class Runtime(Facade):
 
     def member(self, name: str) -> MemberSurface:
         """The memory surface of one member of the roster (`UnknownMember` otherwise)."""
-        return super().member(self.config.member(name).name)
+        return super().member(self._config.member(name).name)
 
     def export_member(self, name: str, path: str | os.PathLike[str]) -> int:
         """Write `name`'s portable records (AGENT_CORE, AGENT_DYADIC; none withheld) to `path`."""
@@ -275,9 +299,8 @@ class Runtime(Facade):
         """Load a member export into this home; a member new to it joins (in `world`) and starts."""
         return import_member(self, Path(path), world)
 
-    def add_member(self, name: str, role: str, worlds: tuple[str, ...]) -> None:
-        """Start the actor of a member that just joined this home (by import)."""
-        self.check_open()
+    def _add_member(self, name: str, role: str, worlds: tuple[str, ...]) -> None:
+        self._check_open()
         if name in self._internal.wiring.members:
             raise InvalidInput(f"member {name} is already running in this home")
         member = MemberConfig(name, role, worlds)
@@ -287,11 +310,7 @@ class Runtime(Facade):
         except BaseException:
             self._internal.wiring.forget_member(name)
             raise
-        self.config = self.config.with_imported([*self.config.extra_members, member])
-
-    def replication_note(self) -> str:
-        """Why records stay pending, when they do."""
-        return NO_REALM_NOTE if self.config.realm_url is None else ""
+        self._config = self._config.with_imported([*self._config.extra_members, member])
 
     # -- maintenance of a closed home: the same functions on both sides (`resident.runtime.home.maintenance`) ---------
 

@@ -129,7 +129,7 @@ def end_session(
     injected: Sequence[str] = (),
 ) -> SessionRecord | None:
     """End session `session_id` (see the module docstring): the session as stored, None if it never started."""
-    runtime.check_open()
+    runtime._internal.check_open()
     if not is_session_id(session_id):
         # A name like `..` would make the session's folder another folder of the home (or above it).
         raise UnknownSession(f"{session_id[:40]!r} is not a session id; see `resident session list`")
@@ -166,8 +166,9 @@ def end_session(
         transcript = recover(record.harness, files, redactor)
         # The note quotes failures and paths the harness chose: stored like the transcript, redacted.
         note = redactor.redact("; ".join([error, *notes] if error else notes)[:4000])
+        now = runtime._internal.clock.time()
         event = SessionRecovered(
-            at=runtime.clock.time(), id=session_id, ended_at=runtime.clock.time(), transcript=transcript,
+            at=now, id=session_id, ended_at=now, transcript=transcript,
             exit_code=exit_code, outcome=outcome, note=note,
         )
         runtime._internal.write(Commit(events=(event,)))

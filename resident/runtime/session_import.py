@@ -98,7 +98,7 @@ def _describe(runtime: Runtime, harness: Harness, path: Path, info: os.stat_resu
 
 def candidates(runtime: Runtime, harness: str, path: str | None = None) -> list[SessionCandidate]:
     """The historical sessions of `harness` found on disk, newest first (titles redacted)."""
-    runtime.check_open()
+    runtime._internal.check_open()
     chosen = check_harness(harness)
     key = redaction_key(runtime.home)
     return [_describe(runtime, chosen, file, info, key) for file, info in _files(chosen, _root(chosen, path))]
@@ -119,8 +119,8 @@ def import_sessions(
     runtime: Runtime, ids: Sequence[str], *, member: str, harness: str, path: str | None = None
 ) -> ImportReport:
     """Attribute the picked historical sessions to `member`'s experience, redacted; one event each."""
-    runtime.check_open()
-    owner = runtime.config.member(member).name
+    runtime._internal.check_open()
+    owner = runtime._internal.config.member(member).name
     if not ids:
         raise InvalidInput("name the sessions to import (their ids, from `resident session candidates`)")
     chosen = check_harness(harness)
@@ -138,7 +138,7 @@ def import_sessions(
             continue
         transcript = recover(chosen, [file], Redactor(key))
         part = transcript.parts[0]
-        now = runtime.clock.time()
+        now = runtime._internal.clock.time()
         record = SessionRecord(
             id=new_id("ses"), member=owner, harness=chosen, origin="imported", state="recovered",
             started_at=part.started_at if part.started_at is not None else candidate.modified_at,

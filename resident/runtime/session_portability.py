@@ -90,7 +90,7 @@ def imported_sessions(runtime: Runtime, document: MemberExport, source: str) -> 
             session, execution="", task=redactor.redact(session.task), note=redactor.redact(session.note),
             command=tuple(redactor.redact(arg) for arg in session.command),
         )
-        events.append(SessionImported(at=runtime.clock.time(), session=record, transcript=transcript))
+        events.append(SessionImported(at=runtime._internal.clock.time(), session=record, transcript=transcript))
     return events
 
 

@@ -37,7 +37,7 @@ _STATES: tuple[SessionState, ...] = ("running", "recovered")
 
 def read_session(runtime: Runtime, session_id: str, *, viewer: str | None = None) -> SessionRecord:
     """One session, if `viewer` (a member, or None for the owner) may see it."""
-    runtime.check_open()
+    runtime._internal.check_open()
     with runtime._internal.store.reader() as reader:
         session = reader.get(SESSIONS, session_id) if session_id else None
     if session is None or (viewer is not None and session.member != viewer):
@@ -49,9 +49,9 @@ def list_sessions(
     runtime: Runtime, *, member: str | None = None, state: str | None = None, viewer: str | None = None
 ) -> list[SessionRecord]:
     """Sessions oldest first: of `member` if named, in `state` if named, and only `viewer`'s own for a member."""
-    runtime.check_open()
+    runtime._internal.check_open()
     if member is not None:
-        runtime.config.member(member)
+        runtime._internal.config.member(member)
     if state is not None and state not in _STATES:
         raise InvalidInput(f"a session's state is one of {', '.join(_STATES)}, not {state!r}")
     with runtime._internal.store.reader() as reader:
@@ -112,7 +112,7 @@ def excerpts(
     runtime: Runtime, member: str, *, session: str | None = None, limit: int = 20
 ) -> list[SessionExcerpt]:
     """The excerpts of `member`'s recovered sessions (or of one) that could become memories, best first."""
-    runtime.config.member(member)
+    runtime._internal.config.member(member)
     if not 1 <= limit <= MAX_EXCERPTS:
         raise InvalidInput(f"list from 1 to {MAX_EXCERPTS} excerpts, not {limit}")
     if session is not None:

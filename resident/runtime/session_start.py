@@ -130,7 +130,7 @@ def _claim(runtime: Runtime, member: str, harness: Harness, directory: Path, pro
             )
     manifest = Manifest(
         session=new_id("ses"), member=member, harness=harness, directory=str(directory), process=launcher,
-        process_start=started, started_at=runtime.clock.time(),
+        process_start=started, started_at=runtime._internal.clock.time(),
     )
     save_manifest(runtime.home, manifest)
     return manifest
@@ -150,9 +150,9 @@ def _attach(runtime: Runtime, execution_id: str, member: str) -> Session:
         )
     token = new_token()
     issued = GrantTokenIssued(
-        at=runtime.clock.time(),
+        at=runtime._internal.clock.time(),
         token=GrantToken(digest=token_digest(token), grant=execution.grant, member=member, execution=execution.id,
-                         issued_at=runtime.clock.time()),
+                         issued_at=runtime._internal.clock.time()),
     )
     runtime._internal.write(Commit(events=(issued,)))
     return runtime.coordinator.session(token)
@@ -206,7 +206,8 @@ def _work_package(runtime: Runtime, session: Session, task: str, harness: Harnes
         # A CLAUDE.md that is AGENTS.md (a link, or a copy) already reaches Claude Code through the import.
         originals[CLAUDE_FILE] = ""
     return WorkPackage(
-        member=member, role=runtime.config.member(member).role, harness=harness, session=tree.manifest.session,
+        member=member, role=runtime._internal.config.member(member).role, harness=harness,
+        session=tree.manifest.session,
         execution=session.execution.id, task=task, memories=memories, memory_note=note,
         principles=tuple(p.text for p in principles), skills=tuple((s.name, s.description) for s in skills),
         actions=session.grant.actions, originals=originals,
@@ -215,8 +216,8 @@ def _work_package(runtime: Runtime, session: Session, task: str, harness: Harnes
 
 def start_session(runtime: Runtime, request: SessionRequest, *, dispatched: Session | None = None) -> SessionLaunch:
     """Start a session (see the module docstring); the launch runs its harness."""
-    runtime.check_open()
-    member = runtime.config.member(request.member).name
+    runtime._internal.check_open()
+    member = runtime._internal.config.member(request.member).name
     harness = check_harness(request.harness)
     search_path = os.environ.get("PATH") if request.search_path is None else request.search_path
     argv = _command(harness, request.command, search_path)
@@ -253,7 +254,7 @@ def _start(
         started_at=manifest.started_at, bank=bank_name("AGENT_CORE", manifest.member), execution=session.execution.id,
         task=task, directory=str(directory), command=tuple(redactor.redact(arg) for arg in argv),
     )
-    runtime._internal.write(Commit(events=(SessionStarted(at=runtime.clock.time(), session=record),)))
+    runtime._internal.write(Commit(events=(SessionStarted(at=runtime._internal.clock.time(), session=record),)))
     manifest.state = "projecting"
     save_manifest(home, manifest)
     tree = ProjectionTree(home, manifest)

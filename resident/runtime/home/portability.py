@@ -68,17 +68,17 @@ def export_member(runtime: Runtime, name: str, path: Path) -> int:
 
 def export_document(runtime: Runtime, name: str) -> MemberExport:
     """`name`'s export: its intact portable records, banks, knowledge and sessions (corrupted ones logged)."""
-    runtime.check_open()
-    member = runtime.config.member(name)
+    runtime._internal.check_open()
+    member = runtime._internal.config.member(name)
     with runtime._internal.store.reader() as reader:
         banks = [bank for _, bank in reader.items(BANKS)]
         records = [record for _, record in reader.items(RECORDS)]
-        knowledge = _member_knowledge(reader, member.name) if runtime.config.knowledge.enabled else None
+        knowledge = _member_knowledge(reader, member.name) if runtime._internal.config.knowledge.enabled else None
     for record in records:
         if portable(member.name, record) and not is_intact(record):
             logger.error("left out of the export of %s: %s", member.name, corruption_error(record).message)
     document = build_export(
-        member.name, member.role, banks, records, now=runtime.clock.time(), schema_version=SCHEMA_VERSION
+        member.name, member.role, banks, records, now=runtime._internal.clock.time(), schema_version=SCHEMA_VERSION
     )
     if knowledge is not None:
         document = msgspec.structs.replace(document, knowledge=knowledge)
@@ -92,29 +92,29 @@ def export_document(runtime: Runtime, name: str) -> MemberExport:
 
 def import_member(runtime: Runtime, path: Path, world: str | None = None) -> ImportResult:
     """Load an export file into this home in one transaction; records already here are skipped."""
-    runtime.check_open()
+    runtime._internal.check_open()
     return import_document(runtime, read_export_file(path), str(path), world)
 
 
 def import_document(runtime: Runtime, data: bytes, source: str, world: str | None = None) -> ImportResult:
     """Load an export's bytes (`source` names them in errors) in one transaction; records already here are skipped."""
-    runtime.check_open()
-    document = parse_export(data, source, now=runtime.clock.time())
+    runtime._internal.check_open()
+    document = parse_export(data, source, now=runtime._internal.clock.time())
     if world is not None:
         validate_name("world", world)
     # Known: on the roster of resident.toml, or joined by an earlier import (its records are merged).
-    known = document.member in runtime.config.member_names()
+    known = document.member in runtime._internal.config.member_names()
     if known and world is not None:
-        worlds = runtime.config.member(document.member).worlds
+        worlds = runtime._internal.config.member(document.member).worlds
         if world not in worlds:
-            on_roster = document.member in {m.name for m in runtime.config.members}
+            on_roster = document.member in {m.name for m in runtime._internal.config.members}
             raise ConfigError(
                 f"{document.member} is on this home's roster; add world {world!r} to its entry in resident.toml instead"
                 if on_roster
                 else f"{document.member} already joined this home in worlds {', '.join(worlds)}; "
                 "import it again without --world"
             )
-    now = runtime.clock.time()
+    now = runtime._internal.clock.time()
     runtime._services.require_memory()
     # Checked whole before anything is written, and written in the same transaction as the memories.
     sessions = imported_sessions(runtime, document, source)
@@ -140,7 +140,7 @@ def import_document(runtime: Runtime, data: bytes, source: str, world: str | Non
     except ActorUnavailable as error:  # the import is durable; a restarting substrate reads it
         logger.warning("imported %s, but the substrate did not confirm indexing in time: %s", document.member, error)
     if joined:
-        runtime.add_member(document.member, document.role, (world or DEFAULT_WORLD,))
+        runtime._internal.add_member(document.member, document.role, (world or DEFAULT_WORLD,))
     return ImportResult(document.member, len(fresh), len(document.records) - len(fresh), joined, len(sessions))
 
 
@@ -158,7 +158,7 @@ def _knowledge_events(runtime: Runtime, document: MemberExport, source: str, *, 
     knowledge = document.knowledge
     if knowledge is None:
         return []
-    if not runtime.config.knowledge.enabled:
+    if not runtime._internal.config.knowledge.enabled:
         raise KnowledgeDisabled(
             f"{source} carries knowledge and knowledge is off for this home; set `[knowledge] enabled = true` in "
             "its resident.toml and import again"
