@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from resident import Runtime
-from resident.cli.knowledge import printable
+from resident.terminal import printable
 from tests.cli_helpers import expect_error, expect_json, expect_ok, invoke
 from tests.knowledge_helpers import DOCS, enable_knowledge, evidence_chain, write_docs
 
@@ -53,13 +53,15 @@ def test_text_output_reports_rejections_and_hits(home: Path, tmp_path: Path) -> 
 def test_a_hostile_file_name_is_printed_escaped_not_sent_to_the_terminal(home: Path, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
-    hostile = docs / "\x1b]0;owned\x07\x1b[2J.html"
+    hostile = docs / "\x1b]0;owned\x07\x1b[2J\u202e.html"
     hostile.write_text("x", encoding="utf-8")
     expect_ok(invoke(home, "knowledge", "banks", "create", "handbook"))
     out = expect_ok(invoke(home, "knowledge", "ingest", "handbook", str(hostile))).stdout
     assert "\x1b" not in out
+    assert "\u202e" not in out  # a bidi override would reorder the line
+    assert "\\u202e" in out
     assert "\\x1b]0;owned\\x07" in out
-    assert printable("a\x1b[31mb\tc\r") == "a\\x1b[31mb\tc\\x0d"  # tabs and newlines stay
+    assert printable("a\x1b[31mb\tc\r\u202e") == "a\\x1b[31mb\tc\\x0d\\u202e"  # tabs and newlines stay
 
 
 def test_errors_are_one_line_and_json_stays_json(home: Path, tmp_path: Path) -> None:

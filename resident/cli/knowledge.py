@@ -9,7 +9,6 @@ files it names are sent as absolute paths, which the runtime reads (it runs as t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,17 +42,12 @@ from resident.messages.knowledge_calls import (
 )
 from resident.operations import knowledge as ops
 from resident.runtime.knowledge.banks import INGEST_PROGRESS
+from resident.terminal import printable
 
-__all__ = ["COMMANDS", "printable"]
+__all__ = ["COMMANDS"]
 
 # Ingests of at least this many files show a progress bar (on stderr, when it is a terminal).
 PROGRESS_FILES = 20
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """`text` with control characters (escape sequences, bells, ...) shown as `\\xNN`, not sent raw."""
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
 
 
 @click.group(short_help="Knowledge banks and pages, verified entries, context (needs [knowledge] enabled).")
