@@ -6,7 +6,8 @@
     legacy_unverified (imported older data): no way out; never served, never promoted
 
 Every transition is an event written in the same transaction as the change and bumps the entry's
-version, so a decision taken on a state that changed meanwhile is refused (compare-and-set).
+version, so a decision taken on a state that changed meanwhile is refused (compare-and-set). The
+edges are `ENTRY_TRANSITIONS` (resident.messages.knowledge), the table the store's projection enforces.
 Superseded and stale entries keep their events and stay readable; only `verified` is ever served
 as context.
 """
@@ -15,21 +16,9 @@ from __future__ import annotations
 
 from resident.messages.knowledge import EntryState, KnowledgeEntry
 
-__all__ = ["SERVED", "TRANSITIONS", "can_move", "is_served"]
+__all__ = ["SERVED", "is_served"]
 
-TRANSITIONS: dict[EntryState, frozenset[EntryState]] = {
-    "candidate": frozenset({"verified", "stale"}),
-    "verified": frozenset({"stale", "superseded"}),
-    "stale": frozenset(),
-    "superseded": frozenset(),
-    "legacy_unverified": frozenset(),
-}
 SERVED: frozenset[EntryState] = frozenset({"verified"})
-
-
-def can_move(source: EntryState, target: EntryState) -> bool:
-    """Whether the lifecycle has an edge from `source` to `target`."""
-    return target in TRANSITIONS[source]
 
 
 def is_served(entry: KnowledgeEntry) -> bool:

@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_CONTEXT_K",
     "ENTRY_KINDS",
     "ENTRY_STATES",
+    "ENTRY_TRANSITIONS",
     "MAX_CONTEXT_K",
     "MAX_SEARCH_K",
     "PAGE_STATES",
@@ -75,6 +76,15 @@ EntryKind = Literal["decision", "convention", "solution", "hypothesis", "fact"]
 ENTRY_KINDS: tuple[EntryKind, ...] = ("decision", "convention", "solution", "hypothesis", "fact")
 EntryState = Literal["candidate", "verified", "stale", "superseded", "legacy_unverified"]
 ENTRY_STATES: tuple[EntryState, ...] = ("candidate", "verified", "stale", "superseded", "legacy_unverified")
+# An entry's lifecycle (see resident.knowledge.lifecycle): the states each may move to. The writer's
+# projection refuses any other move, so this table is the one the store enforces.
+ENTRY_TRANSITIONS: dict[EntryState, frozenset[EntryState]] = {
+    "candidate": frozenset({"verified", "stale"}),
+    "verified": frozenset({"stale", "superseded"}),
+    "stale": frozenset(),
+    "superseded": frozenset(),
+    "legacy_unverified": frozenset(),
+}
 Visibility = Literal["private", "project"]
 
 

@@ -35,11 +35,13 @@ from resident.messages.coordination import (
     GrantTokenIssued,
 )
 from resident.messages.knowledge import (
+    ENTRY_TRANSITIONS,
     DigestRef,
     EntryImported,
     EntryProposed,
     EntryRevalidated,
     EntryStaled,
+    EntryState,
     EntrySuperseded,
     EntryVerified,
     KnowledgeBankCreated,
@@ -580,6 +582,11 @@ def _at_version(view: View, entry_id: str, version: int, *states: str) -> Knowle
     return entry
 
 
+def _moving_to(target: EntryState) -> tuple[EntryState, ...]:
+    """The states an entry may reach `target` from (the lifecycle's table)."""
+    return tuple(source for source, targets in ENTRY_TRANSITIONS.items() if target in targets)
+
+
 def _proposable(view: View, event: EntryProposed) -> bool:
     repository = view.get(KNOWLEDGE_REPOSITORIES, event.entry.repository)
     if repository is None or repository.project != event.entry.project:
@@ -613,7 +620,7 @@ def _entry_imported(view: View, event: EntryImported) -> None:
 
 
 def _promotable(view: View, event: EntryVerified) -> bool:
-    entry = _at_version(view, event.id, event.version, "candidate")
+    entry = _at_version(view, event.id, event.version, *_moving_to("verified"))
     if not event.evidence:
         raise PromotionRefused(f"entry {event.id} cannot be verified without evidence")
     for ref in event.evidence:
@@ -641,8 +648,8 @@ def _entry_revalidated(view: View, event: EntryRevalidated) -> None:
     view.put(KNOWLEDGE_ENTRIES, event.id, msgspec.structs.replace(_entry(view, event.id), checked_at=event.at))
 
 
-@projection(EntryStaled, check=lambda view, event: bool(_at_version(view, event.id, event.version, "verified",
-                                                                     "candidate")))
+@projection(EntryStaled, check=lambda view, event: bool(_at_version(view, event.id, event.version,
+                                                                     *_moving_to("stale"))))
 def _entry_staled(view: View, event: EntryStaled) -> None:
     entry = _entry(view, event.id)
     view.put(KNOWLEDGE_ENTRIES, event.id, msgspec.structs.replace(
@@ -650,7 +657,8 @@ def _entry_staled(view: View, event: EntryStaled) -> None:
     ))
 
 
-@projection(EntrySuperseded, check=lambda view, event: bool(_at_version(view, event.id, event.version, "verified")))
+@projection(EntrySuperseded, check=lambda view, event: bool(_at_version(view, event.id, event.version,
+                                                                         *_moving_to("superseded"))))
 def _entry_superseded(view: View, event: EntrySuperseded) -> None:
     entry = _entry(view, event.id)
     view.put(KNOWLEDGE_ENTRIES, event.id, msgspec.structs.replace(
