@@ -167,10 +167,6 @@ class Server:
                 found[fields[name]] = round(int(line.split()[1]) / 1024, 1)
         return found
 
-    def cpu_s(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=120)

@@ -223,20 +223,6 @@ def test_unknown_ids_raise_record_not_found() -> None:
         index.set_vectors(["nope"], EMBEDDER.embed(["x"]))
 
 
-def test_ids_for_banks_lists_the_served_records_of_those_banks_in_order() -> None:
-    index = build(
-        [
-            entry("a", "x"),
-            entry("b", "x", bank="agent_core/alice"),
-            entry("c", "x", lifecycle="superseded"),
-            entry("d", "x", replication="conflict"),
-        ]
-    )
-    assert index.ids_for_banks(["agent_core/deven"]) == ["a", "c"]
-    assert index.ids_for_banks(["agent_core/deven", "agent_core/alice"]) == ["a", "b", "c"]
-    assert index.ids_for_banks([]) == []
-
-
 WORDS = ["deploy", "staging", "migración", "datos", "发布", "版本", "risk", "orders"]
 BANKS = ["agent_core/deven", "agent_core/alice", "world_shared/acme"]
 entries_strategy = st.lists(

@@ -17,7 +17,7 @@ import pytest
 
 from resident.clock import ManualClock
 from resident.errors import ActorUnavailable, AskTimeout, DeadLetter, RuntimeStopped
-from resident.supervisor import Address, Backoff, Directory, SupervisorSpec, ThreadReply
+from resident.supervisor import Address, Backoff, SupervisorSpec, ThreadReply
 from tests.supervision_helpers import (
     WAIT,
     Background,
@@ -204,17 +204,6 @@ def test_a_closed_address_says_who_is_stopped_and_why_by_default() -> None:
     address.close("it exited and is temporary")
     with pytest.raises(ActorUnavailable, match="w is stopped: it exited and is temporary"):
         address.ask(WhoAmI(), timeout=WAIT)
-
-
-def test_an_unknown_name_is_unavailable_and_a_name_is_registered_once() -> None:
-    directory = Directory()
-    address = directory.register(Address("w"))
-    assert directory.get("w") is address
-    assert "w" in directory
-    with pytest.raises(ValueError, match="already exists"):
-        directory.register(Address("w"))
-    with pytest.raises(ActorUnavailable, match="no actor is named 'nobody'"):
-        directory.get("nobody")
 
 
 # -- asks from asyncio ------------------------------------------------------------------------------

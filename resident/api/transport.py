@@ -105,20 +105,6 @@ class Transport:
             raise self._unreachable(error) from None
         return decode_answer(op, response.status_code, response.content)
 
-    async def acall(
-        self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str
-    ) -> Any:
-        """`call` for asyncio hosts."""
-        request = Request.of(op, body, params)
-        try:
-            response = await self._async_client().request(
-                request.method, request.path, content=request.content, headers=request.headers,
-                timeout=_timeout(timeout),
-            )
-        except httpx.TransportError as error:
-            raise self._unreachable(error) from None
-        return decode_answer(op, response.status_code, response.content)
-
     def send(
         self, encoded: Encoded, reply: type[Any], *, timeout: float | None = None, headers: dict[str, str] | None = None
     ) -> Any:

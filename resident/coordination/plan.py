@@ -43,7 +43,7 @@ made for the run, `{member}` and `{run}` as in texts.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -348,7 +348,3 @@ def render_plan(plan: Plan) -> str:
             lines.append("  { " + ", ".join(parts) + " },")
         lines += ["]", ""]
     return "\n".join(lines)
-
-
-def members_in(plan: Plan) -> Iterable[str]:
-    return sorted({task.member for task in plan.tasks})

@@ -227,11 +227,6 @@ class RecallIndex:
             {name: int(replication[code]) for name, code in _REPLICATIONS.items()},
         )
 
-    def ids_for_banks(self, banks: Collection[str]) -> list[str]:
-        """Ids of the records in `banks` that may be served (any lifecycle; never withheld ones)."""
-        rows = np.flatnonzero(self._in_banks(banks) & self._served())
-        return [self._ids[row] for row in rows]
-
     def search(  # noqa: PLR0917 - the substrate passes the filters positionally, in this order
         self,
         query: str,

@@ -129,12 +129,6 @@ class RealmProcess:
         self.stop()
         self.start()
 
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
-        except FileNotFoundError:
-            return "(no log)"
-
     def __enter__(self) -> RealmProcess:
         return self
 

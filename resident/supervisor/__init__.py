@@ -6,7 +6,7 @@ travel as `Reply` slots so pipelines can pass a caller's reply along instead of 
 """
 
 from resident.supervisor.actor import ChaosCrash, StartFailed, SupervisedActor, UnknownMessage
-from resident.supervisor.address import Address, Deliver, Directory, batching_outbox, flush_outbox
+from resident.supervisor.address import Address, Deliver, batching_outbox, flush_outbox
 from resident.supervisor.reply import (
     AsyncReply,
     Completed,
@@ -38,7 +38,6 @@ __all__ = [
     "ChildSpec",
     "Completed",
     "Deliver",
-    "Directory",
     "ForwardReply",
     "Outcome",
     "Reply",

@@ -29,7 +29,7 @@ import pykka
 from resident.errors import ActorUnavailable, AskTimeout, DeadLetter
 from resident.supervisor.reply import AsyncReply, Reply, ThreadReply, settle_all
 
-__all__ = ["Address", "Deliver", "Directory", "Item", "batching_outbox", "flush_outbox"]
+__all__ = ["Address", "Deliver", "Item", "batching_outbox", "flush_outbox"]
 
 Item = tuple[Any, Reply | None]
 AddressState = Literal["down", "running", "closed"]
@@ -395,34 +395,3 @@ class Address:
     @staticmethod
     def _fail(items: Sequence[Item], error: BaseException) -> None:
         settle_all((reply, None, error) for _, reply in items if reply is not None)
-
-
-class Directory:
-    """The addresses of one runtime, by name."""
-
-    def __init__(self) -> None:
-        self._addresses: dict[str, Address] = {}
-        self._lock = threading.Lock()
-
-    def register(self, address: Address) -> Address:
-        with self._lock:
-            if address.name in self._addresses:
-                raise ValueError(f"an address named {address.name!r} already exists")
-            self._addresses[address.name] = address
-        return address
-
-    def get(self, name: str) -> Address:
-        try:
-            return self._addresses[name]
-        except KeyError:
-            raise ActorUnavailable(f"no actor is named {name!r}") from None
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._addresses
-
-    def names(self) -> list[str]:
-        return sorted(self._addresses)
-
-    def close_all(self, reason: str, error: Callable[[str], BaseException] | None = None) -> None:
-        for address in list(self._addresses.values()):
-            address.close(reason, error)
