@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from resident.clock import ManualClock
-from resident.supervisor import Backoff, RestartWindow
+from resident.supervisor import Backoff, RestartWindow, Retries
 
 # -- RestartWindow ----------------------------------------------------------------------------------
 
@@ -109,11 +109,35 @@ def test_backoff_jitter_stretches_the_delay_by_at_most_the_jitter_fraction() -> 
 
 def test_backoff_survives_an_absurd_number_of_restarts() -> None:
     assert Backoff(min=0.1, max=3.0, jitter=0.0).delay(10**9, 0.0) == 3.0
+    assert Backoff(min=0.0, max=3.0, jitter=0.0).delay(10**9, 0.0) == 0.0
+
+
+def test_backoff_grows_by_its_multiplier() -> None:
+    backoff = Backoff(min=1.0, max=100.0, jitter=0.0, multiplier=3.0)
+    assert [backoff.delay(n, 0.0) for n in range(1, 7)] == pytest.approx([1.0, 3.0, 9.0, 27.0, 81.0, 100.0])
+    assert Backoff(min=2.0, max=100.0, jitter=0.0, multiplier=1.0).delay(50, 0.0) == 2.0
+
+
+def test_retries_wait_longer_after_each_failure_in_a_row_and_start_over_after_a_success() -> None:
+    retries = Retries(Backoff(min=1.0, max=30.0, jitter=0.0))
+    assert retries.next_wait() == 1.0
+    assert [retries.failed() for _ in range(7)] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+    assert retries.failures == 7
+    assert retries.next_wait() == 30.0
+    assert retries.failures == 7  # looking ahead counts nothing
+    retries.succeeded()
+    assert (retries.failures, retries.failed()) == (0, 1.0)
+
+
+def test_retries_draw_their_jitter_from_the_source_they_are_given() -> None:
+    retries = Retries(Backoff(min=1.0, max=8.0, jitter=0.5), random_fraction=lambda: 0.5)
+    assert retries.failed() == pytest.approx(1.25)
+    assert retries.failed() == pytest.approx(2.5)
 
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"min": -1.0}, {"min": 2.0, "max": 1.0}, {"jitter": -0.1}, {"reset_after": -1.0}],
+    [{"min": -1.0}, {"min": 2.0, "max": 1.0}, {"jitter": -0.1}, {"reset_after": -1.0}, {"multiplier": 0.5}],
 )
 def test_backoff_rejects_inconsistent_parameters(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="backoff"):
@@ -121,10 +145,11 @@ def test_backoff_rejects_inconsistent_parameters(kwargs: dict[str, float]) -> No
 
 
 _backoffs = st.builds(
-    lambda low, spread, jitter: Backoff(min=low, max=low + spread, jitter=jitter),
+    lambda low, spread, jitter, multiplier: Backoff(min=low, max=low + spread, jitter=jitter, multiplier=multiplier),
     st.floats(min_value=0.0, max_value=10.0),
     st.floats(min_value=0.0, max_value=100.0),
     st.floats(min_value=0.0, max_value=2.0),
+    st.floats(min_value=1.0, max_value=10.0),
 )
 
 

@@ -16,7 +16,7 @@ from resident.supervisor.reply import (
     ThreadReply,
     settle_all,
 )
-from resident.supervisor.rules import Backoff, RestartWindow
+from resident.supervisor.rules import Backoff, RestartWindow, Retries
 from resident.supervisor.spec import (
     ChildContext,
     ChildExit,
@@ -27,6 +27,7 @@ from resident.supervisor.spec import (
 )
 from resident.supervisor.supervisor import StartChild, StatisticsBoard, Supervisor, SupervisorGaveUp
 from resident.supervisor.tree import SupervisionTree
+from resident.supervisor.wakeup import WakeUp, WakeUpState
 
 __all__ = [
     "Address",
@@ -43,6 +44,7 @@ __all__ = [
     "Reply",
     "RestartType",
     "RestartWindow",
+    "Retries",
     "StartChild",
     "StartFailed",
     "StatisticsBoard",
@@ -54,6 +56,8 @@ __all__ = [
     "SupervisorSpec",
     "ThreadReply",
     "UnknownMessage",
+    "WakeUp",
+    "WakeUpState",
     "batching_outbox",
     "flush_outbox",
     "settle_all",

@@ -30,6 +30,7 @@ from resident.messages.supervision import Crash, Ping, Pong
 from resident.supervisor.address import Deliver, Item, batching_outbox
 from resident.supervisor.reply import Outcome, Reply, settle_all
 from resident.supervisor.spec import ChildContext, ChildExit
+from resident.supervisor.wakeup import WakeUp
 
 __all__ = ["ChaosCrash", "StartFailed", "SupervisedActor", "UnknownMessage"]
 
@@ -60,6 +61,7 @@ class SupervisedActor(pykka.ThreadingActor):
         self._reply: Reply | None = None
         self._deferred = False
         self._chaos = False
+        self._wake_ups: list[WakeUp] = []
 
     # -- hooks for subclasses ---------------------------------------------------------------------
 
@@ -93,15 +95,14 @@ class SupervisedActor(pykka.ThreadingActor):
 
     def schedule(self, delay: float, message: Any) -> Timer:
         """Tell this incarnation `message` after `delay` seconds (dropped if it has died by then)."""
-        ref = self.actor_ref
+        tell = self._tell_unless_dead
+        return self.clock.call_later(delay, lambda: tell(message))
 
-        def fire() -> None:
-            try:
-                ref.tell(message)
-            except pykka.ActorDeadError:
-                return
-
-        return self.clock.call_later(delay, fire)
+    def wake_up(self, message: Any) -> WakeUp:
+        """A recurring `message` to self, at most one pending, cancelled when this incarnation ends."""
+        wake_up = WakeUp(self.clock, self._tell_unless_dead, message)
+        self._wake_ups.append(wake_up)
+        return wake_up
 
     def set_condition(self, condition: str) -> None:
         """Say why this actor cannot do all of its work ("" once it can again).
@@ -114,6 +115,13 @@ class SupervisedActor(pykka.ThreadingActor):
     def tell_self(self, message: Any) -> None:
         """Queue `message` behind everything already in this incarnation's inbox."""
         self.actor_ref.tell(message)
+
+    def _tell_unless_dead(self, message: Any) -> None:
+        # A timer may fire after this incarnation ended: its message is for nobody then.
+        try:
+            self.actor_ref.tell(message)
+        except pykka.ActorDeadError:
+            return
 
     # -- pykka hooks ------------------------------------------------------------------------------
 
@@ -132,6 +140,7 @@ class SupervisedActor(pykka.ThreadingActor):
             self.teardown()
         except BaseException:  # a SystemExit escaping on_stop would make pykka stop every actor
             logger.exception("%s failed to tear down", self.name)
+        self._cancel_wake_ups()
         if not self.context.expected_stop:
             self._report("normal", "stopped itself")
 
@@ -227,7 +236,12 @@ class SupervisedActor(pykka.ThreadingActor):
             self.on_crash(error)
         except BaseException:  # a SystemExit escaping here would make pykka stop every actor
             logger.exception("%s failed to clean up after its crash", self.name)
+        self._cancel_wake_ups()
         self._report(kind, f"{type(error).__name__}: {error}")
+
+    def _cancel_wake_ups(self) -> None:
+        for wake_up in self._wake_ups:
+            wake_up.cancel()
 
     def _report(self, kind: Literal["normal", "error", "killed"], reason: str) -> None:
         self.context.report(

@@ -1,11 +1,19 @@
-"""The pure rules of supervision: the restart-intensity window and backoff delays."""
+"""The pure rules of supervision: the restart-intensity window and backoff delays.
+
+`Backoff` is the one backoff policy of the runtime: the supervisor's restarts, the writer's checks
+for room on a full disk and the substrate's retries of a failing embedder all wait by it, and an
+actor counts its consecutive failures with `Retries`.
+"""
 
 from __future__ import annotations
 
+import math
+import random
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Backoff", "RestartWindow"]
+__all__ = ["Backoff", "RestartWindow", "Retries"]
 
 
 class RestartWindow:
@@ -44,23 +52,52 @@ class RestartWindow:
 
 @dataclass(frozen=True, slots=True)
 class Backoff:
-    """Akka-style restart backoff for one child: exponential from `min` to `max`, with jitter.
+    """Akka-style backoff: exponential from `min` to `max`, with jitter.
 
-    The `n`-th consecutive restart waits `min * 2**(n-1)` capped at `max`, stretched by up to
-    `jitter` (a fraction). A child that stayed up for `reset_after` seconds starts again from `min`.
+    The `n`-th consecutive failure waits `min * multiplier**(n-1)` capped at `max`, stretched by up
+    to `jitter` (a fraction). A supervised child that stayed up for `reset_after` seconds starts
+    again from `min`; an actor counting with `Retries` starts again at its first success.
     """
 
     min: float = 0.05
     max: float = 5.0
     jitter: float = 0.2
     reset_after: float = 30.0
+    multiplier: float = 2.0
 
     def __post_init__(self) -> None:
-        if self.min < 0 or self.max < self.min or self.jitter < 0 or self.reset_after < 0:
-            raise ValueError("backoff needs 0 <= min <= max, jitter >= 0 and reset_after >= 0")
+        if self.min < 0 or self.max < self.min or self.jitter < 0 or self.reset_after < 0 or self.multiplier < 1:
+            raise ValueError("backoff needs 0 <= min <= max, jitter >= 0, reset_after >= 0 and multiplier >= 1")
 
     def delay(self, consecutive: int, random_fraction: float) -> float:
-        """Seconds to wait before restart number `consecutive` (1-based); `random_fraction` in [0, 1)."""
-        exponent = min(max(consecutive - 1, 0), 62)
-        base = min(self.max, self.min * (2.0**exponent))
-        return base * (1.0 + self.jitter * random_fraction)
+        """Seconds to wait before attempt number `consecutive` (1-based); `random_fraction` in [0, 1)."""
+        try:
+            grown = self.min * self.multiplier ** max(consecutive - 1, 0)
+        except OverflowError:  # a count so long that the power leaves the floats: capped anyway
+            grown = math.inf if self.min > 0 else 0.0
+        return min(self.max, grown) * (1.0 + self.jitter * random_fraction)
+
+
+class Retries:
+    """Consecutive failures of one recurring attempt, and the wait each earns under a `Backoff`.
+
+    The `n`-th failure in a row waits `policy.delay(n)`; a success starts the count again.
+    """
+
+    def __init__(self, policy: Backoff, random_fraction: Callable[[], float] = random.random) -> None:
+        self.policy = policy
+        self.failures = 0
+        self._random_fraction = random_fraction
+
+    def failed(self) -> float:
+        """Count a failure; the seconds to wait before the next attempt."""
+        self.failures += 1
+        return self.policy.delay(self.failures, self._random_fraction())
+
+    def next_wait(self) -> float:
+        """The wait the next failure would earn, without counting one (to retry a step after a failure elsewhere)."""
+        return self.policy.delay(self.failures + 1, self._random_fraction())
+
+    def succeeded(self) -> None:
+        """The attempt worked: the next failure waits `policy.min` again."""
+        self.failures = 0
