@@ -80,7 +80,17 @@ from resident.messages.store import Commit, Published
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.store import Store
 from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS, TERMS, VECTORS
-from resident.supervisor import Address, ChildContext, Completed, ForwardReply, Reply, SupervisedActor, settle_all
+from resident.supervisor import (
+    Address,
+    Backoff,
+    ChildContext,
+    Completed,
+    ForwardReply,
+    Reply,
+    Retries,
+    SupervisedActor,
+    settle_all,
+)
 
 __all__ = ["MAX_QUERY_CHARS", "MAX_RECALL_K", "QUERY_WAIT", "Substrate"]
 
@@ -94,7 +104,9 @@ QUERY_WAIT = 0.5
 BACKFILL_BATCH = 256
 FILL_SECONDS = 0.2
 WORKER_CHUNK = 64
-BACKFILL_MAX_DELAY = 30.0
+# A failing embedder is tried again after 1 s, then twice as long after every failure in a row,
+# up to half a minute.
+EMBEDDER_BACKOFF = Backoff(min=1.0, max=30.0, jitter=0.0)
 # A fill request the worker never answered (it died with it) is given up after this long.
 FILL_DEADLINE = 60.0
 FILL_DEADLINE_PER_TEXT = 2.0
@@ -207,7 +219,7 @@ class _EmbedderState:
     """Which embedder is current, and how its worker is doing.
 
     `down`: the last request failed; recalls stop asking for query vectors and the filler probes on
-    a growing schedule until one succeeds. `outstanding`: requests at the worker by token, with when
+    a growing schedule (`retries`) until one succeeds. `outstanding`: requests at the worker by token, with when
     they were sent; the worker is late once one has been out longer than `QUERY_WAIT`.
     """
 
@@ -217,7 +229,7 @@ class _EmbedderState:
     inline: Embedder | None = None
     down: bool = False
     error: str = ""
-    retry_delay: float = 1.0
+    retries: Retries = field(default_factory=lambda: Retries(EMBEDDER_BACKOFF))
     outstanding: dict[int, float] = field(default_factory=dict)
     # Seconds per text of the worker's recent fills (a moving average), to size the next chunk.
     seconds_per_text: float = 0.05
@@ -243,15 +255,13 @@ class _EmbedderState:
             self.seconds_per_text = 0.7 * self.seconds_per_text + 0.3 * seconds / texts
         self.down = False
         self.error = ""
-        self.retry_delay = 1.0
+        self.retries.succeeded()
 
     def failed(self, error: str) -> float:
-        """Record a failure; the delay before the next try (doubling up to `BACKFILL_MAX_DELAY`)."""
-        delay = self.retry_delay
-        self.retry_delay = min(self.retry_delay * 2, BACKFILL_MAX_DELAY)
+        """Record a failure; the delay before the next try (`EMBEDDER_BACKOFF`)."""
         self.down = True
         self.error = error
-        return delay
+        return self.retries.failed()
 
 
 @dataclass
@@ -259,7 +269,6 @@ class _Filler:
     """The fill in progress: records whose vectors are being made or written, and the worker request."""
 
     filling: set[str] = field(default_factory=set)
-    queued: bool = False
     # The worker request out now: its token, and the ids it embeds (none for a probe).
     token: int | None = None
     ids: tuple[str, ...] = ()
@@ -296,18 +305,19 @@ class Substrate(SupervisedActor):
         self._unanalysed: list[MemoryRecord] = []
         self._unindexed: list[_Indexable] = []
         self._unindexed_ids: set[str] = set()
-        self._index_queued = False
+        self._index_wake = self.wake_up(_IndexQueued())
         self._banks: dict[str, Bank] = {}
         self._batches = 0
         self._largest_batch = 0
         self._filler = _Filler()
+        self._fill_wake = self.wake_up(_Fill())
         self._tokens = itertools.count(1)
         self._waiting: dict[int, _WaitingRecall] = {}
         # Callers of `WaitForVectors`, answered once no record lacks a vector.
         self._vector_waiters: list[Reply | None] = []
         # Ids served since the last usage commit, once per time served (each counts one recall).
         self._recalled: list[str] = []
-        self._usage_timer_armed = False
+        self._usage_wake = self.wake_up(_FlushUsage())
         self._rebuild_seconds = 0.0
 
     # -- life cycle -------------------------------------------------------------------------------
@@ -395,17 +405,17 @@ class Substrate(SupervisedActor):
             case EmbeddingFailed():
                 self._embedding_failed(message)
             case _IndexQueued():
-                self._index_queued = False
+                self._index_wake.done()
                 self._indexed()
             case _Fill():
-                self._filler.queued = False
+                self._fill_wake.done()
                 self._fill()
             case _FillDeadline(token=token):
                 self._fill_deadline(token)
             case _QueryDeadline(token=token):
                 self._query_deadline(token)
             case _FlushUsage():
-                self._usage_timer_armed = False
+                self._usage_wake.done()
                 self._flush_usage()
             case GetSubstrateStatus():
                 return self._status()
@@ -472,9 +482,7 @@ class Substrate(SupervisedActor):
         never waits: every read of the index (`_indexed()`) takes the queued records in before it
         looks, so a recall always sees the writes acknowledged before it.
         """
-        if not self._index_queued:
-            self._index_queued = True
-            self.schedule(INDEX_DELAY, _IndexQueued())
+        self._index_wake.after(INDEX_DELAY)
 
     def _indexed(self) -> RecallIndex:
         """The index, with every queued record in it."""
@@ -602,13 +610,7 @@ class Substrate(SupervisedActor):
     # -- filling in vectors -----------------------------------------------------------------------------
 
     def _fill_soon(self, delay: float = 0.0) -> None:
-        if self._filler.queued:
-            return
-        self._filler.queued = True
-        if delay <= 0:
-            self.tell_self(_Fill())
-        else:
-            self.schedule(delay, _Fill())
+        self._fill_wake.after(delay)
 
     def _fill(self) -> None:
         """Embed the next chunk of records that lack a vector of the current embedder.
@@ -658,7 +660,7 @@ class Substrate(SupervisedActor):
         if filled.embedder != self._embedder.name:
             return
         if error is not None:
-            self._fill_soon(self._embedder.retry_delay)
+            self._fill_soon(self._embedder.retries.next_wait())
             return
         index = self._indexed()
         rows = [i for i, record_id in enumerate(filled.ids) if record_id in index]
@@ -824,9 +826,8 @@ class Substrate(SupervisedActor):
         self._recalled.extend(ids)
         if len(self._recalled) >= USAGE_BATCH:
             self._flush_usage()
-        elif self._recalled and not self._usage_timer_armed:
-            self._usage_timer_armed = True
-            self.schedule(USAGE_FLUSH_SECONDS, _FlushUsage())
+        elif self._recalled:
+            self._usage_wake.after(USAGE_FLUSH_SECONDS)
 
     def _flush_usage(self) -> None:
         if not self._recalled:

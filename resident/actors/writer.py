@@ -27,7 +27,16 @@ from typing import Any
 from resident.errors import ActorUnavailable, DiskFull, MapFull
 from resident.messages.store import Commit, CommitEach, GetWriterStatistics, Published, WriterStatistics
 from resident.store.store import Outcome, Store
-from resident.supervisor import Address, Backoff, ChildContext, Reply, SupervisedActor, flush_outbox, settle_all
+from resident.supervisor import (
+    Address,
+    Backoff,
+    ChildContext,
+    Reply,
+    Retries,
+    SupervisedActor,
+    flush_outbox,
+    settle_all,
+)
 
 __all__ = ["ROOM_BACKOFF", "UNWAITED_DELAY", "StoreWriter"]
 
@@ -72,17 +81,16 @@ class StoreWriter(SupervisedActor):
         self.unwaited_delay = unwaited_delay
         self.subscribers = dict(subscribers or {})
         self._pending: list[tuple[Commit | CommitEach, Reply | None]] = []
-        self._flush_queued = False
-        self._later_armed = False
+        self._flush_soon = self.wake_up(_Flush())
+        self._flush_later = self.wake_up(_FlushLater())
         self._commits = 0
         self._writes = 0
         self._refused = 0
         self._largest = 0
-        # While out of room: the refusal every write gets, and how many checks in a row found none.
+        # While out of room: the refusal every write gets, and the checks in a row that found none.
         self._no_room: DiskFull | MapFull | None = None
-        self._checks = 0
+        self._room_checks = Retries(ROOM_BACKOFF, random.Random().random)
         self._token = 0
-        self._random = random.Random()
 
     def handle(self, message: Any) -> Any:
         match message:
@@ -91,7 +99,7 @@ class StoreWriter(SupervisedActor):
             case _Flush():
                 self._flush()
             case _FlushLater():
-                self._later_armed = False
+                self._flush_later.done()
                 self._flush()
             case _CheckRoom(token=token):
                 self._check_room(token)
@@ -117,18 +125,16 @@ class StoreWriter(SupervisedActor):
                 settle_all([(reply, answer, None if answer is not None else _again(refusal))])
             return
         self._pending.append((message, reply))
-        if self._flush_queued:
+        if self._flush_soon.pending:
             return
         if reply is not None or not isinstance(message, Commit) or message.events:
-            self._flush_queued = True
-            self.tell_self(_Flush())
-        elif not self._later_armed:
+            self._flush_soon.now()
+        else:
             # Derived entries nobody waits for (no event: they change no state anyone reads): they
             # ride with the next write somebody does wait for (a caller's remember is usually right
             # behind the derived entries of the one before), and are committed alone only if none
             # comes soon. One fsync then serves both.
-            self._later_armed = True
-            self.schedule(self.unwaited_delay, _FlushLater())
+            self._flush_later.after(self.unwaited_delay)
 
     def _statistics(self) -> WriterStatistics:
         return WriterStatistics(
@@ -143,7 +149,7 @@ class StoreWriter(SupervisedActor):
 
     def _flush(self) -> None:
         batch, self._pending = self._pending, []
-        self._flush_queued = False
+        self._flush_soon.done()
         if not batch:
             return
         writes = [write for message, _ in batch for write in _writes_of(message)]
@@ -189,15 +195,14 @@ class StoreWriter(SupervisedActor):
         if isinstance(error, DiskFull | MapFull):
             if waited:
                 self._refuse(error)
-        elif self._checks and any(committed is not None for committed, _, _ in outcomes):
-            self._checks = 0
+        elif self._room_checks.failures and any(committed is not None for committed, _, _ in outcomes):
+            self._room_checks.succeeded()
 
     def _refuse(self, error: DiskFull | MapFull) -> None:
         self._no_room = error
-        self._checks += 1
         self.set_condition(f"refusing writes: {type(error).__name__}: {error.message}")
         self._token += 1
-        self.schedule(ROOM_BACKOFF.delay(self._checks, self._random.random()), _CheckRoom(self._token))
+        self.schedule(self._room_checks.failed(), _CheckRoom(self._token))
 
     def _check_room(self, token: int) -> None:
         refusal = self._no_room
