@@ -92,28 +92,30 @@ class Coordinator(SupervisedActor):
         self.writer = writer
 
     def handle(self, message: Any) -> Any:
-        if isinstance(message, Dispatch):
-            self._dispatch(message)
-            return None
-        if isinstance(message, FinishExecution):
-            self._finish(message)
-            return None
-        if isinstance(message, CorrectExecution):
-            self._correct(message)
-            return None
-        if isinstance(message, AcceptExecution):
-            self._record((ExecutionAccepted(at=self.clock.time(), id=message.id, by=message.by),), None)
-            return None
-        if isinstance(message, GetProgress):
-            return self._progress()
-        if isinstance(message, Completed):
-            settle_all(
-                (context.reply, context.answer if error is None else None, error)
-                for context, _value, error in message.outcomes
-                if isinstance(context, _Recorded)
-            )
-            return None
-        return super().handle(message)
+        match message:
+            case Dispatch():
+                self._dispatch(message)
+            case FinishExecution():
+                self._finish(message)
+            case CorrectExecution():
+                self._correct(message)
+            case AcceptExecution():
+                self._accept(message)
+            case GetProgress():
+                return self._progress()
+            case Completed():
+                self._recorded(message)
+            case _:
+                return super().handle(message)
+        return None
+
+    def _recorded(self, message: Completed) -> None:
+        """Answer the callers whose events the writer made durable (or refused)."""
+        settle_all(
+            (context.reply, context.answer if error is None else None, error)
+            for context, _value, error in message.outcomes
+            if isinstance(context, _Recorded)
+        )
 
     def _record(self, events: tuple[Any, ...], answer: Any) -> None:
         """Write `events`; the caller is answered with `answer` once they are durable."""
@@ -148,6 +150,9 @@ class Coordinator(SupervisedActor):
             )
             events = (*events, GrantTokenIssued(at=now, token=token))
         self._record(events, Dispatched(execution, grant))
+
+    def _accept(self, message: AcceptExecution) -> None:
+        self._record((ExecutionAccepted(at=self.clock.time(), id=message.id, by=message.by),), None)
 
     def _finish(self, message: FinishExecution) -> None:
         with self.store.reader() as reader:
