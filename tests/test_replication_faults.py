@@ -87,7 +87,7 @@ def drive(runtime: Runtime, clock: ManualClock, *, requests: int, settings: Repl
         if status.requests >= requests:
             break
         before = status.requests
-        clock.advance(settings.wait_max + settings.jitter)  # past any backoff wait, short of any rest
+        clock.advance(settings.wait_max * (1 + settings.jitter))  # past any backoff wait, short of any rest
         wait_until(lambda: counts(runtime).requests > before, 10.0, "the next attempt")  # noqa: B023 - the lambda runs at once inside this iteration
     wait_until(sent_and_waiting, 10.0, f"{requests} requests")
 
@@ -291,7 +291,7 @@ def test_a_refusal_is_parked_instead_of_retried_and_each_sync_tries_once_more(
         # Parked records are not retried when the retry timer fires, however often...
         requests = counts(runtime).requests
         for _ in range(3):
-            clock.advance(settings.retry_later + settings.wait_max + settings.jitter)
+            clock.advance(settings.retry_later + settings.wait_max * (1 + settings.jitter))
             status_now = counts(runtime)
             assert (status_now.pusher, status_now.requests, proxy.count(REPLICATE)) == ("idle", requests, 4)
         # ...only by an explicit sync, once.
@@ -438,5 +438,7 @@ def test_settings_refuse_impossible_bounds() -> None:
         ReplicationSettings(batch_bytes=0)
     with pytest.raises(ValueError, match="must not be negative"):
         ReplicationSettings(wait_initial=-1.0)
+    with pytest.raises(ValueError, match="wait_max"):
+        ReplicationSettings(wait_initial=2.0, wait_max=1.0)
     with pytest.raises(ValueError, match="must be positive"):
         ReplicationSettings(request_timeout=0.0)

@@ -66,7 +66,16 @@ from resident.realm.client import RealmClient
 from resident.store.backup import RESTORED_MARKER
 from resident.store.store import Store
 from resident.store.tables import INDEXED_KEY, PENDING, REALM_CURSOR, RECORDS, REFUSED, REPLICATION
-from resident.supervisor import Address, ChildContext, Completed, ForwardReply, Reply, SupervisedActor, settle_all
+from resident.supervisor import (
+    Address,
+    Backoff,
+    ChildContext,
+    Completed,
+    ForwardReply,
+    Reply,
+    SupervisedActor,
+    settle_all,
+)
 
 __all__ = ["NO_REALM_NOTE", "Replication", "ReplicationSettings", "realm_record"]
 
@@ -81,10 +90,11 @@ ID_OWNED_REASON = "its id belongs to another home at Realm; readmit it (a new ve
 class ReplicationSettings:
     """How hard and how often replication tries.
 
-    A push makes at most `max_attempts` requests; the wait before attempt n+1 is
-    `wait_initial * 2**(n-1)`, capped at `wait_max`, plus up to `jitter` seconds at random. After
-    the last attempt replication rests `retry_later` seconds. Invalidations are polled every
-    `poll_interval` seconds; every request gives up after `request_timeout` seconds.
+    A push makes at most `max_attempts` requests; the wait before attempt n+1 is the runtime's
+    `Backoff` from `wait_initial`, doubling each time up to `wait_max`, made up to `jitter` (a
+    fraction) longer at random. After the last attempt replication rests `retry_later` seconds.
+    Invalidations are polled every `poll_interval` seconds; every request gives up after
+    `request_timeout` seconds.
     """
 
     batch_records: int = 200
@@ -92,7 +102,7 @@ class ReplicationSettings:
     max_attempts: int = 4
     wait_initial: float = 0.2
     wait_max: float = 5.0
-    jitter: float = 0.3
+    jitter: float = 0.2
     retry_later: float = 10.0
     poll_interval: float = 2.0
     request_timeout: float = 2.0
@@ -106,13 +116,20 @@ class ReplicationSettings:
             raise ValueError("max_attempts must be at least 1")
         if min(self.wait_initial, self.wait_max, self.jitter) < 0:
             raise ValueError("wait_initial, wait_max and jitter must not be negative")
+        if self.wait_max < self.wait_initial:
+            raise ValueError("wait_max must not be less than wait_initial")
         if min(self.retry_later, self.poll_interval, self.request_timeout) <= 0:
             raise ValueError("retry_later, poll_interval and request_timeout must be positive")
+
+    @property
+    def backoff(self) -> Backoff:
+        """The waits between a push's attempts."""
+        return Backoff(min=self.wait_initial, max=self.wait_max, jitter=self.jitter)
 
     def push(self) -> PushSettings:
         return PushSettings(
             batch_records=self.batch_records, batch_bytes=self.batch_bytes, max_attempts=self.max_attempts,
-            wait_initial=self.wait_initial, wait_max=self.wait_max, jitter=self.jitter,
+            backoff=self.backoff,
         )
 
 

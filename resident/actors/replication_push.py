@@ -10,8 +10,9 @@ phases:
                        ▼  │                                 ▼
                      backoff ──out of attempts──────────▶ resting ──rest over / sync──▶ idle
 
-A transient fault (down, slow, 5xx, garbage) is retried with tenacity's stop and wait policies:
-at most `max_attempts` requests per push, exponential backoff with jitter. Out of attempts, the
+A transient fault (down, slow, 5xx, garbage) is retried with tenacity's stop policy and the
+runtime's one `Backoff` as its wait: at most `max_attempts` requests per push, each wait longer
+than the one before, with jitter. Out of attempts, the
 pusher rests for `retry_later` and records written meanwhile wait for that one retry. A refusal
 (4xx) is not retried blindly: a batch is split to find the records Realm refuses, and those are
 parked until an explicit sync. A sync ends a rest, unparks, and skips a backoff wait.
@@ -21,6 +22,7 @@ This object holds state and makes decisions; the actor does the I/O and the sche
 
 from __future__ import annotations
 
+import random
 from collections import deque
 from dataclasses import dataclass
 from typing import Literal
@@ -30,6 +32,7 @@ import tenacity
 from resident.messages.memory import MemoryRecord
 from resident.store.store import Reader
 from resident.store.tables import PENDING, RECORDS
+from resident.supervisor import Backoff
 
 __all__ = ["Flight", "PushPhase", "PushSettings", "Pusher"]
 
@@ -43,9 +46,8 @@ class PushSettings:
     batch_records: int
     batch_bytes: int
     max_attempts: int
-    wait_initial: float
-    wait_max: float
-    jitter: float
+    # The wait before attempt n+1 is `backoff.delay(n)`.
+    backoff: Backoff
 
 
 @dataclass
@@ -62,12 +64,12 @@ class Pusher:
 
     def __init__(self, settings: PushSettings) -> None:
         self.settings = settings
-        # `wait_exponential + wait_random` rather than `wait_exponential_jitter`, whose `initial`
-        # is deprecated in tenacity 9 and whose replacement (`multiplier`) tenacity 8 lacks.
+        self._random = random.Random()
+        # tenacity counts the attempts and says when to stop; how long to wait is the runtime's one
+        # backoff policy, as for restarts and the writer's and substrate's retries.
         self._policy = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(settings.max_attempts),
-            wait=tenacity.wait_exponential(multiplier=settings.wait_initial, max=settings.wait_max)
-            + tenacity.wait_random(0, settings.jitter),
+            wait=lambda state: settings.backoff.delay(state.attempt_number, self._random.random()),
         )
         self.phase: PushPhase = "idle"
         self.flight: Flight | None = None

@@ -1,8 +1,9 @@
 """The pure rules of supervision: the restart-intensity window and backoff delays.
 
 `Backoff` is the one backoff policy of the runtime: the supervisor's restarts, the writer's checks
-for room on a full disk and the substrate's retries of a failing embedder all wait by it, and an
-actor counts its consecutive failures with `Retries`.
+for room on a full disk, the substrate's retries of a failing embedder and replication's retries of
+a push all wait by it, and an actor counts its consecutive failures with `Retries` (replication's
+pusher lets tenacity count its attempts instead, and stop them).
 """
 
 from __future__ import annotations
