@@ -36,6 +36,7 @@ from tests.replication_support import (
 pytestmark = pytest.mark.timeout(60)
 
 REPLICATE = "/v1/replicate"
+INVALIDATIONS = "/v1/invalidations"
 # One push cycle, then a long rest: whatever the proxy counts inside a test is that one cycle.
 ONE_CYCLE = dataclasses.replace(FAST, max_attempts=3, retry_later=60.0, poll_interval=60.0)
 _texts = itertools.count()
@@ -175,6 +176,26 @@ def test_one_push_makes_at_most_max_attempts_requests_and_writes_during_the_rest
         assert runtime.replication.sync(timeout=15.0).pending == 0
         records = local_records(runtime)
     assert_synced_only_if_accepted(records, realm.data_dir)
+
+
+def test_a_sync_polls_at_once_and_the_poll_it_brought_forward_does_not_run_when_it_was_due(
+    tmp_path: Path, realm: RealmProcess, proxy: FaultProxy
+) -> None:
+    del realm
+    clock = ManualClock()
+    interval = ONE_CYCLE.poll_interval
+    with open_runtime(tmp_path / "home", proxy.url, ONE_CYCLE, clock=clock) as runtime:
+        runtime.replication.sync(timeout=5.0)  # a round has ended; the next is due a polling interval later
+        clock.advance(interval / 2)
+        before = proxy.count(INVALIDATIONS)
+        runtime.replication.sync(timeout=5.0)  # it waits for a round that began after it: that round is now
+        polled = proxy.count(INVALIDATIONS)
+        assert polled > before
+        clock.advance(interval / 2)  # when the round the sync brought forward was due
+        # A poll told meanwhile would be handled before this status request, and still be out.
+        assert counts(runtime).poller == "idle"
+        clock.advance(interval / 2)  # a polling interval after the sync's round
+        wait_until(lambda: proxy.count(INVALIDATIONS) > polled, 10.0, "the next round")
 
 
 def test_a_sync_during_a_backoff_wait_starts_a_fresh_push_and_drops_the_old_wait(

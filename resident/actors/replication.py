@@ -5,7 +5,9 @@ index in LMDB, the invalidation poller (`replication_poll`) walks Realm's feed, 
 (`replication_waiters`) holds syncs until they can be answered. This actor owns them, and does
 what they decide: Realm calls run on its I/O worker (`io_worker`), whose results come back as
 messages, so the actor keeps answering status, sync and stop however slow Realm is; waits
-(backoff, rest, the polling interval) are scheduled messages on the runtime's clock.
+(backoff, rest, the polling interval) are scheduled messages on the runtime's clock. Starting a
+push and reading the next page of invalidations are wake-ups (`self.wake_up`): however many
+admissions, verdicts and rounds ask for one, at most one of each is pending.
 
 Nothing depends on a tell arriving: the pending index is written in the same transaction as each
 record, a published admission only wakes the pusher early, and every polling round ends by waking
@@ -156,7 +158,7 @@ def realm_record(record: MemoryRecord) -> RealmRecord:
 
 @dataclass(frozen=True, slots=True)
 class _Push:
-    """Start a push if the pusher is idle."""
+    """Start a push if the pusher is idle (the push wake-up)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +176,7 @@ class _RestOver:
 
 @dataclass(frozen=True, slots=True)
 class _Poll:
-    generation: int
+    """Read the next page of Realm's invalidation feed if the poller is idle (the poll wake-up)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,8 +197,6 @@ class _Sent:
 @dataclass(frozen=True, slots=True)
 class _Fetched:
     """Tag of an invalidation page request."""
-
-    generation: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +244,8 @@ class Replication(SupervisedActor):
         self.pusher = Pusher(self.settings.push())
         self.poller = Poller(cursor=0)
         self.waiters = WaiterSet()
-        self._push_queued = False
+        self._push_soon = self.wake_up(_Push())
+        self._poll_due = self.wake_up(_Poll())
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -262,7 +263,7 @@ class Replication(SupervisedActor):
             self._client = self._client_factory(self.realm_url, self.settings.request_timeout, token=self._token)
             self._io = IoWorker(self.name, self._from_worker)
             self._queue_push()
-            self._schedule_poll(0.0)
+            self._poll_due.now()
 
     def _index_older_records(self) -> None:
         """Build the pending index for records admitted before it existed (once per home)."""
@@ -326,7 +327,7 @@ class Replication(SupervisedActor):
             case Published():
                 self._published(message)
             case _Push():
-                self._push_queued = False
+                self._push_soon.done()
                 self._start_push()
             case Done(tag=_Sent()):
                 self._replicated(message)
@@ -337,9 +338,9 @@ class Replication(SupervisedActor):
             case _RestOver(rest=rest):
                 if self.pusher.rest_over(rest):
                     self._queue_push()
-            case _Poll(generation=generation):
-                if generation == self.poller.generation:
-                    self._poll()
+            case _Poll():
+                self._poll_due.done()
+                self._poll()
             case Completed():
                 self._committed(message)
             case _SyncDeadline(waiter=number):
@@ -375,10 +376,9 @@ class Replication(SupervisedActor):
     # -- pushing ----------------------------------------------------------------------------------
 
     def _queue_push(self) -> None:
-        if self._push_queued or self.pusher.phase != "idle" or self._client is None:
+        if self.pusher.phase != "idle" or self._client is None:
             return
-        self._push_queued = True
-        self.tell_self(_Push())
+        self._push_soon.now()
 
     def _start_push(self) -> None:
         if self.pusher.phase != "idle" or self._client is None:
@@ -524,20 +524,13 @@ class Replication(SupervisedActor):
 
     # -- invalidations ----------------------------------------------------------------------------
 
-    def _schedule_poll(self, delay: float) -> None:
-        message = _Poll(self.poller.schedule())
-        if delay <= 0:
-            self.tell_self(message)
-        else:
-            self.schedule(delay, message)
-
     def _poll(self) -> None:
         client, io = self._client, self._io
         if client is None or io is None or self.poller.phase != "idle":
             return
         self.poller.begin()
         since = self.poller.cursor
-        io.run(_Fetched(self.poller.generation), lambda: client.invalidations(since=since, limit=DEFAULT_PAGE_LIMIT))
+        io.run(_Fetched(), lambda: client.invalidations(since=since, limit=DEFAULT_PAGE_LIMIT))
 
     def _polled(self, done: Done) -> None:
         if self.poller.phase != "polling":
@@ -580,13 +573,13 @@ class Replication(SupervisedActor):
         self.poller.committed(polled.cursor, polled.more)
         self._queue_push()  # records it held back are pushed now, if still pending
         if polled.more:
-            self._schedule_poll(0.0)
+            self._poll_due.now()
             return
         self._round_ended()
 
     def _round_ended(self) -> None:
         failed = bool(self.poller.error)
-        self._schedule_poll(self.settings.poll_interval if failed or not self.poller.again else 0.0)
+        self._poll_due.after(self.settings.poll_interval if failed or not self.poller.again else 0.0)
         self._queue_push()  # whatever tells were lost, each round looks at the pending index again
         self._answer_waiters()
 
@@ -605,7 +598,9 @@ class Replication(SupervisedActor):
         # The round that answers this sync must begin after it.
         needed = self.poller.wants_round_after()
         if not self.poller.busy:
-            self._schedule_poll(0.0)
+            # The next round begins now rather than when the polling interval is over.
+            self._poll_due.done()
+            self._poll_due.now()
         waiter = Waiter(reply, needed, until_exhausted=timeout is None)
         number = self.waiters.add(waiter)
         if timeout is not None:

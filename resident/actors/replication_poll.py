@@ -27,7 +27,6 @@ class Poller:
     def __init__(self, cursor: int) -> None:
         self.cursor = cursor
         self.phase: PollPhase = "idle"
-        self.generation = 0
         self.rounds_started = 0
         self.rounds_ended = 0
         self._round = 0
@@ -35,11 +34,6 @@ class Poller:
         self.again = False
         self.error = ""
         self.invalidating: frozenset[str] = frozenset()
-
-    def schedule(self) -> int:
-        """A new generation: only the latest scheduled poll runs."""
-        self.generation += 1
-        return self.generation
 
     def begin(self) -> None:
         """A page request goes out (the first of a new round unless the round is paging)."""
