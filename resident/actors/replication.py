@@ -57,7 +57,6 @@ from resident.messages.replication import (
     RecordConflicted,
     RecordInvalidated,
     RecordReplication,
-    RecordsRestored,
     RecordsSynced,
     ReplicationAttempted,
     ReplicationCounts,
@@ -65,7 +64,6 @@ from resident.messages.replication import (
 )
 from resident.messages.store import Commit, Published
 from resident.realm.client import RealmClient
-from resident.store.backup import RESTORED_MARKER
 from resident.store.store import Store
 from resident.store.tables import INDEXED_KEY, PENDING, REALM_CURSOR, RECORDS, REFUSED, REPLICATION
 from resident.supervisor import (
@@ -258,7 +256,6 @@ class Replication(SupervisedActor):
             # Realm: its records keep the state they had, and status still reads them.
             return
         self._index_older_records()
-        self._rejudge_restored_records()
         if self.realm_url is not None:
             self._client = self._client_factory(self.realm_url, self.settings.request_timeout, token=self._token)
             self._io = IoWorker(self.name, self._from_worker)
@@ -279,27 +276,6 @@ class Replication(SupervisedActor):
             # A home on a full disk still opens for reading (status, recall): the index is built at
             # the next start with room, and until then nothing new is admitted to push anyway.
             logger.info("replication: the pending index waits for room (%s)", error.message)
-
-    def _rejudge_restored_records(self) -> None:
-        """After a restore from backup, make the records it calls synced pending again (see `RecordsRestored`).
-
-        Realm may have invalidated them since the backup was taken; pending, each is pushed and judged
-        again (an invalidated one is refused), and none is served as synced before that.
-        """
-        marker = self.store.path / RESTORED_MARKER
-        if not marker.exists():
-            return
-        with self.store.reader() as reader:
-            synced = tuple(i for i, r in reader.items(RECORDS) if r.replication == "synced")
-        try:
-            if synced:
-                self.writer.ask(Commit(events=(RecordsRestored(at=self.clock.time(), ids=synced),)), INDEX_TIMEOUT)
-        except (DiskFull, MapFull) as error:
-            # Kept for the next start with room; until then, as after any restore, records show what
-            # the backup held.
-            logger.info("replication: the restored records wait for room to be judged again (%s)", error.message)
-            return
-        marker.unlink(missing_ok=True)
 
     def _from_worker(self, done: Done) -> None:
         self.actor_ref.tell(done)

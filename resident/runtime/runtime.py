@@ -50,6 +50,7 @@ from resident.runtime.memory.admissions import Admissions
 from resident.runtime.replication import home_realm_token
 from resident.runtime.sessions import SessionsControl
 from resident.runtime.wiring import Wiring, build_wiring
+from resident.store.backup import rejudge_restored
 from resident.store.home import (
     CONFIG_FILE,
     HomeLock,
@@ -215,6 +216,8 @@ class Runtime(Facade):
                 # `init` would write, so it is a whole home that says what it runs with.
                 write_private_file(path / CONFIG_FILE, render_config(default_config(path / CONFIG_FILE)).encode())
             store = Store.open(path, map_size=map_size, max_map_size=max_map_size, readonly=not writable)
+            if not store.readonly:
+                rejudge_restored(store, active_clock.time())
             config = load_config(path / CONFIG_FILE)
             with store.reader() as reader:
                 imported = [MemberConfig(e.name, e.role, e.worlds) for _, e in reader.items(MEMBERS)]

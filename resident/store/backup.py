@@ -19,6 +19,11 @@ store directory, is installed right after the switch or by the next `Store.open`
 `resident.store.home.finish_restore`). Leftovers of a killed restore — a staging directory, an
 orphaned or old store directory — are never live and are removed by the next restore.
 
+Realm may have invalidated records since the backup was taken, so the restored store carries a
+marker until the first runtime that writes it has made the records the backup calls synced pending
+again (`rejudge_restored`, before any actor reads the store): each is pushed and judged again, and
+none is served as synced before that.
+
 A backup without `resident.toml` restores the store only and leaves the home's configuration as
 it is: deleting a user's configuration is never a side effect of a restore.
 """
@@ -39,8 +44,18 @@ import lmdb
 import msgspec
 
 from resident.clock import Clock, SystemClock
-from resident.errors import BackupInvalid, ConfigError, InvalidInput, SchemaMismatch, StoreCorrupted
+from resident.errors import (
+    BackupInvalid,
+    ConfigError,
+    DiskFull,
+    InvalidInput,
+    MapFull,
+    SchemaMismatch,
+    StoreCorrupted,
+)
 from resident.messages.backup import BACKUP_FORMAT, BackupFile, BackupManifest
+from resident.messages.replication import RecordsRestored
+from resident.messages.store import Commit
 from resident.processes import pid_alive
 from resident.store.faults import check_data_file, structure_problems
 from resident.store.home import (
@@ -56,18 +71,17 @@ from resident.store.home import (
     write_private_file,
 )
 from resident.store.store import DEFAULT_MAP_SIZE, Store, check_schema, open_environment
-from resident.store.tables import SCHEMA_VERSION
+from resident.store.tables import RECORDS, SCHEMA_VERSION
 from resident.user_files import open_user_file, read_user_file
 
-__all__ = ["MANIFEST_FILE", "RESTORED_MARKER", "STORE_DATA", "backup", "restore", "verify_backup"]
+__all__ = ["MANIFEST_FILE", "RESTORED_MARKER", "STORE_DATA", "backup", "rejudge_restored", "restore", "verify_backup"]
 
 logger = logging.getLogger(__name__)
 
 MANIFEST_FILE = "manifest.json"
 STORE_DIR = "store"
 STORE_DATA = f"{STORE_DIR}/data.mdb"
-# Left in a restored store's folder until replication has asked Realm again about the records the
-# backup calls synced (Realm may have invalidated them since the backup was taken).
+# Left in a restored store's folder until the records the backup calls synced are pending again.
 RESTORED_MARKER = "restored-from-backup"
 _ALLOWED = re.compile(r"(store/[A-Za-z0-9._-]+|resident\.toml)")
 _STAGING_PREFIX = ".restore-"
@@ -229,6 +243,30 @@ def restore(src: Path, home: Path, *, check_config: Callable[[Path], object] | N
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return manifest
+
+
+def rejudge_restored(store: Store, now: float) -> None:
+    """After a restore, make the records the backup calls synced pending again (see `RecordsRestored`).
+
+    Runs as a runtime opens a writable home, before its actors start: the store's one writer does
+    not run yet, and nothing reads a restored record as synced in between. Realm may have
+    invalidated them since the backup was taken; pending, each is pushed and judged again (an
+    invalidated one is refused). On a full disk the marker stays for the next open with room; until
+    then, as after any restore, records show what the backup held.
+    """
+    marker = store.path / RESTORED_MARKER
+    if not marker.exists():
+        return
+    with store.reader() as reader:
+        synced = tuple(i for i, r in reader.items(RECORDS) if r.replication == "synced")
+    if synced:
+        [(_, error, _)] = store.commit([Commit(events=(RecordsRestored(at=now, ids=synced),))])
+        if isinstance(error, DiskFull | MapFull):
+            logger.info("the restored records wait for room to be judged again (%s)", error.message)
+            return
+        if error is not None:
+            raise error
+    marker.unlink(missing_ok=True)
 
 
 def _stage(
