@@ -23,13 +23,14 @@ import pytest
 from resident import Runtime
 from resident.actors.replication import Replication
 from resident.clock import ManualClock
-from resident.messages.replication import ReplicationCounts
+from resident.messages.replication import GetReplicationStatus, PendingIndexBuilt, ReplicationCounts
 from resident.realm.process import RealmProcess, start_realm
 from resident.store import store as store_module
 from resident.store.environment import MAX_DBS
 from resident.store.home import current_store_dir
 from resident.store.store import Store
 from resident.store.tables import INDEXED_KEY, PENDING, REALM_CURSOR, REFUSED
+from resident.supervisor import ForwardReply
 from tests.faultproxy import FaultProxy
 from tests.replication_support import (
     FAST,
@@ -37,6 +38,7 @@ from tests.replication_support import (
     delegated_promotion,
     local_records,
     open_runtime,
+    record_status,
     use_home_token,
     wait_until,
 )
@@ -122,13 +124,10 @@ def test_status_and_sync_read_the_index_not_every_record(
     assert "records" not in walked
 
 
-def test_records_admitted_before_the_index_existed_are_indexed_once_and_pushed(
-    tmp_path: Path, realm: RealmProcess
-) -> None:
-    home = tmp_path / "home"
+def home_of_before_the_index(home: Path, records: int) -> list[str]:
+    """A home holding `records` pending records and neither pending entries nor the index marker; their ids."""
     with open_runtime(home, "none") as runtime:
-        ids = [runtime.member("deven").remember(f"an old note {n}").id for n in range(3)]
-    # Make it a home of before the index: no entries, no marker.
+        ids = [runtime.member("deven").remember(f"an old note {n}").id for n in range(records)]
     env = lmdb.open(str(current_store_dir(home)), max_dbs=MAX_DBS)
     try:
         with env.begin(write=True) as txn:
@@ -136,11 +135,63 @@ def test_records_admitted_before_the_index_existed_are_indexed_once_and_pushed(
             txn.delete(INDEXED_KEY.encode(), db=env.open_db(REALM_CURSOR.name.encode(), txn=txn))
     finally:
         env.close()
+    return ids
+
+
+class Collected:
+    """Stands in for an actor a reply is forwarded to: keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.told: list[Any] = []
+
+    def tell(self, message: Any) -> None:
+        self.told.append(message)
+
+
+def test_records_admitted_before_the_index_existed_are_indexed_once_and_pushed(
+    tmp_path: Path, realm: RealmProcess
+) -> None:
+    home = tmp_path / "home"
+    ids = home_of_before_the_index(home, 3)
     with open_runtime(home, realm.url) as runtime:
         assert runtime.replication.sync(timeout=15.0).pending == 0
         assert {local_records(runtime)[i].replication for i in ids} == {"synced"}
         store = runtime._internal.store
         assert store.replay() == store.state_tables()
+
+
+def test_replication_starts_while_the_writer_holds_the_index_and_counts_wait_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home_of_before_the_index(home, 3)
+    held = threading.Event()
+    release = threading.Event()
+    commit = Store.commit
+
+    def holding_the_index(store: Store, writes: Any) -> Any:
+        if any(isinstance(event, PendingIndexBuilt) for write in writes for event in write.events):
+            held.set()
+            assert release.wait(30.0), "the index commit was never released"
+        return commit(store, writes)
+
+    monkeypatch.setattr(Store, "commit", holding_the_index)
+    # The open returns while the writer is inside the index commit: replication's start waits for nobody.
+    with Runtime.open(home, realm="none") as runtime:
+        assert held.wait(10.0)
+        asked = Collected()
+        runtime._internal.wiring.replication.tell(GetReplicationStatus(), ForwardReply(asked, "counts"))
+        # Answered after the request above was handled: that one waits for the index its counts read.
+        record_id = local_records(runtime).popitem()[0]
+        assert record_status(runtime, record_id).state == "pending"
+        assert asked.told == []
+        release.set()
+        wait_until(lambda: asked.told, 10.0, "the counts")
+        [completed] = asked.told
+        [(_, answer, error)] = completed.outcomes
+        assert error is None
+        assert answer.pending == 3
+        assert counts(runtime).pending == 3
 
 
 def requesting(runtime: Runtime) -> ReplicationCounts | None:

@@ -82,7 +82,6 @@ __all__ = ["NO_REALM_NOTE", "Replication", "ReplicationSettings", "realm_record"
 logger = logging.getLogger(__name__)
 
 NO_REALM_NOTE = "no Realm is configured, so records stay pending; run `resident init --realm URL`"
-INDEX_TIMEOUT = 60.0
 ID_OWNED_REASON = "its id belongs to another home at Realm; readmit it (a new version gets a new id)"
 
 
@@ -210,6 +209,13 @@ class _Verdicts:
 
 
 @dataclass(frozen=True, slots=True)
+class _Indexed:
+    """Context of the commit of the pending index that `incarnation` built as it started."""
+
+    incarnation: int
+
+
+@dataclass(frozen=True, slots=True)
 class _PollCommitted:
     incarnation: int
     cursor: int
@@ -244,6 +250,10 @@ class Replication(SupervisedActor):
         self.waiters = WaiterSet()
         self._push_soon = self.wake_up(_Push())
         self._poll_due = self.wake_up(_Poll())
+        # While the pending index of older records is being committed: the callers waiting for
+        # counts, which are read from that index.
+        self._indexing = False
+        self._awaiting_index: list[Reply] = []
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -263,19 +273,34 @@ class Replication(SupervisedActor):
             self._poll_due.now()
 
     def _index_older_records(self) -> None:
-        """Build the pending index for records admitted before it existed (once per home)."""
+        """Build the pending index for records admitted before it existed (once per home).
+
+        The commit is told, not waited for, so a slow writer cannot hold up this start. Until it is
+        answered, counts and syncs wait (both read the index), and the records it adds are pushed
+        once it is (`_index_committed`).
+        """
         with self.store.reader() as reader:
             if reader.get(REALM_CURSOR, INDEXED_KEY) is not None or reader.count(RECORDS) == 0:
                 return
             awaiting = tuple(i for i, r in reader.items(RECORDS) if r.replication in ("pending", "pending_review"))
             refused = tuple(i for i, r in reader.items(RECORDS) if r.replication in ("conflict", "invalidated"))
         event = PendingIndexBuilt(at=self.clock.time(), awaiting=awaiting, refused=refused)
-        try:
-            self.writer.ask(Commit(events=(event,)), INDEX_TIMEOUT)
-        except (DiskFull, MapFull) as error:
+        self._indexing = True
+        indexed = _Indexed(self.context.incarnation)
+        self.writer.tell(Commit(events=(event,)), ForwardReply(self.context.address, indexed))
+
+    def _index_committed(self, error: BaseException | None) -> None:
+        self._indexing = False
+        if isinstance(error, DiskFull | MapFull):
             # A home on a full disk still opens for reading (status, recall): the index is built at
             # the next start with room, and until then nothing new is admitted to push anyway.
             logger.info("replication: the pending index waits for room (%s)", error.message)
+        elif error is not None:
+            # As a start that failed: the next incarnation builds the index again.
+            raise error
+        waiting, self._awaiting_index = self._awaiting_index, []
+        self._answer_counts(waiting)
+        self._queue_push()
 
     def _from_worker(self, done: Done) -> None:
         self.actor_ref.tell(done)
@@ -288,6 +313,8 @@ class Replication(SupervisedActor):
 
     def _release(self, why: str) -> None:
         settle_all((w.reply, None, ActorUnavailable(why)) for w in self.waiters.release() if w.reply is not None)
+        waiting, self._awaiting_index = self._awaiting_index, []
+        settle_all((reply, None, ActorUnavailable(why)) for reply in waiting)
         client, self._client = self._client, None
         if self._io is not None:
             # The worker closes the client once its running call (bounded by the timeout) returns.
@@ -322,9 +349,9 @@ class Replication(SupervisedActor):
             case _SyncDeadline(waiter=number):
                 waiter = self.waiters.take(number)
                 if waiter is not None:
-                    settle_all(((waiter.reply, self._counts(), None),))
+                    self._answer_counts([waiter.reply])
             case GetReplicationStatus(id=None):
-                return self._counts()
+                self._answer_counts([self.defer()])
             case GetReplicationStatus(id=str() as record_id):
                 return self._record_status(record_id)
             case SyncNow(timeout=timeout):
@@ -347,6 +374,8 @@ class Replication(SupervisedActor):
                     self._verdicts_committed(context, error)
                 case _PollCommitted(incarnation=incarnation) if incarnation == mine:
                     self._poll_committed(context, error)
+                case _Indexed(incarnation=incarnation) if incarnation == mine:
+                    self._index_committed(error)
         self._answer_waiters()
 
     # -- pushing ----------------------------------------------------------------------------------
@@ -563,7 +592,7 @@ class Replication(SupervisedActor):
 
     def _sync(self, reply: Reply | None, timeout: float | None) -> None:
         if self._client is None:
-            settle_all(((reply, self._counts(), None),))
+            self._answer_counts([reply])
             return
         flight = self.pusher.sync()
         if flight is not None:
@@ -583,14 +612,23 @@ class Replication(SupervisedActor):
             waiter.deadline = self.schedule(timeout, _SyncDeadline(number))
 
     def _answer_waiters(self, *, exhausted: bool = False) -> None:
-        if not self.waiters:
+        if not self.waiters or self._indexing:
             return
         with self.store.reader() as reader:
             settled = self.pusher.flight is None and not self.pusher.has_unparked(reader)
         answered = self.waiters.ready(settled=settled, rounds_ended=self.poller.rounds_ended, exhausted=exhausted)
         if answered:
+            self._answer_counts([w.reply for w in answered])
+
+    def _answer_counts(self, replies: Sequence[Reply | None]) -> None:
+        """Answer with the counts, now, or once the pending index they are read from is committed."""
+        waiting = [reply for reply in replies if reply is not None]
+        if self._indexing:
+            self._awaiting_index += waiting
+            return
+        if waiting:
             counts = self._counts()
-            settle_all((w.reply, counts, None) for w in answered if w.reply is not None)
+            settle_all((reply, counts, None) for reply in waiting)
 
     def _counts(self) -> ReplicationCounts:
         """Counts from the indexes (records awaiting Realm, records it refused), never a scan of every record."""
