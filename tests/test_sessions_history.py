@@ -18,8 +18,8 @@ from resident import Runtime
 from resident.errors import ExportInvalid, InvalidInput, MemoryDisabled, UnknownSession
 from resident.messages.portability import MemberExport
 from resident.messages.sessions import Harness
-from resident.runtime.session_portability import sessions_checksum
-from resident.runtime.session_transcripts import harness_home
+from resident.runtime.sessions.portability import sessions_checksum
+from resident.runtime.sessions.transcripts import harness_home
 from tests.session_fixtures import FIXTURES, fixture_path, load, planted_secrets
 from tests.session_helpers import fake, files_holding
 

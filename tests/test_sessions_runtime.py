@@ -16,8 +16,8 @@ from resident import Runtime
 from resident.errors import HarnessNotFound, InvalidInput, ProjectionRefused, UnknownSession
 from resident.messages.sessions import Harness
 from resident.runtime.doctor import examine
-from resident.runtime.session_transcripts import harness_home
-from resident.runtime.session_tree import Manifest, ManifestEntry, ProjectionTree, manifests
+from resident.runtime.sessions.transcripts import harness_home
+from resident.runtime.sessions.tree import Manifest, ManifestEntry, ProjectionTree, manifests
 from resident.sessions.projection import MARKER
 from resident.store.tables import EXECUTIONS, SESSION_RAW, SESSION_TURNS, SESSIONS
 from tests.evolution_helpers import add_skills

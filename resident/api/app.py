@@ -153,7 +153,7 @@ class Guard:
         return hmac.compare_digest(given.strip().encode("utf-8", "surrogateescape"), self._token)
 
 
-# A session id as the runtime makes them (`new_id("ses")`); see `resident.runtime.session_tree`.
+# A session id as the runtime makes them (`new_id("ses")`); see `resident.runtime.sessions.tree`.
 _SESSION_ID = re.compile(r"ses_[0-9a-f]{28}")
 
 

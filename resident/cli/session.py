@@ -29,7 +29,7 @@ from resident.messages.sessions import HARNESSES, Harness, SessionRecord, Sessio
 from resident.terminal import printable
 
 if TYPE_CHECKING:
-    from resident.runtime.session_launch import SessionLaunch
+    from resident.runtime.sessions.launch import SessionLaunch
 
 __all__ = ["COMMANDS"]
 
@@ -74,7 +74,7 @@ def _history(harness: str, path: str | None) -> str:
     """Where to look for `harness`'s history: `path`, else where this command's environment says it keeps it."""
     if path:
         return _absolute(path)
-    from resident.runtime.session_import import default_root  # noqa: PLC0415 - only these two commands need it
+    from resident.runtime.sessions.history import default_root  # noqa: PLC0415 - only these two commands need it
 
     return str(default_root(cast("Harness", harness), os.environ, Path.home()))
 
@@ -92,7 +92,7 @@ def _start_request(
 
 
 def _launch(launched: wire_sessions.Launched, sandbox: bool, state: CliState) -> SessionLaunch:
-    from resident.runtime.session_launch import SessionLaunch  # noqa: PLC0415 - only a start runs a harness
+    from resident.runtime.sessions.launch import SessionLaunch  # noqa: PLC0415 - only a start runs a harness
 
     return SessionLaunch(
         session=launched.session, member=launched.member, harness=launched.harness, execution=launched.execution,

@@ -40,7 +40,7 @@ from resident.realm.client import RealmClient
 from resident.realm.process import RealmProcess
 from resident.runtime import Runtime
 from resident.runtime.coordination import Session
-from resident.runtime.session_launch import SessionLaunch
+from resident.runtime.sessions.launch import SessionLaunch
 from resident.store.tables import EXECUTIONS, RECORDS
 
 __all__ = ["RunHarness", "RunMetrics", "StepFailed", "TaskProgress"]

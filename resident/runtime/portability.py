@@ -32,7 +32,7 @@ from resident.messages.memory import BankCreated, MemberImported, RecordAdmitted
 from resident.messages.portability import MemberExport, MemberKnowledge
 from resident.messages.store import Commit
 from resident.runtime.knowledge_ingest import held_in_bank
-from resident.runtime.session_portability import exported_sessions, imported_sessions, sessions_checksum
+from resident.runtime.sessions.portability import exported_sessions, imported_sessions, sessions_checksum
 from resident.store.store import Reader
 from resident.store.tables import BANKS, KNOWLEDGE_BANKS, KNOWLEDGE_ENTRIES, PAGES, RECORDS, SCHEMA_VERSION
 

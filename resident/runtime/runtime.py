@@ -47,7 +47,7 @@ from resident.runtime.engagement import Judging
 from resident.runtime.executor import LocalExecutor
 from resident.runtime.portability import ImportResult, export_member, import_member
 from resident.runtime.replication import home_realm_token
-from resident.runtime.sessions import SessionsControl
+from resident.runtime.sessions.control import SessionsControl
 from resident.runtime.wiring import Wiring, build_wiring
 from resident.store.home import (
     CONFIG_FILE,

@@ -26,9 +26,9 @@ from resident.messages.coordination import Outcome
 from resident.messages.sessions import SessionRecord, SessionRecovered
 from resident.messages.store import Commit
 from resident.runtime.coordination import result_digest
-from resident.runtime.session_liveness import live
-from resident.runtime.session_transcripts import file_cwd, layout, read_transcript, redaction_key, scan, session_files
-from resident.runtime.session_tree import (
+from resident.runtime.sessions.liveness import live
+from resident.runtime.sessions.transcripts import file_cwd, layout, read_transcript, redaction_key, scan, session_files
+from resident.runtime.sessions.tree import (
     MANIFEST_FILE,
     Manifest,
     ProjectionTree,

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 
 from resident.messages.memory import Receipt
 from resident.messages.sessions import SessionCandidate, SessionExcerpt, SessionRecord, SessionTurn
-from resident.runtime.session_end import end_session, recover_stale
-from resident.runtime.session_import import ImportReport, candidates, import_sessions
-from resident.runtime.session_launch import SessionLaunch
-from resident.runtime.session_reads import (
+from resident.runtime.sessions.end import end_session, recover_stale
+from resident.runtime.sessions.history import ImportReport, candidates, import_sessions
+from resident.runtime.sessions.launch import SessionLaunch
+from resident.runtime.sessions.reads import (
     admit_excerpt,
     excerpts,
     list_sessions,
@@ -38,7 +38,7 @@ from resident.runtime.session_reads import (
     read_session,
     read_turns,
 )
-from resident.runtime.session_start import DEFAULT_TTL, SessionRequest, start_session
+from resident.runtime.sessions.start import DEFAULT_TTL, SessionRequest, start_session
 
 if TYPE_CHECKING:
     from resident.runtime.coordination import Session

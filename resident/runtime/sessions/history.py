@@ -20,8 +20,8 @@ from resident.ids import new_id
 from resident.memory.banks import bank_name
 from resident.messages.sessions import Harness, SessionCandidate, SessionImported, SessionRecord
 from resident.messages.store import Commit
-from resident.runtime.session_start import check_harness
-from resident.runtime.session_transcripts import layout, read_transcript, redaction_key, walk
+from resident.runtime.sessions.start import check_harness
+from resident.runtime.sessions.transcripts import layout, read_transcript, redaction_key, walk
 from resident.sessions.entries import clean_id
 from resident.sessions.redaction import Redactor
 from resident.sessions.transcript import parse_file, recover

@@ -20,7 +20,7 @@ from resident.errors import ExportInvalid, ResidentError
 from resident.messages.limits import is_record_id
 from resident.messages.portability import ExportedSession, MemberExport
 from resident.messages.sessions import RecoveredTranscript, SessionImported, SessionRecord
-from resident.runtime.session_transcripts import MAX_SESSION_FILES, redaction_key
+from resident.runtime.sessions.transcripts import MAX_SESSION_FILES, redaction_key
 from resident.sessions.redaction import Redactor
 from resident.sessions.transcript import TranscriptFile, recover, unpack
 from resident.store.session_projections import raw_key, source_key

@@ -31,11 +31,11 @@ from resident.messages.engagement import EngagementContext
 from resident.messages.sessions import HARNESSES, Harness, SessionRecord, SessionStarted
 from resident.messages.store import Commit
 from resident.processes import pid_alive
-from resident.runtime.session_end import end_session
-from resident.runtime.session_launch import SessionLaunch, session_variables
-from resident.runtime.session_liveness import live
-from resident.runtime.session_transcripts import HARNESS_ENV, harness_home, layout, redaction_key, scan
-from resident.runtime.session_tree import Manifest, ProjectionTree, manifests, save_manifest, session_dir
+from resident.runtime.sessions.end import end_session
+from resident.runtime.sessions.launch import SessionLaunch, session_variables
+from resident.runtime.sessions.liveness import live
+from resident.runtime.sessions.transcripts import HARNESS_ENV, harness_home, layout, redaction_key, scan
+from resident.runtime.sessions.tree import Manifest, ProjectionTree, manifests, save_manifest, session_dir
 from resident.runtime.skills import chosen_skills
 from resident.sessions.projection import AGENTS_FILE, CLAUDE_FILE, Remembered, WorkPackage, plan_projection
 from resident.sessions.redaction import Redactor
