@@ -30,6 +30,7 @@ from resident.operations import evolution as evolution_ops
 from resident.operations import home as home_ops
 from resident.operations import knowledge as knowledge_ops
 from resident.operations import memory as memory_ops
+from resident.operations import sessions as sessions_ops
 from resident.operations import skills as skills_ops
 from resident.runtime.coordination import Session
 from tests.api_helpers import UpProcess, raw_client
@@ -174,15 +175,15 @@ def test_a_session_cannot_act_as_another_member_with_the_home_s_token(prepared: 
 def test_a_session_sees_only_its_own_sessions_and_knows_itself_by_its_token(
     prepared: Prepared, http: httpx.Client
 ) -> None:
-    everyone = send(http, routes.SESSIONS, {}).json()["sessions"]
+    everyone = send(http, sessions_ops.LIST, {}).json()["sessions"]
     assert prepared.alice_session in [found["id"] for found in everyone]
-    assert send(http, routes.SESSIONS, {}, prepared.deven).json()["sessions"] == []
-    assert send(http, routes.SESSIONS, {"member": "alice"}, prepared.deven).json()["sessions"] == []
-    for op in (routes.SESSION_SHOW, routes.SESSION_RAW):
+    assert send(http, sessions_ops.LIST, {}, prepared.deven).json()["sessions"] == []
+    assert send(http, sessions_ops.LIST, {"member": "alice"}, prepared.deven).json()["sessions"] == []
+    for op in (sessions_ops.SHOW, sessions_ops.RAW):
         refused(send(http, op, {}, prepared.deven, session=prepared.alice_session), 404, "UnknownSession")
     # The owner sees it (its `command` harness wrote no transcript, so there is no part 0 to show raw).
-    assert send(http, routes.SESSION_SHOW, {}, session=prepared.alice_session).json()["session"]["member"] == "alice"
-    assert "0 transcript parts" in refused(send(http, routes.SESSION_RAW, {}, session=prepared.alice_session), 400,
+    assert send(http, sessions_ops.SHOW, {}, session=prepared.alice_session).json()["session"]["member"] == "alice"
+    assert "0 transcript parts" in refused(send(http, sessions_ops.RAW, {}, session=prepared.alice_session), 400,
                                            "InvalidInput")
     mine = send(http, knowledge_ops.SESSION_GRANT, grant=prepared.deven).json()
     assert (mine["member"], mine["knowledge"]) == ("deven", False)

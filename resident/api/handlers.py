@@ -20,7 +20,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from resident.api import routes, wire
-from resident.api.session_handlers import SESSION_HANDLERS
 from resident.runtime.caller import Caller, refuse_member_session, resolve_caller
 from resident.runtime.portability import export_document, import_document
 
@@ -107,5 +106,4 @@ async def import_member(call: Call) -> wire.Imported:
 HANDLERS: dict[str, Handler] = {
     routes.EXPORT.name: export,
     routes.IMPORT.name: import_member,
-    **SESSION_HANDLERS,
 }

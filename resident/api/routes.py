@@ -18,29 +18,18 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
 
-from resident.api import wire, wire_sessions
-from resident.messages.memory import Receipt
+from resident.api import wire
 from resident.messages.portability import MemberExport
 from resident.operations import DECLARED
 from resident.operations.declaration import Operation as Declared
 
 __all__ = [
     "EVENTS_PATH",
-    "EXCERPTS",
-    "EXCERPT_ADMIT",
     "EXPORT",
     "IMPORT",
     "LEGACY",
     "OPENAPI_PATH",
     "OPERATIONS",
-    "SESSIONS",
-    "SESSION_CANDIDATES",
-    "SESSION_END",
-    "SESSION_IMPORT",
-    "SESSION_RAW",
-    "SESSION_RECOVER",
-    "SESSION_SHOW",
-    "SESSION_START",
     "AnyOperation",
     "Operation",
 ]
@@ -89,58 +78,6 @@ LEGACY: tuple[Operation, ...] = (
 # Served beside the table: the event stream (text/event-stream) and the document describing the API.
 EVENTS_PATH = "/v1/events"
 OPENAPI_PATH = "/openapi.json"
-
-# -- knowledge, sessions and the MCP server ---------------------------------------------------------
-# (their own block: `resident knowledge …`, `resident session …`, `resident curate`, `resident mcp serve`)
-
-SESSION_START = Operation(
-    "sessions.start", "POST", "/v1/sessions/start", wire_sessions.Launched,
-    "Start a member's session (record, grant token, projection); the launching process runs the harness",
-    wire_sessions.StartSession,
-)
-SESSION_END = Operation(
-    "sessions.end", "POST", "/v1/sessions/{session}/end", wire_sessions.Ended,
-    "End a session: restore its directory, recover its transcript, end its execution", wire_sessions.EndSession,
-)
-SESSION_RECOVER = Operation(
-    "sessions.recover", "POST", "/v1/sessions/recover", wire_sessions.Recovered,
-    "End the sessions whose launching process died", wire_sessions.RecoverSessions,
-)
-SESSIONS = Operation(
-    "sessions.list", "POST", "/v1/sessions/list", wire_sessions.SessionList,
-    "Sessions, oldest first (a member session: only its own)", wire_sessions.ListSessions, member=True,
-)
-SESSION_SHOW = Operation(
-    "sessions.show", "POST", "/v1/sessions/{session}/show", wire_sessions.SessionView,
-    "A session and its redacted turns (a member session: only its own)", wire_sessions.TurnsQuery, member=True,
-)
-SESSION_RAW = Operation(
-    "sessions.raw", "POST", "/v1/sessions/{session}/raw", wire_sessions.RawPart,
-    "One transcript file of a session as stored, redacted (a member session: only its own)", wire_sessions.RawQuery,
-    member=True,
-)
-SESSION_CANDIDATES = Operation(
-    "sessions.candidates", "POST", "/v1/sessions/candidates", wire_sessions.Candidates,
-    "Historical sessions of a harness found on disk (an absolute path the runtime reads)",
-    wire_sessions.CandidatesQuery,
-)
-SESSION_IMPORT = Operation(
-    "sessions.import", "POST", "/v1/sessions/import", wire_sessions.SessionsImported,
-    "Attribute historical sessions to a member's experience, redacted", wire_sessions.ImportSessions,
-)
-EXCERPTS = Operation(
-    "curate.excerpts", "POST", "/v1/members/{member}/excerpts", wire_sessions.Excerpts,
-    "Excerpts of a member's experience that could become memories", wire_sessions.ExcerptsQuery,
-)
-EXCERPT_ADMIT = Operation(
-    "curate.admit", "POST", "/v1/members/{member}/excerpts/{excerpt}/admit", Receipt,
-    "Admit an excerpt into the member's memory through the admission gate", wire_sessions.Admit,
-)
-
-LEGACY += (
-    SESSION_START, SESSION_END, SESSION_RECOVER, SESSIONS, SESSION_SHOW, SESSION_RAW, SESSION_CANDIDATES,
-    SESSION_IMPORT, EXCERPTS, EXCERPT_ADMIT,
-)
 
 # Every route: the table above, and the operations declared once (`resident.operations`), which the rest of
 # the table is moving to.

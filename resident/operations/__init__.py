@@ -20,6 +20,7 @@ from resident.operations import (
     memory,
     principles,
     replication,
+    sessions,
     skills,
 )
 from resident.operations.declaration import Access, Operation, Route, declare
@@ -30,5 +31,5 @@ __all__ = ["DECLARED", "Access", "Operation", "Route", "declare"]
 DECLARED: tuple[Operation[Any, Any, Any], ...] = (
     *home.OPERATIONS, *memory.OPERATIONS, *replication.OPERATIONS, *apps.OPERATIONS, *principles.OPERATIONS,
     *skills.OPERATIONS, *engagement.OPERATIONS, *evolution.OPERATIONS,
-    *coordination.OPERATIONS, *knowledge.OPERATIONS,
+    *coordination.OPERATIONS, *knowledge.OPERATIONS, *sessions.OPERATIONS,
 )

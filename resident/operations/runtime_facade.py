@@ -17,6 +17,7 @@ from resident.operations.knowledge import KnowledgeSurface, SessionSurface
 from resident.operations.memory import MemberSurface, MemorySurface
 from resident.operations.principles import PrinciplesSurface
 from resident.operations.replication import ReplicationSurface
+from resident.operations.sessions import SessionsSurface
 from resident.operations.skills import SkillsSurface
 
 __all__ = ["Facade"]
@@ -37,6 +38,7 @@ class Facade(RootSurface):
         self.coordinator: CoordinatorSurface = CoordinatorSurface(executor)
         self.knowledge = KnowledgeSurface(executor)
         self.session = SessionSurface(executor)
+        self.sessions = SessionsSurface(executor)
 
     def member(self, name: str) -> MemberSurface:
         """The memory surface of one member of the roster (`UnknownMember` otherwise)."""

@@ -82,7 +82,7 @@ def export_document(runtime: Runtime, name: str) -> MemberExport:
     )
     if knowledge is not None:
         document = msgspec.structs.replace(document, knowledge=knowledge)
-    sessions = exported_sessions(runtime, member.name)
+    sessions = exported_sessions(runtime._services, member.name)
     if sessions:
         document = msgspec.structs.replace(
             document, sessions=sessions, sessions_checksum=sessions_checksum(member.name, sessions)
@@ -117,7 +117,7 @@ def import_document(runtime: Runtime, data: bytes, source: str, world: str | Non
     now = runtime.clock.time()
     runtime._services.require_memory()
     # Checked whole before anything is written, and written in the same transaction as the memories.
-    sessions = imported_sessions(runtime, document, source)
+    sessions = imported_sessions(runtime._services, document, source)
     with runtime._internal.store.reader() as reader:
         fresh = [r for r in imported_records(document) if reader.get(RECORDS, r.id) is None]
     events: list[object] = [BankCreated(at=now, bank=bank) for bank in document.banks]

@@ -47,7 +47,6 @@ from resident.runtime.engagement import Judging
 from resident.runtime.executor import LocalExecutor
 from resident.runtime.portability import ImportResult, export_member, import_member
 from resident.runtime.replication import home_realm_token
-from resident.runtime.sessions.control import SessionsControl
 from resident.runtime.wiring import Wiring, build_wiring
 from resident.store.home import (
     CONFIG_FILE,
@@ -133,7 +132,6 @@ class Runtime(Facade):
         # Dispatch hands out live sessions of this process, besides the declared operations.
         self.coordinator: CoordinatorControl = CoordinatorControl(self, self._local)
         self.chaos = Chaos(self)
-        self.sessions = SessionsControl(self)
 
     def _context(self, store: Store, wiring: Wiring) -> Context:
         return Context(
@@ -143,6 +141,9 @@ class Runtime(Facade):
             config_now=lambda: self.config, check_open=self.check_open, statistics=self._tree_statistics,
             skills=wiring.skills, natives={}, judging=Judging(), knowledge=wiring.knowledge,
             revalidation=Revalidation(DEFAULT_TTL),
+            # The coordinator is made after its context: looked up when called.
+            dispatch=lambda *args, **options: self.coordinator.dispatch(*args, **options),  # noqa: PLW0108
+            resume=lambda token: self.coordinator.session(token),  # noqa: PLW0108
         )
 
     def _tree_statistics(self) -> SupervisorStatistics:
