@@ -25,9 +25,7 @@ pytestmark = pytest.mark.timeout(120)
 # Public names of `Runtime.open`'s facade (a surface's method as `surface.method`) that `Runtime.connect` does not
 # offer yet (see the module docstring).
 NOT_YET_ON_CONNECT = {
-    "add_member", "chaos", "check_open", "clock", "config",
-    "export_member", "import_member", "open",
-    "replication_note",
+    "add_member", "chaos", "check_open", "clock", "config", "open", "replication_note",
     # A dispatched session is a live object of the dispatching process; dispatch over the API comes with executions
     # the runtime runs itself (a harness acts as its session anywhere with `with_grant(token)`).
     "coordinator.dispatch", "coordinator.session",

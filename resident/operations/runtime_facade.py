@@ -15,6 +15,7 @@ from resident.operations.facade import Executor
 from resident.operations.home import RootSurface
 from resident.operations.knowledge import KnowledgeSurface, SessionSurface
 from resident.operations.memory import MemberSurface, MemorySurface
+from resident.operations.portability import PortabilitySurface
 from resident.operations.principles import PrinciplesSurface
 from resident.operations.replication import ReplicationSurface
 from resident.operations.sessions import SessionsSurface
@@ -23,7 +24,7 @@ from resident.operations.skills import SkillsSurface
 __all__ = ["Facade"]
 
 
-class Facade(RootSurface):
+class Facade(RootSurface, PortabilitySurface):
     """Every surface of the runtime, on one executor."""
 
     def __init__(self, executor: Executor) -> None:

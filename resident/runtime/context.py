@@ -86,6 +86,8 @@ class Context:
     # arguments), and resuming the one a grant token stands for (`GrantInvalid` when it stands for none).
     dispatch: Callable[..., Session]
     resume: Callable[[str], Session]
+    # Starts the actor of a member that just joined this home by import (name, role, worlds).
+    add_member: Callable[[str, str, tuple[str, ...]], None]
 
     @property
     def config(self) -> Config:

@@ -45,7 +45,6 @@ from resident.runtime.context import Context, Revalidation
 from resident.runtime.coordination import CoordinatorControl
 from resident.runtime.engagement import Judging
 from resident.runtime.executor import LocalExecutor
-from resident.runtime.portability import ImportResult, export_member, import_member
 from resident.runtime.replication import home_realm_token
 from resident.runtime.wiring import Wiring, build_wiring
 from resident.store.home import (
@@ -144,6 +143,7 @@ class Runtime(Facade):
             # The coordinator is made after its context: looked up when called.
             dispatch=lambda *args, **options: self.coordinator.dispatch(*args, **options),  # noqa: PLW0108
             resume=lambda token: self.coordinator.session(token),  # noqa: PLW0108
+            add_member=self.add_member,
         )
 
     def _tree_statistics(self) -> SupervisorStatistics:
@@ -267,14 +267,6 @@ class Runtime(Facade):
     def member(self, name: str) -> MemberSurface:
         """The memory surface of one member of the roster (`UnknownMember` otherwise)."""
         return super().member(self.config.member(name).name)
-
-    def export_member(self, name: str, path: str | os.PathLike[str]) -> int:
-        """Write `name`'s portable records (AGENT_CORE, AGENT_DYADIC; none withheld) to `path`."""
-        return export_member(self, name, Path(path))
-
-    def import_member(self, path: str | os.PathLike[str], world: str | None = None) -> ImportResult:
-        """Load a member export into this home; a member new to it joins (in `world`) and starts."""
-        return import_member(self, Path(path), world)
 
     def add_member(self, name: str, role: str, worlds: tuple[str, ...]) -> None:
         """Start the actor of a member that just joined this home (by import)."""
