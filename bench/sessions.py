@@ -96,10 +96,10 @@ def _import(data: bytes) -> float:
         (root / "history").mkdir()
         (root / "history" / f"{uuid.uuid4()}.jsonl").write_bytes(data)
         with Runtime.open(root / "home", realm="none") as runtime:
-            (candidate,) = runtime.sessions.candidates("claude-code", str(root / "history"))
+            (candidate,) = runtime.sessions.candidates("claude-code", root / "history")
             started = time.perf_counter()
             report = runtime.sessions.import_sessions([candidate.id], member="deven", harness="claude-code",
-                                                      path=str(root / "history"))
+                                                      path=root / "history")
             seconds = time.perf_counter() - started
             assert len(report.imported) == 1
             return seconds

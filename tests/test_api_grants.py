@@ -19,23 +19,27 @@ import httpx
 import pytest
 
 from resident import Runtime
-from resident.api import routes
 from resident.api.challenge import PROOF_KEY_ENV, session_proof_key
 from resident.api.discovery import API_ADDRESS_ENV, SESSION_ENV
-from resident.api.wire import GRANT_HEADER
+from resident.api.wire import EVENTS_PATH, GRANT_HEADER, OPENAPI_PATH
 from resident.clock import ManualClock
 from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token
+from resident.operations import DECLARED, Access, Operation
 from resident.operations import engagement as engagement_ops
 from resident.operations import evolution as evolution_ops
 from resident.operations import home as home_ops
 from resident.operations import knowledge as knowledge_ops
 from resident.operations import memory as memory_ops
+from resident.operations import portability as portability_ops
+from resident.operations import sessions as sessions_ops
 from resident.operations import skills as skills_ops
 from resident.runtime.coordination import Session
 from tests.api_helpers import UpProcess, raw_client
 from tests.cli_helpers import expect_error, run_process
 from tests.evolution_helpers import SESSION_ACTIONS, session, skill_folder
 
+# A declared operation of any request and reply.
+AnyOperation = Operation[Any, Any, Any]
 PARAMS = {
     "member": "deven", "record": "mem_missing", "record_id": "mem_missing", "skill": "triage", "name": "triage",
     "principle": "prn_missing", "principle_id": "prn_missing", "question": "q_missing", "question_id": "q_missing",
@@ -93,11 +97,11 @@ def http(prepared: Prepared) -> Iterator[httpx.Client]:
         yield client
 
 
-def send(client: httpx.Client, op: routes.AnyOperation, body: Any = None, grant: str | None = None,
+def send(client: httpx.Client, op: AnyOperation, body: Any = None, grant: str | None = None,
          **params: str) -> httpx.Response:
     headers = {} if grant is None else {GRANT_HEADER: grant}
     path = op.url(**{**PARAMS, **params})
-    if op.method == "GET":
+    if op.route.method == "GET":
         return client.get(path, headers=headers)
     return client.post(path, json={} if body is None else body, headers=headers)
 
@@ -129,12 +133,12 @@ def test_a_session_s_calls_act_as_its_member_and_are_marked_as_its_execution_s(
     assert shown.json()["member"] == "deven"  # without a member named, its own
 
 
-OWNER_OPERATIONS = [op for op in routes.OPERATIONS if not op.member and op is not home_ops.HEALTH]
+OWNER_OPERATIONS = [op for op in DECLARED if op.access is not Access.MEMBER and op is not home_ops.HEALTH]
 
 
 @pytest.mark.parametrize("op", OWNER_OPERATIONS, ids=[op.name for op in OWNER_OPERATIONS])
 def test_a_grant_token_on_an_owner_s_route_is_refused_before_anything_is_read(
-    prepared: Prepared, http: httpx.Client, op: routes.AnyOperation
+    prepared: Prepared, http: httpx.Client, op: AnyOperation
 ) -> None:
     before = records(http)
     # Even a body the route would take is never read: the refusal comes first.
@@ -144,7 +148,7 @@ def test_a_grant_token_on_an_owner_s_route_is_refused_before_anything_is_read(
     assert records(http) == before
 
 
-@pytest.mark.parametrize("path", [routes.EVENTS_PATH, routes.OPENAPI_PATH])
+@pytest.mark.parametrize("path", [EVENTS_PATH, OPENAPI_PATH])
 def test_the_event_stream_and_the_api_document_refuse_a_grant_token(http: httpx.Client, prepared: Prepared,
                                                                      path: str) -> None:
     refused(http.get(path, headers={GRANT_HEADER: prepared.deven}), 403, "OwnerOnlyAction")
@@ -174,15 +178,15 @@ def test_a_session_cannot_act_as_another_member_with_the_home_s_token(prepared: 
 def test_a_session_sees_only_its_own_sessions_and_knows_itself_by_its_token(
     prepared: Prepared, http: httpx.Client
 ) -> None:
-    everyone = send(http, routes.SESSIONS, {}).json()["sessions"]
+    everyone = send(http, sessions_ops.LIST, {}).json()["sessions"]
     assert prepared.alice_session in [found["id"] for found in everyone]
-    assert send(http, routes.SESSIONS, {}, prepared.deven).json()["sessions"] == []
-    assert send(http, routes.SESSIONS, {"member": "alice"}, prepared.deven).json()["sessions"] == []
-    for op in (routes.SESSION_SHOW, routes.SESSION_RAW):
+    assert send(http, sessions_ops.LIST, {}, prepared.deven).json()["sessions"] == []
+    assert send(http, sessions_ops.LIST, {"member": "alice"}, prepared.deven).json()["sessions"] == []
+    for op in (sessions_ops.SHOW, sessions_ops.RAW):
         refused(send(http, op, {}, prepared.deven, session=prepared.alice_session), 404, "UnknownSession")
     # The owner sees it (its `command` harness wrote no transcript, so there is no part 0 to show raw).
-    assert send(http, routes.SESSION_SHOW, {}, session=prepared.alice_session).json()["session"]["member"] == "alice"
-    assert "0 transcript parts" in refused(send(http, routes.SESSION_RAW, {}, session=prepared.alice_session), 400,
+    assert send(http, sessions_ops.SHOW, {}, session=prepared.alice_session).json()["session"]["member"] == "alice"
+    assert "0 transcript parts" in refused(send(http, sessions_ops.RAW, {}, session=prepared.alice_session), 400,
                                            "InvalidInput")
     mine = send(http, knowledge_ops.SESSION_GRANT, grant=prepared.deven).json()
     assert (mine["member"], mine["knowledge"]) == ("deven", False)
@@ -225,7 +229,7 @@ def test_a_grant_token_alone_acts_as_its_member_and_never_as_the_owner(prepared:
         refused(send(client, memory_ops.RECALL, {"query": "x"}, prepared.expired), 403, "GrantInvalid")
         for forged in ("", "rgt_not-a-token"):
             # Without the home's token, an empty or malformed grant header is no credential at all.
-            refused(send(client, routes.EXPORT, grant=forged, member="alice"), 401,
+            refused(send(client, portability_ops.EXPORT, grant=forged, member="alice"), 401,
                     "Unauthorized")
             refused(send(client, memory_ops.RECALL, {"query": "x"}, forged), 401, "Unauthorized")
         refused(send(client, memory_ops.RECALL, {"query": "x"}), 401, "Unauthorized")

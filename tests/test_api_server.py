@@ -15,9 +15,8 @@ import pytest
 
 import resident.errors as errors_module
 from resident import Runtime
-from resident.api import routes
 from resident.api.openapi import openapi_document
-from resident.api.wire import MAX_BODY_BYTES
+from resident.api.wire import EVENTS_PATH, OPENAPI_PATH
 from resident.errors import (
     InvalidInput,
     RecordNotFound,
@@ -26,22 +25,27 @@ from resident.errors import (
     UnknownExecution,
     UnknownMember,
 )
-from resident.operations import apps
+from resident.operations import DECLARED, Operation, apps
 from resident.operations import coordination as coordination_ops
 from resident.operations import engagement as engagement_ops
 from resident.operations import evolution as evolution_ops
 from resident.operations import home as home_ops
 from resident.operations import knowledge as knowledge_ops
 from resident.operations import memory as memory_ops
+from resident.operations import portability as portability_ops
 from resident.operations import principles as principles_ops
 from resident.operations import replication as replication_ops
+from resident.operations import sessions as sessions_ops
 from resident.operations import skills as skills_ops
+from resident.operations.declaration import MAX_BODY_BYTES
 from tests.api_helpers import UpProcess, raw_client
 
 # Refusals of a request's form rather than its content (the client library never sends these).
 FORM_REFUSALS = {
     "MalformedJSON", "UnsupportedMediaType", "BodyTooLarge", "MethodNotAllowed", "NotFound", "HostNotAllowed",
 }
+# A declared operation of any request and reply.
+AnyOperation = Operation[Any, Any, Any]
 PARAMS = {
     "member": "deven", "record": "mem_missing", "record_id": "mem_missing", "skill": "no-such-skill",
     "name": "no-such-skill", "principle": "prn_missing", "principle_id": "prn_missing", "question": "q_missing",
@@ -71,9 +75,9 @@ def rt(up: UpProcess) -> Iterator[Any]:
         yield connected
 
 
-def send(client: httpx.Client, op: routes.AnyOperation, body: Any = None, **params: str) -> httpx.Response:
+def send(client: httpx.Client, op: AnyOperation, body: Any = None, **params: str) -> httpx.Response:
     path = op.url(**{**PARAMS, **params})
-    if op.method == "GET":
+    if op.route.method == "GET":
         return client.get(path)
     return client.post(path, json={} if body is None else body)
 
@@ -98,8 +102,8 @@ def assert_typed(response: httpx.Response, status: int | None = None, kind: str 
 
 
 def every_guarded_request() -> list[tuple[str, str]]:
-    requests = [(op.method, op.url(**PARAMS)) for op in routes.OPERATIONS if op is not home_ops.HEALTH]
-    return [*requests, ("GET", routes.EVENTS_PATH), ("GET", routes.OPENAPI_PATH), ("GET", "/v1/nowhere")]
+    requests = [(op.route.method, op.url(**PARAMS)) for op in DECLARED if op is not home_ops.HEALTH]
+    return [*requests, ("GET", EVENTS_PATH), ("GET", OPENAPI_PATH), ("GET", "/v1/nowhere")]
 
 
 def test_health_answers_without_a_token(up: UpProcess) -> None:
@@ -147,7 +151,7 @@ def test_a_request_naming_a_foreign_host_is_refused_even_with_the_token(http: ht
 # -- bad input, route by route --------------------------------------------------------------------
 
 DEVEN = {"member": "deven"}
-BAD_INPUT: list[tuple[routes.AnyOperation, dict[str, str], Any, int, str]] = [
+BAD_INPUT: list[tuple[AnyOperation, dict[str, str], Any, int, str]] = [
     (memory_ops.ENABLE, {}, {"provider": "mem0"}, 400, "InvalidInput"),
     (memory_ops.WAIT_INDEXED, {}, {"timeout": 0}, 400, "InvalidInput"),
     (memory_ops.WAIT_VECTORS, {}, {"timeout": -1}, 400, "InvalidInput"),
@@ -208,10 +212,10 @@ BAD_INPUT: list[tuple[routes.AnyOperation, dict[str, str], Any, int, str]] = [
     (home_ops.BACKUP, {}, {"dest": "relative/backup"}, 400, "InvalidInput"),
     (home_ops.BACKUP, {}, {"dest": "/"}, 400, "InvalidInput"),
     (home_ops.BACKUP, {}, {}, 400, "InvalidInput"),
-    (routes.EXPORT, {"member": "nobody"}, None, 404, "UnknownMember"),
-    (routes.IMPORT, {}, {"data": "not base64!"}, 400, "InvalidInput"),
-    (routes.IMPORT, {}, {"data": "bm90IGFuIGV4cG9ydA=="}, 400, "ExportInvalid"),
-    (routes.IMPORT, {}, {}, 400, "InvalidInput"),
+    (portability_ops.EXPORT, {"member": "nobody"}, None, 404, "UnknownMember"),
+    (portability_ops.IMPORT, {}, {"data": "not base64!"}, 400, "InvalidInput"),
+    (portability_ops.IMPORT, {}, {"data": "bm90IGFuIGV4cG9ydA=="}, 400, "ExportInvalid"),
+    (portability_ops.IMPORT, {}, {}, 400, "InvalidInput"),
     (skills_ops.ADD_FOLDER, {}, {"path": "relative/skill"}, 400, "InvalidInput"),
     (skills_ops.ADD_FOLDER, {}, {"path": "/no/such/skill/folder"}, 400, "SkillInvalid"),
     (skills_ops.SKILL, {}, None, 404, "UnknownSkill"),
@@ -280,34 +284,34 @@ BAD_INPUT: list[tuple[routes.AnyOperation, dict[str, str], Any, int, str]] = [
     (knowledge_ops.IMPORT_LEGACY, {}, {"path": "old.jsonl"}, 400, "InvalidInput"),
     (knowledge_ops.SESSION_CONTEXT, {}, {"project_id": "p"}, 400, "InvalidInput"),
     (knowledge_ops.SESSION_CONTEXT, {}, {"project_id": "p", "repository_id": "r"}, 403, "GrantInvalid"),
-    (routes.SESSION_START, {}, {"member": "deven", "harness": "vim", "directory": "/", "process": 1}, 400,
+    (sessions_ops.START, {}, {"member": "deven", "harness": "vim", "directory": "/", "process": 1}, 400,
      "InvalidInput"),
-    (routes.SESSION_START, {}, {"member": "deven", "harness": "command", "directory": "/", "process": 0}, 400,
+    (sessions_ops.START, {}, {"member": "deven", "harness": "command", "directory": "/", "process": 0}, 400,
      "InvalidInput"),
-    (routes.SESSION_START, {}, {"member": "deven", "harness": "command", "directory": "relative", "process": 1},
+    (sessions_ops.START, {}, {"member": "deven", "harness": "command", "directory": "relative", "process": 1},
      400, "InvalidInput"),
-    (routes.SESSION_START, {}, {"member": "nobody", "harness": "command", "directory": "/", "process": 1}, 404,
+    (sessions_ops.START, {}, {"member": "nobody", "harness": "command", "directory": "/", "process": 1}, 404,
      "UnknownMember"),
-    (routes.SESSION_END, {}, {}, 404, "UnknownSession"),
-    (routes.SESSION_END, {"session": "not-a-session"}, {}, 404, "UnknownSession"),
-    (routes.SESSION_END, {}, {"exit_code": "x"}, 400, "InvalidInput"),
-    (routes.SESSION_RECOVER, {}, {"session": 5}, 400, "InvalidInput"),
-    (routes.SESSIONS, {}, {"state": 5}, 400, "InvalidInput"),
-    (routes.SESSION_SHOW, {}, {}, 404, "UnknownSession"),
-    (routes.SESSION_SHOW, {}, {"limit": 0}, 400, "InvalidInput"),
-    (routes.SESSION_RAW, {}, {}, 404, "UnknownSession"),
-    (routes.SESSION_RAW, {}, {"part": -1}, 400, "InvalidInput"),
-    (routes.SESSION_CANDIDATES, {}, {"harness": "codex", "path": "relative"}, 400, "InvalidInput"),
-    (routes.SESSION_CANDIDATES, {}, {"harness": "codex", "path": "/nonexistent/codex"}, 400, "InvalidInput"),
-    (routes.SESSION_IMPORT, {}, {"ids": [], "member": "deven", "harness": "codex", "path": "/nonexistent"}, 400,
+    (sessions_ops.END, {}, {}, 404, "UnknownSession"),
+    (sessions_ops.END, {"session": "not-a-session"}, {}, 404, "UnknownSession"),
+    (sessions_ops.END, {}, {"exit_code": "x"}, 400, "InvalidInput"),
+    (sessions_ops.RECOVER, {}, {"session": 5}, 400, "InvalidInput"),
+    (sessions_ops.LIST, {}, {"state": 5}, 400, "InvalidInput"),
+    (sessions_ops.SHOW, {}, {}, 404, "UnknownSession"),
+    (sessions_ops.SHOW, {}, {"limit": 0}, 400, "InvalidInput"),
+    (sessions_ops.RAW, {}, {}, 404, "UnknownSession"),
+    (sessions_ops.RAW, {}, {"part": -1}, 400, "InvalidInput"),
+    (sessions_ops.CANDIDATES, {}, {"harness": "codex", "path": "relative"}, 400, "InvalidInput"),
+    (sessions_ops.CANDIDATES, {}, {"harness": "codex", "path": "/nonexistent/codex"}, 400, "InvalidInput"),
+    (sessions_ops.IMPORT, {}, {"ids": [], "member": "deven", "harness": "codex", "path": "/nonexistent"}, 400,
      "InvalidInput"),
-    (routes.SESSION_IMPORT, {}, {"ids": ["x"], "member": "nobody", "harness": "codex", "path": "/nonexistent"}, 404,
+    (sessions_ops.IMPORT, {}, {"ids": ["x"], "member": "nobody", "harness": "codex", "path": "/nonexistent"}, 404,
      "UnknownMember"),
-    (routes.EXCERPTS, {"member": "nobody"}, {}, 404, "UnknownMember"),
-    (routes.EXCERPTS, {}, {"limit": 0}, 400, "InvalidInput"),
-    (routes.EXCERPT_ADMIT, {}, {}, 404, "UnknownSession"),
-    (routes.EXCERPT_ADMIT, {"excerpt": "not-an-excerpt"}, {}, 400, "InvalidInput"),
-    (routes.EXCERPT_ADMIT, {}, {"importance": 2}, 400, "InvalidInput"),
+    (sessions_ops.EXCERPTS, {"member": "nobody"}, {}, 404, "UnknownMember"),
+    (sessions_ops.EXCERPTS, {}, {"limit": 0}, 400, "InvalidInput"),
+    (sessions_ops.ADMIT, {}, {}, 404, "UnknownSession"),
+    (sessions_ops.ADMIT, {"excerpt": "not-an-excerpt"}, {}, 400, "InvalidInput"),
+    (sessions_ops.ADMIT, {}, {"importance": 2}, 400, "InvalidInput"),
 ]
 
 
@@ -315,7 +319,7 @@ BAD_INPUT: list[tuple[routes.AnyOperation, dict[str, str], Any, int, str]] = [
     ("op", "params", "body", "status", "kind"), BAD_INPUT, ids=[f"{row[0].name}-{i}" for i, row in enumerate(BAD_INPUT)]
 )
 def test_bad_input_gets_a_typed_4xx(
-    http: httpx.Client, op: routes.AnyOperation, params: dict[str, str], body: Any, status: int, kind: str
+    http: httpx.Client, op: AnyOperation, params: dict[str, str], body: Any, status: int, kind: str
 ) -> None:
     assert_typed(send(http, op, body, **params), status, kind)
 
@@ -328,15 +332,15 @@ def test_a_session_named_dot_dot_is_no_session_and_no_folder_of_the_home(http: h
 
 
 def test_every_route_with_input_has_bad_input_rows() -> None:
-    with_input = {op.name for op in routes.OPERATIONS if op.body is not None or op.params}
+    with_input = {op.name for op in DECLARED if op.route.method == "POST" or op.route.segments}
     assert with_input <= {row[0].name for row in BAD_INPUT}
 
 
-POSTS = [op for op in routes.OPERATIONS if op.method == "POST"]
+POSTS = [op for op in DECLARED if op.route.method == "POST"]
 
 
 @pytest.mark.parametrize("op", POSTS, ids=[op.name for op in POSTS])
-def test_every_post_refuses_bodies_of_the_wrong_form(http: httpx.Client, op: routes.AnyOperation) -> None:
+def test_every_post_refuses_bodies_of_the_wrong_form(http: httpx.Client, op: AnyOperation) -> None:
     path = op.url(**PARAMS)
     json_type = {"Content-Type": "application/json"}
     assert_typed(http.post(path, content=b"{not json", headers=json_type), 400, "MalformedJSON")
@@ -347,12 +351,12 @@ def test_every_post_refuses_bodies_of_the_wrong_form(http: httpx.Client, op: rou
     form = {"Content-Type": "text/plain"}
     assert_typed(http.post(path, content=json.dumps({"text": "x"}), headers=form), 415, "UnsupportedMediaType")
     assert_typed(http.post(path, content=b'{"text": "x"}', headers={}), 415, "UnsupportedMediaType")
-    if op.max_body <= 2 * MAX_BODY_BYTES:
-        oversized = b'{"text": "' + b"a" * op.max_body + b'"}'
+    if op.route.max_body <= 2 * MAX_BODY_BYTES:
+        oversized = b'{"text": "' + b"a" * op.route.max_body + b'"}'
         assert_typed(http.post(path, content=oversized, headers=json_type), 413, "BodyTooLarge")
     else:
         # A body an operation allows far more room (a member export) is refused on its declared size.
-        status, error = declared_too_large(http, path, op.max_body + 1)
+        status, error = declared_too_large(http, path, op.route.max_body + 1)
         assert (status, error["type"]) == (413, "BodyTooLarge")
 
 
@@ -375,17 +379,17 @@ def declared_too_large(http: httpx.Client, path: str, length: int) -> tuple[int,
     return int(head.split()[1]), json.loads(body)["error"]
 
 
-@pytest.mark.parametrize("op", routes.OPERATIONS, ids=[op.name for op in routes.OPERATIONS])
+@pytest.mark.parametrize("op", DECLARED, ids=[op.name for op in DECLARED])
 def test_every_route_refuses_query_parameters_wrong_methods_and_overlong_segments(
-    http: httpx.Client, op: routes.AnyOperation
+    http: httpx.Client, op: AnyOperation
 ) -> None:
     path = op.url(**PARAMS)
     if op is not home_ops.HEALTH:
-        assert_typed(http.request(op.method, path + "?k=5", json={} if op.method == "POST" else None), 400)
+        assert_typed(http.request(op.route.method, path + "?k=5", json={} if op.route.method == "POST" else None), 400)
     assert_typed(http.request("PUT", path, json={}), 405, "MethodNotAllowed")
-    if op.params:
-        long_params = dict.fromkeys(op.params, "x" * 201)
-        response = send(http, op, {"text": "x", "query": "x"} if op.body else None, **long_params)
+    if op.route.segments:
+        long_params = dict.fromkeys(op.route.segments, "x" * 201)
+        response = send(http, op, {"text": "x", "query": "x"} if op.route.method == "POST" else None, **long_params)
         assert_typed(response, 400, "InvalidInput")
 
 

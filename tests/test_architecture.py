@@ -49,7 +49,8 @@ ALLOWED: dict[str, set[str]] = {
         "resident.evolution", "resident.knowledge",
     },
     # Each operation declared once; light (no runtime): the client and the command load it.
-    "resident.operations": {"resident.messages", "resident.memory", "resident.web"},
+    # A started session's harness runs in the caller's process (`resident.sessions.launch`).
+    "resident.operations": {"resident.messages", "resident.memory", "resident.web", "resident.sessions"},
     # The in-process runtime: the actor tree's wiring and the services.
     "resident.runtime": {
         "resident.messages", "resident.store", "resident.supervisor", "resident.actors", "resident.memory",
@@ -68,12 +69,12 @@ ALLOWED: dict[str, set[str]] = {
     },
     "resident.runner": {
         "resident.messages", "resident.runtime", "resident.api", "resident.actors", "resident.store",
-        "resident.memory", "resident.coordination", "resident.realm", "resident.config",
+        "resident.memory", "resident.coordination", "resident.realm", "resident.config", "resident.sessions",
     },
     "resident.cli": {
         "resident.messages", "resident.operations", "resident.runtime", "resident.api", "resident.runner",
         "resident.benchmarks", "resident.store", "resident.memory", "resident.coordination", "resident.knowledge",
-        "resident.realm", "resident.config",
+        "resident.realm", "resident.config", "resident.sessions",
     },
     # `resident.Runtime`: the runtime's `open` and the client's `connect` in one class.
     "resident.facade": {"resident.runtime", "resident.api"},

@@ -9,6 +9,7 @@ missing on one side that is not listed fails, and so does a listed name that bot
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,13 +20,13 @@ from resident import Runtime
 from resident.errors import GrantExceeded, GrantInvalid, InvalidInput, OwnerOnlyAction
 from resident.operations.facade import Surface
 from tests.api_helpers import UpProcess
+from tests.session_helpers import fake
 
 pytestmark = pytest.mark.timeout(120)
 
 # Public names of `Runtime.open`'s facade (a surface's method as `surface.method`) that `Runtime.connect` does not
 # offer yet (see the module docstring).
 NOT_YET_ON_CONNECT = {
-    "export_member", "import_member", "sessions",
     # A dispatched session is a live object of the dispatching process; dispatch over the API comes with executions
     # the runtime runs itself (a harness acts as its session anywhere with `with_grant(token)`).
     "coordinator.dispatch", "coordinator.session",
@@ -124,3 +125,24 @@ def test_a_derived_surface_shows_its_request_s_signature(tmp_path: Path) -> None
     assert list(signature.parameters)[:3] == ["app_or_workspace", "bank", "text"]
     assert signature.parameters["kind"].kind is inspect.Parameter.KEYWORD_ONLY
     assert signature.parameters["kind"].default == "world"
+
+
+def test_a_connected_host_starts_a_session_runs_its_harness_itself_and_ends_it(
+    served: UpProcess, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    with Runtime.connect(served.home) as remote:
+        with pytest.raises(InvalidInput, match="process"):
+            remote.sessions.start("deven", harness="command", command=fake(), directory=str(repo))
+        with pytest.raises(InvalidInput, match="absolute"):
+            remote.sessions.start("deven", harness="command", command=fake(), directory="repo", process=os.getpid())
+        launch = remote.sessions.start("deven", harness="command", command=fake("--say", "done"),
+                                       directory=str(repo), process=os.getpid())
+        assert (repo / "AGENTS.md").exists(), "the runtime projected the member into the directory"
+        session = remote.sessions.run(launch, log=tmp_path / "harness.log")
+        assert session is not None
+        assert (session.member, session.outcome) == ("deven", "succeeded")
+        assert not (repo / "AGENTS.md").exists(), "and restored it when the session ended"
+        assert [found.id for found in remote.sessions.list(member="deven")] == [session.id]
+        assert remote.sessions.show(session.id).session.id == session.id

@@ -18,8 +18,9 @@ from resident import Runtime
 from resident.errors import ExportInvalid, InvalidInput, MemoryDisabled, UnknownSession
 from resident.messages.portability import MemberExport
 from resident.messages.sessions import Harness
-from resident.runtime.session_portability import sessions_checksum
-from resident.runtime.session_transcripts import harness_home
+from resident.messages.sessions_calls import SkippedSession
+from resident.runtime.sessions.portability import sessions_checksum
+from resident.runtime.sessions.transcripts import harness_home
 from tests.session_fixtures import FIXTURES, fixture_path, load, planted_secrets
 from tests.session_helpers import fake, files_holding
 
@@ -52,7 +53,7 @@ def history(tmp_path: Path, harness: Harness, planted: dict[str, str]) -> Path:
 def test_candidates_list_a_harness_history_with_its_ids_titles_and_directories(
     rt: Runtime, tmp_path: Path, harness: Harness, external: str, title: str
 ):
-    (candidate,) = rt.sessions.candidates(harness, str(history(tmp_path, harness, planted_secrets())))
+    (candidate,) = rt.sessions.candidates(harness, history(tmp_path, harness, planted_secrets()))
     assert candidate.id == external
     assert candidate.title.startswith(title)
     assert candidate.cwd.startswith("/home/alice/src/")
@@ -74,18 +75,20 @@ def test_importing_attributes_the_picked_session_redacted_and_only_once(rt: Runt
     planted = planted_secrets()
     root = history(tmp_path, "codex", planted)
     with pytest.raises(UnknownSession, match="is not among them"):
-        rt.sessions.import_sessions(["nope", "019a2d7a"], member="deven", harness="codex", path=str(root))
+        rt.sessions.import_sessions(["nope", "019a2d7a"], member="deven", harness="codex", path=root)
     assert rt.sessions.list() == [], "every id is checked before anything is imported"
-    report = rt.sessions.import_sessions(["019a2d7a"], member="deven", harness="codex", path=str(root))
+    report = rt.sessions.import_sessions(["019a2d7a"], member="deven", harness="codex", path=root)
     (session,) = report.imported
     assert (session.origin, session.state, session.member, session.execution) == ("imported", "recovered", "deven", "")
     assert session.turns == 17
     assert "aws-secret-key" in dict(session.redactions)
     assert files_holding(rt.home / "store.1", planted.values()) == []
-    again = rt.sessions.import_sessions(["019a2d7a"], member="alice", harness="codex", path=str(root))
-    assert again.imported == []
-    assert again.skipped == [("019a2d7a-41c4-78b1-b7cc-a45d62a89cd5", f"already in session {session.id}")]
-    (listed,) = rt.sessions.candidates("codex", str(root))
+    again = rt.sessions.import_sessions(["019a2d7a"], member="alice", harness="codex", path=root)
+    assert again.imported == ()
+    assert again.skipped == (
+        SkippedSession(id="019a2d7a-41c4-78b1-b7cc-a45d62a89cd5", why=f"already in session {session.id}"),
+    )
+    (listed,) = rt.sessions.candidates("codex", root)
     assert listed.attributed_to == session.id
 
 
@@ -111,7 +114,7 @@ def test_sessions_started_outside_the_runtime_are_never_attributed_by_a_session(
 
 def test_curation_offers_excerpts_and_admits_one_through_the_gate_citing_its_session(rt: Runtime, tmp_path: Path):
     root = history(tmp_path, "pi", planted_secrets())
-    (session,) = rt.sessions.import_sessions(["a3b4c5d6"], member="deven", harness="pi", path=str(root)).imported
+    (session,) = rt.sessions.import_sessions(["a3b4c5d6"], member="deven", harness="pi", path=root).imported
     offered = rt.sessions.excerpts("deven")
     # The abandoned branch's findings are not offered; its summary is.
     assert [e.kind for e in offered] == ["summary", "summary", "conclusion"]
@@ -145,7 +148,7 @@ def test_a_members_export_carries_its_sessions_and_another_home_derives_them_aga
 ):
     root = history(tmp_path, "claude-code", planted_secrets())
     (session,) = rt.sessions.import_sessions(["6f1c2d7e"], member="deven", harness="claude-code",
-                                             path=str(root)).imported
+                                             path=root).imported
     export = tmp_path / "deven.json"
     rt.export_member("deven", export)
     with Runtime.open(tmp_path / "other", realm="none") as other:
@@ -153,7 +156,8 @@ def test_a_members_export_carries_its_sessions_and_another_home_derives_them_aga
         assert other.import_member(export).sessions == 1
         (moved,) = other.sessions.list(member="deven")
         assert (moved.id, moved.turns) == (session.id, session.turns)
-        assert [t.text for t in other.sessions.turns(moved.id)] == [t.text for t in rt.sessions.turns(session.id)]
+        moved_turns, turns = other.sessions.show(moved.id).turns, rt.sessions.show(session.id).turns
+        assert [t.text for t in moved_turns] == [t.text for t in turns]
         assert other.import_member(export).sessions == 0, "a session held already is skipped"
 
 
@@ -162,7 +166,7 @@ def test_an_edited_export_is_refused_whole_and_a_secret_smuggled_into_it_is_reda
 ):
     root = history(tmp_path, "command", {})
     (session,) = rt.sessions.import_sessions(["transcript"], member="deven", harness="command",
-                                             path=str(root)).imported
+                                             path=root).imported
     export = tmp_path / "deven.json"
     rt.export_member("deven", export)
     document = json.loads(export.read_text())
@@ -183,7 +187,7 @@ def test_an_edited_export_is_refused_whole_and_a_secret_smuggled_into_it_is_reda
         document["sessions_checksum"] = sessions_checksum("deven", rebuilt.sessions)
         (tmp_path / "smuggled.json").write_text(json.dumps(document))
         assert other.import_member(tmp_path / "smuggled.json").sessions == 1
-        (turn,) = other.sessions.turns(session.id)
+        (turn,) = other.sessions.show(session.id).turns
         assert token not in turn.text
         assert "[REDACTED:github-token:" in turn.text
         assert files_holding(other.home / "store.1", [token]) == []

@@ -94,7 +94,7 @@ def test_the_example_plan_runs_two_members_through_the_command_harness_on_a_scra
             (session,) = runtime.sessions.list(member=member)
             execution = next(e for text, e in executions.items() if text.startswith(task))
             assert (execution.session, execution.outcome) == (session.id, "succeeded")
-            turns = runtime.sessions.turns(session.id)
+            turns = runtime.sessions.show(session.id).turns
             assert turns[0].text.startswith(task), "the member read its task from the projected AGENTS.md"
             assert session.directory == str((work / "repo").resolve())
         # Deven's command called back through the run's API (`resident remember` with its grant token).

@@ -16,8 +16,8 @@ from resident import Runtime
 from resident.errors import HarnessNotFound, InvalidInput, ProjectionRefused, UnknownSession
 from resident.messages.sessions import Harness
 from resident.runtime.home.doctor import examine
-from resident.runtime.session_transcripts import harness_home
-from resident.runtime.session_tree import Manifest, ManifestEntry, ProjectionTree, manifests
+from resident.runtime.sessions.transcripts import harness_home
+from resident.runtime.sessions.tree import Manifest, ManifestEntry, ProjectionTree, manifests
 from resident.sessions.projection import MARKER
 from resident.store.tables import EXECUTIONS, SESSION_RAW, SESSION_TURNS, SESSIONS
 from tests.evolution_helpers import add_skills
@@ -58,7 +58,7 @@ def test_a_claude_code_session_projects_the_member_and_restores_the_repository_e
     assert "make test" not in (repo / "CLAUDE.md").read_text(), "a CLAUDE.md linked to AGENTS.md is not said twice"
     assert not (repo / "CLAUDE.md").is_symlink()
     assert launch.run() == 0
-    session = rt.sessions.end(launch.session, 0, injected=(launch.token,))
+    session = rt.sessions.end(launch.session, 0, token=launch.token)
     assert tree(repo) == before, "the repository is exactly as it was: files, modes, links, folders"
     assert session is not None
     assert session.outcome == "succeeded"
@@ -120,7 +120,7 @@ def test_each_harness_writes_into_the_members_own_home_and_its_transcript_is_rec
     assert session is not None
     assert len(session.parts) == 1
     assert session.parts[0].source.startswith(str(own))
-    turns = rt.sessions.turns(session.id)
+    turns = rt.sessions.show(session.id).turns
     assert turns[0].text.startswith("Work on the task in AGENTS.md. It starts: # alice")
     assert "[REDACTED:" in "".join(t.text for t in turns), "the grant token it printed is redacted"
 
@@ -130,11 +130,11 @@ def test_no_planted_secret_survives_in_the_store_the_export_or_a_backup(rt: Runt
     launch = rt.sessions.start("deven", harness="command", directory=str(repo), task="deploy with the keys",
                                command=fake("--secrets", str(planted_file(tmp_path, secrets))))
     launch.run()
-    session = rt.sessions.end(launch.session, 0, injected=(launch.token,))
+    session = rt.sessions.end(launch.session, 0, token=launch.token)
     assert session is not None
     kinds = dict(session.redactions)
     assert {"openai-key", "github-token", "private-key", "jwt", "injected"} <= set(kinds)
-    text = "".join(turn.text for turn in rt.sessions.turns(session.id)) + rt.sessions.raw(session.id).decode()
+    text = "".join(turn.text for turn in rt.sessions.show(session.id).turns) + rt.sessions.raw(session.id).decode()
     everything = [*secrets.values(), launch.token]
     assert not [v for v in everything if v in text]
     assert not (rt.home / "sessions" / session.id).exists(), "the command's own transcript file is gone"
@@ -216,7 +216,7 @@ def test_bad_requests_are_refused_before_anything_starts(rt: Runtime, tmp_path: 
     with pytest.raises(HarnessNotFound, match="not an executable on PATH"):
         rt.sessions.start("deven", harness="claude-code", command=("no-such-harness-xyz",), directory=str(tmp_path))
     with pytest.raises(InvalidInput, match="unknown harness"):
-        rt.sessions.start("deven", harness="cursor", command=fake(), directory=str(tmp_path))
+        rt.sessions.start("deven", harness="cursor", command=fake(), directory=str(tmp_path))  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="needs the command"):
         rt.sessions.start("deven", harness="command", directory=str(tmp_path))
     with pytest.raises(InvalidInput, match="not a folder"):
@@ -256,13 +256,20 @@ def test_a_member_sees_only_its_own_sessions(rt: Runtime, tmp_path: Path):
     repo.mkdir()
     session = rt.sessions.run(rt.sessions.start("deven", harness="command", command=fake(), directory=str(repo)))
     assert session is not None
-    assert [s.id for s in rt.sessions.list(viewer="deven")] == [session.id]
-    assert rt.sessions.list(viewer="alice") == []
+    grant = rt.coordinator.issue_grant(actions={"recall"})
+    deven, alice = (
+        rt.with_grant(rt.coordinator.dispatch("look back", member, role="review", parent_grant=grant,
+                                              actions={"recall"}).token)
+        for member in ("deven", "alice")
+    )
+    assert [s.id for s in deven.sessions.list()] == [session.id]
+    assert alice.sessions.list() == []
+    assert alice.sessions.list(member="deven") == []
     with pytest.raises(UnknownSession):
-        rt.sessions.get(session.id, viewer="alice")
+        alice.sessions.show(session.id)
     with pytest.raises(UnknownSession):
-        rt.sessions.turns(session.id, viewer="alice")
-    assert rt.sessions.get(session.id, viewer="deven").id == session.id
+        alice.sessions.raw(session.id)
+    assert deven.sessions.show(session.id).session.id == session.id
 
 
 def test_session_state_rebuilds_from_the_event_log(rt: Runtime, tmp_path: Path):
@@ -330,7 +337,7 @@ def test_a_credential_typed_into_the_task_is_stored_nowhere(rt: Runtime, repo: P
     launch = rt.sessions.start("deven", harness="command", directory=str(repo), task=task, command=fake())
     projected = (repo / "AGENTS.md").read_text()
     launch.run()
-    session = rt.sessions.end(launch.session, 0, injected=(launch.token,))
+    session = rt.sessions.end(launch.session, 0, token=launch.token)
     assert session is not None
     assert "[REDACTED:github-token:" in session.task
     planted = [secrets["GITHUB_TOKEN"], "S3cretPassw0rd"]
@@ -348,14 +355,14 @@ def test_a_credential_typed_into_the_task_is_stored_nowhere(rt: Runtime, repo: P
 def test_a_transcript_path_made_into_something_else_does_not_wedge_the_session(rt: Runtime, repo: Path, make: str):
     hostile = (sys.executable, "-c", f"import os; path = os.environ['RESIDENT_TRANSCRIPT']; {make}")
     launch = rt.sessions.start("deven", harness="command", directory=str(repo), task="t", command=hostile)
-    session = rt.sessions.end(launch.session, launch.run(), injected=(launch.token,))
+    session = rt.sessions.end(launch.session, launch.run(), token=launch.token)
     assert session is not None
     assert session.state == "recovered"
     assert "not read" in session.note
     assert not (rt.home / "sessions" / session.id).exists(), "the session's folder is gone with what was made in it"
     follower = rt.sessions.start("deven", harness="command", directory=str(repo), task="next", command=fake())
     follower.run()
-    after = rt.sessions.end(follower.session, 0, injected=(follower.token,))
+    after = rt.sessions.end(follower.session, 0, token=follower.token)
     assert after is not None
     assert after.state == "recovered"
 
@@ -365,7 +372,7 @@ def _run_command(rt: Runtime, repo: Path, code: str):
     prelude = "import os; folder = os.path.dirname(os.environ['RESIDENT_TRANSCRIPT']); "
     launch = rt.sessions.start("deven", harness="command", directory=str(repo), task="t",
                                command=(sys.executable, "-c", prelude + code))
-    session = rt.sessions.end(launch.session, launch.run(), injected=(launch.token,))
+    session = rt.sessions.end(launch.session, launch.run(), token=launch.token)
     assert session is not None
     return session
 
@@ -381,7 +388,7 @@ def test_a_corrupted_manifest_fails_the_session_and_says_what_was_left(rt: Runti
     assert not (kept / "manifest.json").exists(), "no later start or recover tries it again"
     follower = rt.sessions.start("deven", harness="command", directory=str(repo), task="next", command=fake())
     follower.run()
-    assert rt.sessions.end(follower.session, 0, injected=(follower.token,)) is not None
+    assert rt.sessions.end(follower.session, 0, token=follower.token) is not None
 
 
 def test_a_hard_linked_agents_md_comes_back_as_the_same_file(rt: Runtime, repo: Path):

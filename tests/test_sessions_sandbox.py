@@ -14,7 +14,7 @@ import pytest
 
 from resident import Runtime
 from resident.runtime.sandbox import sandbox_unavailable
-from resident.runtime.session_transcripts import harness_home
+from resident.runtime.sessions.transcripts import harness_home
 from tests.cli_helpers import expect_error, run_process
 
 _WHY = sandbox_unavailable()

@@ -1,10 +1,11 @@
 """The runtime over loopback HTTP: `resident up` serves it, `Runtime.connect` (or `connect`) uses it.
 
-Light modules (importable without the runtime, numpy or LMDB): `wire` (bodies), `routes` (the
-operation table), `statuses` (errors to HTTP and back), `discovery` (api.json), `exchange` (requests
-and answers of the table), `oneshot` (one blocking request, for the `resident` command), `transport`
-and `client` (the Python client, over httpx), `process` (detach and stop). The server side — `app`,
-`handlers`, `inprocess`, `events`, `openapi`, `server` — imports the runtime and the ASGI stack.
+Every route is a declared operation (`resident.operations`). Light modules (importable without the
+runtime, numpy or LMDB): `wire` (the grant header, events and error bodies), `statuses` (errors to
+HTTP and back), `discovery` (api.json), `exchange` (requests and answers of an operation), `oneshot`
+(one blocking request, for the `resident` command), `remote`, `transport` and `client` (the Python
+client, over httpx), `process` (detach and stop). The server side — `app`, `inprocess`, `events`,
+`openapi`, `server` — imports the runtime and the ASGI stack.
 
 The client's names below are loaded on first use, so that the light modules do not bring httpx.
 """

@@ -7,12 +7,12 @@ home's token and a grant token (a sandboxed member session holds only its grant 
 that session and never as the owner). Tokens are compared in constant time. The guard also bounds
 the requests in flight.
 
-Each endpoint reads and checks its body (declared JSON, bounded, arriving within the read timeout,
-decoded into the operation's struct, unknown fields refused), runs its handler for the caller (the
-owner, or the member session whose grant token the `Resident-Grant-Token` header presents; see
-`handlers.perform`) and encodes the answer. A `ResidentError` becomes its typed JSON answer with the
-status of `statuses.STATUS_BY_ERROR`; anything else is logged and answered 500 without details, and
-the server keeps serving.
+Each endpoint serves one declared operation (`declared_endpoint`): it reads and checks its input
+(declared JSON, bounded, arriving within the read timeout, decoded into the operation's request,
+unknown fields refused), runs it for the caller (the owner, or the member session whose grant token
+the `Resident-Grant-Token` header presents) and encodes the reply. A `ResidentError` becomes its
+typed JSON answer with the status of `statuses.STATUS_BY_ERROR`; anything else is logged and
+answered 500 without details, and the server keeps serving.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -33,22 +32,20 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from resident.api import routes
 from resident.api.challenge import CHALLENGE_PATH, NONCE_BYTES, answer_challenge, session_proof_key
 from resident.api.events import EventHub
-from resident.api.handlers import check_grant, perform, refuse_grant
 from resident.api.openapi import openapi_document
 from resident.api.statuses import OS_ERROR_STATUS, error_body, status_of
-from resident.api.wire import GRANT_HEADER, READ_TIMEOUT, ErrorDetail
+from resident.api.wire import EVENTS_PATH, GRANT_HEADER, OPENAPI_PATH, READ_TIMEOUT, ErrorDetail
 from resident.coordination.tokens import check_token
-from resident.errors import GrantInvalid, InvalidInput, ResidentError, Unauthorized, os_error_message
+from resident.errors import GrantInvalid, ResidentError, Unauthorized, os_error_message
 from resident.operations import DECLARED
 from resident.operations.declaration import Access, Operation
 from resident.operations.home import HEALTH
 from resident.operations.wire import decode as decode_request
+from resident.runtime.caller import refuse_member_session
 from resident.web import (
     Refusal,
-    decode_json,
     error_response,
     json_response,
     read_json_body,
@@ -68,7 +65,6 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 logger = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 2048
-_MAX_SEGMENT = 200
 _HOST_HINT = "this API answers only requests addressed to 127.0.0.1, ::1 or localhost; use the address in api.json"
 _SERVED = "/v1/... (see /openapi.json)"
 
@@ -89,7 +85,7 @@ class Guard:
     def __init__(self, app: ASGIApp, token: str, *, max_in_flight: int = MAX_IN_FLIGHT) -> None:
         self.app = app
         self._token = token.encode("utf-8")
-        self._open_paths = frozenset({HEALTH.path, CHALLENGE_PATH})
+        self._open_paths = frozenset({HEALTH.route.path, CHALLENGE_PATH})
         self._max_in_flight = max_in_flight
         self._in_flight = 0
 
@@ -153,7 +149,7 @@ class Guard:
         return hmac.compare_digest(given.strip().encode("utf-8", "surrogateescape"), self._token)
 
 
-# A session id as the runtime makes them (`new_id("ses")`); see `resident.runtime.session_tree`.
+# A session id as the runtime makes them (`new_id("ses")`); see `resident.runtime.sessions.tree`.
 _SESSION_ID = re.compile(r"ses_[0-9a-f]{28}")
 
 
@@ -170,55 +166,9 @@ def _grant_shaped(grant: str | None) -> bool:
     return True
 
 
-def _params(request: Request, op: routes.Operation) -> dict[str, str]:
-    params: dict[str, str] = {}
-    for name in op.params:
-        value = str(request.path_params[name])
-        if len(value) > _MAX_SEGMENT:
-            raise InvalidInput(f"the {name} in the path is longer than {_MAX_SEGMENT} characters; no such {name}")
-        params[name] = value
-    return params
-
-
-def _refuse_query(request: Request, op: routes.Operation) -> None:
-    if request.query_params:
-        raise InvalidInput(f"{op.method} {op.path} takes no query parameters; send options in the body")
-
-
-async def _threaded(function: Callable[[], Any]) -> Any:
-    return await run_in_threadpool(function)
-
-
-def _endpoint(runtime: Runtime, op: routes.Operation, read_timeout: float) -> Endpoint:
-    async def endpoint(request: Request) -> Response:
-        try:
-            grant = request.headers.get(GRANT_HEADER)
-            # Refused before the body is read: a member session learns nothing of an owner's route.
-            check_grant(op, grant)
-            _refuse_query(request, op)
-            body = None
-            if op.body is not None:
-                data = await read_json_body(request, op.max_body, read_timeout)
-                body = decode_json(data or b"{}", op.body)
-            result = await perform(
-                runtime, op, params=_params(request, op), body=body, grant=grant, blocking=_threaded
-            )
-            return json_response(result)
-        except Refusal as refusal:
-            return refused(refusal)
-        except ResidentError as error:
-            return _typed(error)
-        except ClientDisconnect:
-            return error_response(400, "ClientDisconnect", "the client went away before sending the whole body")
-        except OSError as error:
-            # A file operation the request asked for (a backup's destination) that the system refused.
-            return error_response(OS_ERROR_STATUS, type(error).__name__, os_error_message(error))
-        except Exception as error:
-            logger.exception("the API failed to answer %s %s", op.method, op.path)
-            message = f"the runtime failed to answer ({type(error).__name__}); see its log"
-            return error_response(500, "InternalError", message)
-
-    return endpoint
+def _refuse_grant(grant: str | None, what: str) -> None:
+    """`OwnerOnlyAction` when a grant token is presented: `what` belongs to the owner."""
+    refuse_member_session(grant, what, "a grant token is presented")
 
 
 def declared_endpoint(runtime: Runtime, op: Operation[Any, Any, Any], read_timeout: float) -> Endpoint:
@@ -229,7 +179,7 @@ def declared_endpoint(runtime: Runtime, op: Operation[Any, Any, Any], read_timeo
             grant = request.headers.get(GRANT_HEADER)
             if op.access is not Access.MEMBER:
                 # Refused before the body is read: a member session learns nothing of an owner's route.
-                refuse_grant(grant, f"{op.route.method} {op.route.path}")
+                _refuse_grant(grant, f"{op.route.method} {op.route.path}")
             executor = runtime._local.with_grant(grant, remote=True)
             body = None
             if op.route.method == "POST":
@@ -269,28 +219,27 @@ def create_app(
 
     async def openapi(request: Request) -> Response:
         try:
-            refuse_grant(request.headers.get(GRANT_HEADER), f"GET {routes.OPENAPI_PATH}")
+            _refuse_grant(request.headers.get(GRANT_HEADER), f"GET {OPENAPI_PATH}")
         except ResidentError as error:
             return _typed(error)
         return json_response(document)
 
     async def events(request: Request) -> Response:
         try:
-            refuse_grant(request.headers.get(GRANT_HEADER), f"GET {routes.EVENTS_PATH}")
+            _refuse_grant(request.headers.get(GRANT_HEADER), f"GET {EVENTS_PATH}")
             return hub.response(request)
         except ResidentError as error:
             return _typed(error)
 
-    table = [Route(op.path, _endpoint(runtime, op, read_timeout), methods=[op.method]) for op in routes.LEGACY]
-    table += [
+    table = [
         Route(op.route.path, declared_endpoint(runtime, op, read_timeout), methods=[op.route.method])
         for op in DECLARED
     ]
     app = Starlette(
         routes=[
             *table,
-            Route(routes.EVENTS_PATH, events, methods=["GET"]),
-            Route(routes.OPENAPI_PATH, openapi, methods=["GET"]),
+            Route(EVENTS_PATH, events, methods=["GET"]),
+            Route(OPENAPI_PATH, openapi, methods=["GET"]),
         ],
         exception_handlers={
             HTTPException: routing_error_handler("this API", _SERVED),

@@ -1,11 +1,11 @@
-"""One request of the operation table and its answer, whichever HTTP client carries them.
+"""One request of a declared operation and its answer, whichever HTTP client carries them.
 
 A request is the operation's method, its path with the segments filled in, the body encoded as JSON
-and the headers that go with it (the home's token, and a member session's grant token). An answer
-is decoded into the operation's reply struct, or raised as the same `ResidentError` the runtime
-raised (`statuses.error_from_body`); a body that is neither is `ApiError`. Both the Python client
-(`transport`, over httpx) and the `resident` command (`oneshot`, over the standard library) use
-these, so they read the wire the same way.
+(`resident.operations.wire.encode`) and the headers that go with it (the home's token, and a member
+session's grant token). An answer is decoded into the operation's reply struct, or raised as the
+same `ResidentError` the runtime raised (`statuses.error_from_body`); a body that is neither is
+`ApiError`. Both the Python client (`transport`, over httpx) and the `resident` command (`oneshot`,
+over the standard library) use these, so they read the wire the same way.
 
 Light on purpose: msgspec and the message structs only.
 """
@@ -17,15 +17,12 @@ from typing import Any
 
 import msgspec
 
-from resident.api import routes
 from resident.api.discovery import Discovery
 from resident.api.statuses import error_from_body, os_error_from_body
 from resident.api.wire import GRANT_HEADER, ErrorBody
 from resident.errors import ApiError, RuntimeNotUp
 
-__all__ = ["Request", "auth_headers", "decode_answer", "decode_error", "decode_reply", "unreachable"]
-
-_JSON = "application/json"
+__all__ = ["Request", "auth_headers", "decode_error", "decode_reply", "unreachable"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,12 +34,6 @@ class Request:
     content: bytes | None
     headers: dict[str, str]
 
-    @classmethod
-    def of(cls, op: routes.Operation, body: Any, params: dict[str, str]) -> Request:
-        content = None if body is None else msgspec.json.encode(body)
-        headers = {} if content is None else {"Content-Type": _JSON}
-        return cls(op.method, op.url(**params), content, headers)
-
 
 def auth_headers(discovery: Discovery, grant: str | None = None) -> dict[str, str]:
     """The home's token (none for a sandboxed session, which cannot read it), and a member session's grant token."""
@@ -52,11 +43,6 @@ def auth_headers(discovery: Discovery, grant: str | None = None) -> dict[str, st
     if grant is not None:
         headers[GRANT_HEADER] = grant
     return headers
-
-
-def decode_answer(op: routes.Operation, status: int, content: bytes) -> Any:
-    """The reply struct of a 200 answer; any other answer raised as its typed error."""
-    return decode_reply(op.reply, status, content, op.name)
 
 
 def decode_reply(reply: type[Any], status: int, content: bytes, name: str = "") -> Any:

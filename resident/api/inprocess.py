@@ -1,23 +1,19 @@
-"""The operation table run in this process, against a runtime opened here, exactly as the server runs it.
+"""The declared operations run in this process, against a runtime opened here, exactly as the server runs them.
 
 When no runtime is up for a home, the `resident` command opens one itself and runs each command's
-operations through `InProcess.call`: the same handlers as the API (`handlers.perform`, which also
-resolves who is calling from a grant token), after the same checks of the body against the
-operation's struct, with the answer passed through its JSON form. So a command prints the same
-bytes, exits with the same status and refuses bad input with the same typed error whether a
-`resident up` served it or not; the only difference is who opened the runtime.
+operations through `InProcess.run`: the same executor as the API (which also resolves who is calling
+from a grant token), after the same checks of the request against the operation's struct, with the
+reply passed through its JSON form. So a command prints the same bytes, exits with the same status and
+refuses bad input with the same typed error whether a `resident up` served it or not; the only
+difference is who opened the runtime.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from resident.api import routes
-from resident.api.handlers import perform
 from resident.api.statuses import error_from_body
 from resident.api.wire import ErrorDetail
 from resident.operations.declaration import Operation
@@ -30,31 +26,12 @@ if TYPE_CHECKING:
 __all__ = ["InProcess"]
 
 
-async def _in_thread(function: Callable[[], Any]) -> Any:
-    # As the server runs it: off the loop, so a facade call that runs a loop of its own (a session's
-    # start recalls through the member's session) may, and with this call's context (`resident.api.local`).
-    return await asyncio.to_thread(function)
-
-
 class InProcess:
     """Operations on a runtime open in this process; `grant` acts as a member session."""
 
     def __init__(self, runtime: Runtime, grant: str | None = None) -> None:
         self.runtime = runtime
         self._grant = grant
-
-    def call(
-        self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str  # noqa: ARG002 - the protocol's signature
-    ) -> Any:
-        """Run `op` and return its answer struct, or raise the error the server would have answered.
-
-        `timeout` bounds the wait of a request over the wire; here the runtime's own deadlines apply.
-        """
-        checked = None if op.body is None else self._checked(op.body, body)
-        result = asyncio.run(
-            perform(self.runtime, op, params=params, body=checked, grant=self._grant, blocking=_in_thread)
-        )
-        return msgspec.json.decode(msgspec.json.encode(result), type=op.reply)
 
     def run(self, op: Operation[Any, Any, Any], request: Any, member: str | None = None) -> Any:
         """Run a declared operation's `request` as the server would: checked against its struct's bounds first,

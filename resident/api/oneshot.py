@@ -20,10 +20,9 @@ import socket
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from resident.api import routes
 from resident.api.challenge import prove_server
 from resident.api.discovery import Discovery
-from resident.api.exchange import Request, auth_headers, decode_answer, decode_reply, unreachable
+from resident.api.exchange import Request, auth_headers, decode_reply, unreachable
 from resident.errors import RuntimeNotUp
 from resident.operations.declaration import Operation
 from resident.operations.wire import encode
@@ -61,15 +60,6 @@ class OneShot:
             ) from None
         # Nothing secret goes to the address until the process there proves it holds the home's token.
         prove_server(discovery, session=discovery.session)
-
-    def call(self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str) -> Any:
-        """Run `op` and return its answer struct, or raise the error it answered."""
-        request = Request.of(op, body, params)
-        try:
-            status, content = self._exchange(request, DEFAULT_TIMEOUT if timeout is None else timeout)
-        except (OSError, ValueError) as error:
-            raise unreachable(self.discovery, error) from None
-        return decode_answer(op, status, content)
 
     def run(self, op: Operation[Any, Any, Any], request: Any, member: str | None = None) -> Any:
         """Run a declared operation's `request` (on `member`'s surface); its reply struct, or its typed error."""

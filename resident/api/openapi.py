@@ -2,8 +2,8 @@
 
 Schemas come from `msgspec.json.schema_components` over every request, answer and event struct, so
 a bound declared on a field (`k` from 1 to 100, text length, enumerations) is the bound the server
-enforces. Paths come from `routes.OPERATIONS`. The document is OpenAPI 3.1 (its schemas are JSON
-Schema 2020-12, which msgspec writes).
+enforces. Paths come from the declared operations (`resident.operations.DECLARED`). The document is
+OpenAPI 3.1 (its schemas are JSON Schema 2020-12, which msgspec writes).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Union
 
 import msgspec
 
-from resident.api import routes, wire
+from resident.api import wire
 from resident.messages.home_calls import API_VERSION
 from resident.operations import DECLARED, Access, Operation
 from resident.operations.home import HEALTH
@@ -49,23 +49,6 @@ def _ref(kind: type[Any]) -> dict[str, str]:
 
 def _json_content(schema: dict[str, Any]) -> dict[str, Any]:
     return {"application/json": {"schema": schema}}
-
-
-def _operation(op: routes.Operation) -> dict[str, Any]:
-    responses: dict[str, Any] = {"200": {"description": "OK", "content": _json_content(_ref(op.reply))}}
-    for status, description in _ERROR_STATUSES.items():
-        responses[status] = {"description": description, "content": _json_content(_ref(wire.ErrorBody))}
-    spec: dict[str, Any] = {"operationId": op.name, "summary": op.summary, "responses": responses}
-    parameters = [
-        {"name": name, "in": "path", "required": True, "schema": dict(_PARAMETER_SCHEMA)} for name in op.params
-    ]
-    if op.member:
-        parameters.append(dict(_GRANT_PARAMETER))
-    if parameters:
-        spec["parameters"] = parameters
-    if op.body is not None:
-        spec["requestBody"] = {"required": True, "content": _json_content(_ref(op.body))}
-    return spec
 
 
 def _reply_schema(reply: Any) -> dict[str, Any]:
@@ -150,8 +133,6 @@ def _events_operation() -> dict[str, Any]:
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 document of the API."""
     kinds: list[Any] = [wire.ErrorBody]
-    for op in routes.LEGACY:
-        kinds.extend(kind for kind in (op.reply, op.body) if kind is not None)
     for declared in DECLARED:
         kinds.extend((*(typing.get_args(declared.reply) or (declared.reply,)), declared.request_type))
     events = Union[wire.API_EVENTS]  # type: ignore[valid-type]  # noqa: UP007 - a runtime union of a tuple
@@ -161,14 +142,12 @@ def openapi_document() -> dict[str, Any]:
     components["ApiEvents"] = msgspec.json.schema(events, ref_template=_REF)
     components["ApiEvents"].pop("$defs", None)
     paths: dict[str, dict[str, Any]] = {}
-    for op in routes.LEGACY:
-        paths.setdefault(op.path, {})[op.method.lower()] = _operation(op)
     for declared in DECLARED:
         paths.setdefault(declared.route.path, {})[declared.route.method.lower()] = _declared(declared, components)
     for declared in DECLARED:
         # A request struct is the body's schema only without its path fields, so it is inlined, not shared.
         components.pop(declared.request_type.__name__, None)
-    paths[routes.EVENTS_PATH] = {"get": _events_operation()}
+    paths[wire.EVENTS_PATH] = {"get": _events_operation()}
     return {
         "openapi": "3.1.0",
         "info": {

@@ -1,4 +1,4 @@
-"""The client's side of the wire: requests built from `routes.OPERATIONS`, answers decoded into structs,
+"""The client's side of the wire: declared operations' requests sent, answers decoded into structs,
 error answers raised as the same `ResidentError` the runtime raised, and the event stream.
 
 One `httpx.Client` serves blocking calls from any thread; awaitable calls use one
@@ -22,11 +22,10 @@ import httpx
 import msgspec
 from httpx_sse import EventSource, aconnect_sse, connect_sse
 
-from resident.api import routes
 from resident.api.challenge import prove_server
 from resident.api.discovery import Discovery
-from resident.api.exchange import Request, auth_headers, decode_answer, decode_error, decode_reply, unreachable
-from resident.api.wire import API_EVENTS, ApiEvent
+from resident.api.exchange import auth_headers, decode_error, decode_reply, unreachable
+from resident.api.wire import API_EVENTS, EVENTS_PATH, ApiEvent
 from resident.errors import RuntimeNotUp
 from resident.operations.wire import Encoded
 
@@ -92,18 +91,6 @@ class Transport:
         return client
 
     # -- calls ------------------------------------------------------------------------------------
-
-    def call(self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str) -> Any:
-        """Run `op` and return its answer struct, or raise the error it answered."""
-        request = Request.of(op, body, params)
-        try:
-            response = self._client.request(
-                request.method, request.path, content=request.content, headers=request.headers,
-                timeout=_timeout(timeout),
-            )
-        except httpx.TransportError as error:
-            raise self._unreachable(error) from None
-        return decode_answer(op, response.status_code, response.content)
 
     def send(
         self, encoded: Encoded, reply: type[Any], *, timeout: float | None = None, headers: dict[str, str] | None = None
@@ -200,7 +187,7 @@ def _resume(last_event_id: str | None) -> dict[str, str]:
 
 
 def _events_path(from_now: bool) -> str:
-    return f"{routes.EVENTS_PATH}?from=now" if from_now else routes.EVENTS_PATH
+    return f"{EVENTS_PATH}?from=now" if from_now else EVENTS_PATH
 
 
 def _check_stream(source: EventSource) -> None:

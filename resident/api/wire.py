@@ -1,41 +1,34 @@
-"""The loopback API's request and answer bodies, shared by the server, the client and the OpenAPI document.
+"""What the loopback API carries besides the operations' own structs: its header, its event stream and error bodies.
 
-Requests are plain structs that refuse unknown fields (a misspelt option is an error, not a silent
-default) and carry their bounds as `msgspec.Meta`, so one definition checks a body, documents it
-in `/openapi.json`, and tells a client what it may send. Bounds on the wire are wide: the runtime
-checks the finer rules (text length, visibility, activation) and answers with its own typed errors.
-Answers reuse the runtime's own reply structs (`Receipt`, `RecallHit`, `MemoryStatus`, ...), so a
-remote caller gets the same values as an in-process one.
+Each operation's request and reply are its declaration's (`resident.operations`, structs in `resident.messages`);
+this module holds the rest that the server, both clients and the OpenAPI document share: the grant token's header,
+the paths served beside the operations, the events of `GET /v1/events` and the typed error body.
 
-This module imports only msgspec and the message structs: the client (and later the CLI) can use
-it without loading the runtime, numpy or LMDB.
+This module imports only msgspec and the message structs: the client and the command can use it without loading
+the runtime, numpy or LMDB.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
 import msgspec
 
-from resident.messages.bounds import Named
 from resident.messages.memory import Kind, ReplicationState, Scope
 from resident.messages.outcomes import ErrorBody, ErrorDetail, ItemOutcome, RememberedMany
 
 __all__ = [
     "API_EVENTS",
+    "EVENTS_PATH",
     "GRANT_HEADER",
-    "MAX_BODY_BYTES",
-    "MAX_IMPORT_BODY_BYTES",
+    "OPENAPI_PATH",
     "READ_TIMEOUT",
     "ActorEvent",
     "ApiEvent",
     "ErrorBody",
     "ErrorDetail",
-    "ImportMember",
-    "Imported",
     "ItemOutcome",
     "MemorySwitchedEvent",
-    "NoBody",
     "ProgressEvent",
     "RecordAdmittedEvent",
     "RecordLifecycleEvent",
@@ -47,56 +40,14 @@ __all__ = [
     "StreamGapEvent",
 ]
 
-# A remember of the longest text (16,000 characters), every one escaped as \\uXXXX, fits.
-MAX_BODY_BYTES = 256 * 1024
-# A member import carries the export file itself (base64 in JSON: 4 bytes for every 3), up to the
-# size an import accepts from a file (`resident.memory.portability.MAX_EXPORT_BYTES`, 256 MiB).
-MAX_IMPORT_BODY_BYTES = (256 * 1024 * 1024) * 4 // 3 + 64 * 1024
 # A whole request arrives within this many seconds (by default; `resident up --read-timeout`) or is answered 408.
 READ_TIMEOUT = 10.0
 # A member session presents its grant token in this header, besides the home's token; the server
 # then acts as that member within that grant, as the CLI does in-process with $RESIDENT_GRANT_TOKEN.
 GRANT_HEADER = "Resident-Grant-Token"
-
-
-class _Request(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A request body: unknown fields are refused rather than ignored."""
-
-
-class _Answer(msgspec.Struct, frozen=True, kw_only=True):
-    """An answer body of the API itself (answers of the runtime reuse its reply structs)."""
-
-
-# -- requests ------------------------------------------------------------------------------------
-
-
-class NoBody(_Request, frozen=True):
-    """The body of a POST that takes no options: `{}` (or nothing at all)."""
-
-
-
-class ImportMember(_Request, frozen=True):
-    """A member export file (its bytes, as `resident member export` wrote them) to load into this home.
-
-    `source` names the file in error messages; `world` is the world a member new to this home joins.
-    """
-
-    data: bytes
-    source: Annotated[str, msgspec.Meta(max_length=4_096)] = "the export"
-    world: Named | None = None
-
-
-# -- answers -------------------------------------------------------------------------------------
-
-
-class Imported(_Answer, frozen=True):
-    """What a member import did: records imported and already here, whether the member joined, sessions brought."""
-
-    member: str
-    imported: int
-    skipped: int
-    joined: bool
-    sessions: int = 0
+# Served beside the declared operations: the event stream (text/event-stream) and the document describing the API.
+EVENTS_PATH = "/v1/events"
+OPENAPI_PATH = "/openapi.json"
 
 
 # -- the event stream ----------------------------------------------------------------------------

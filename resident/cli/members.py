@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
-from resident.api import routes, wire
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, stdout
 from resident.cli.target import runtime_for
+from resident.messages.portability_calls import ExportQuery, ImportMember
+from resident.operations import portability as ops
 
 __all__ = ["COMMANDS"]
 
@@ -38,7 +39,7 @@ def export_command(state: CliState, name: str, file: Path, as_json: bool) -> Non
     from resident.memory.portability import write_export_file  # noqa: PLC0415 - loaded only when this runs
 
     with runtime_for(state, create=False) as runtime:
-        document = runtime.call(routes.EXPORT, member=name)
+        document = runtime.run(ops.EXPORT, ExportQuery(name))
     write_export_file(file, document)
     count = len(document.records)
     if as_json:
@@ -62,8 +63,8 @@ def import_command(state: CliState, file: Path, world: str | None, as_json: bool
     from resident.memory.portability import read_export_file  # noqa: PLC0415 - loaded only when this runs
 
     with runtime_for(state) as runtime:
-        request = wire.ImportMember(data=read_export_file(file), source=str(file), world=world)
-        result = runtime.call(routes.IMPORT, request)
+        request = ImportMember(read_export_file(file), source=str(file), world=world)
+        result = runtime.run(ops.IMPORT, request)
     # Sessions are mentioned only when the export carried some: older exports read as they always did.
     sessions = {"sessions": result.sessions} if result.sessions else {}
     if as_json:

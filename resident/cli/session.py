@@ -19,23 +19,33 @@ from typing import TYPE_CHECKING, cast
 
 import click
 
-from resident.api import routes, wire_sessions
 from resident.api.challenge import PROOF_KEY_ENV, session_proof_key
 from resident.api.discovery import API_ADDRESS_ENV, running
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
 from resident.cli.target import runtime_for
 from resident.errors import HomeInUse, SandboxUnavailable
 from resident.messages.sessions import HARNESSES, Harness, SessionRecord, SessionTurn
+from resident.messages.sessions_calls import (
+    DEFAULT_TTL,
+    AdmitExcerpt,
+    CandidatesQuery,
+    EndSession,
+    ExcerptsQuery,
+    ImportSessions,
+    ListSessions,
+    RawQuery,
+    RecoverSessions,
+    ShowSession,
+    StartSession,
+)
+from resident.operations import sessions as ops
 from resident.terminal import printable
 
 if TYPE_CHECKING:
-    from resident.runtime.session_launch import SessionLaunch
+    from resident.sessions.launch import SessionLaunch
 
 __all__ = ["COMMANDS"]
 
-_DEFAULT_TTL = 12 * 3600.0
-# Seconds an end (a transcript's recovery) or an import may take over the wire.
-_ENDING = 600.0
 
 
 def _time(timestamp: float | None) -> str:
@@ -70,34 +80,26 @@ def _absolute(path: str) -> str:
     return str(Path(path).expanduser().absolute())
 
 
-def _history(harness: str, path: str | None) -> str:
+def _history(harness: str, path: str | None) -> Path:
     """Where to look for `harness`'s history: `path`, else where this command's environment says it keeps it."""
     if path:
-        return _absolute(path)
-    from resident.runtime.session_import import default_root  # noqa: PLC0415 - only these two commands need it
+        return Path(_absolute(path))
+    from resident.runtime.sessions.history import default_root  # noqa: PLC0415 - only these two commands need it
 
-    return str(default_root(cast("Harness", harness), os.environ, Path.home()))
+    return default_root(cast("Harness", harness), os.environ, Path.home())
 
 
 def _start_request(
-    member: str, command: tuple[str, ...], harness: str, directory: str, task: str | None, role: str, ttl: float
-) -> wire_sessions.StartSession:
+    member: str, command: tuple[str, ...], harness: str, directory: str, task: str | None, role: str, ttl: float,
+    sandbox: bool,
+) -> StartSession:
     """The start of a session this process runs: its pid, its PATH, the directory and a relative program absolute."""
     if command and os.sep in command[0]:
         command = (_absolute(command[0]), *command[1:])
-    return wire_sessions.StartSession(
-        member=member, harness=cast("Harness", harness), directory=_absolute(directory), process=os.getpid(),
+    return StartSession(
+        member, harness=cast("Harness", harness), directory=_absolute(directory), process=os.getpid(),
         command=command, task=task, role=role, ttl=ttl, search_path=os.environ.get("PATH", os.defpath),
-    )
-
-
-def _launch(launched: wire_sessions.Launched, sandbox: bool, state: CliState) -> SessionLaunch:
-    from resident.runtime.session_launch import SessionLaunch  # noqa: PLC0415 - only a start runs a harness
-
-    return SessionLaunch(
-        session=launched.session, member=launched.member, harness=launched.harness, execution=launched.execution,
-        argv=launched.argv, directory=Path(launched.directory), variables=launched.variables, token=launched.token,
-        sandbox=sandbox, callback=_callback(state, launched.session),
+        sandbox=sandbox,
     )
 
 
@@ -112,17 +114,17 @@ def _callback(state: CliState, session: str) -> dict[str, str]:
 
 
 def _end(state: CliState, launch: SessionLaunch, status: int | None, interrupted: bool) -> SessionRecord | None:
-    body = wire_sessions.EndSession(exit_code=status, interrupted=interrupted, token=launch.token)
+    request = EndSession(launch.session, status, interrupted=interrupted, token=launch.token)
     try:
         with runtime_for(state) as runtime:
-            # Recovering a long transcript may take a while; the runtime's own deadlines apply to it.
-            ended: wire_sessions.Ended = runtime.call(routes.SESSION_END, body, timeout=_ENDING, session=launch.session)
+            # Recovering a long transcript may take a while (the route waits long); the runtime's deadlines apply.
+            ended: SessionRecord | None = runtime.run(ops.END, request).session
     except HomeInUse as error:
         raise HomeInUse(
             f"session {launch.session} ended, but {error.message}; run `resident session recover` once it is free "
             "to restore the directory and recover the transcript"
         ) from None
-    return ended.session
+    return ended
 
 
 @session.command(name="start")
@@ -133,7 +135,7 @@ def _end(state: CliState, launch: SessionLaunch, status: int | None, interrupted
               show_default=True, help="The repository to work in (projected into, and restored after).")
 @click.option("--task", type=UTF8, help="The task's text, or the id of an execution dispatched to MEMBER earlier.")
 @click.option("--role", default="implement", show_default=True, help="The role its grant is issued for.")
-@click.option("--ttl", type=click.FloatRange(60, 30 * 86_400), default=_DEFAULT_TTL, show_default=True,
+@click.option("--ttl", type=click.FloatRange(60, 30 * 86_400), default=DEFAULT_TTL, show_default=True,
               help="Seconds the session's grant lasts.")
 @click.option("--unsandboxed", is_flag=True,
               help="Run the harness without bubblewrap: it can then read the home, and act as the owner.")
@@ -152,10 +154,11 @@ def start(
     Ctrl-C) the directory is restored and the transcript recovered, redacted. Exits with the
     harness's status.
     """
-    request = _start_request(member, command, harness, directory, task, role, ttl)
-    sandbox = not unsandboxed and _sandbox_wanted(state)
+    request = _start_request(
+        member, command, harness, directory, task, role, ttl, not unsandboxed and _sandbox_wanted(state)
+    )
     with _up_for_the_session(state):
-        _start_run_and_end(state, request, as_json, sandbox)
+        _start_run_and_end(state, request, as_json)
 
 
 def _sandbox_wanted(state: CliState) -> bool:
@@ -196,11 +199,14 @@ def _up_for_the_session(state: CliState) -> Iterator[None]:
         yield
 
 
-def _start_run_and_end(state: CliState, request: wire_sessions.StartSession, as_json: bool, sandbox: bool) -> None:
+def _start_run_and_end(state: CliState, request: StartSession, as_json: bool) -> None:
+    from resident.sessions.launch import SessionLaunch  # noqa: PLC0415 - only a start runs a harness
+
     with runtime_for(state) as runtime:
-        for recovered in runtime.call(routes.SESSION_RECOVER, wire_sessions.RecoverSessions()).recovered:
+        for recovered in runtime.run(ops.RECOVER, RecoverSessions()).recovered:
             _note(as_json, f"recovered {_summary(recovered)}")
-        launch = _launch(runtime.call(routes.SESSION_START, request), sandbox, state)
+        launched = runtime.run(ops.START, request)
+        launch = SessionLaunch.of(launched, _callback(state, launched.session))
     _note(as_json, f"session {launch.session} of {launch.member} on {launch.execution} in {launch.directory}")
     status: int | None = None
     interrupted = True
@@ -226,7 +232,7 @@ def _start_run_and_end(state: CliState, request: wire_sessions.StartSession, as_
 def list_command(state: CliState, member: str | None, wanted: str | None, as_json: bool) -> None:
     """Sessions, oldest first: whose, which harness, started or imported, outcome, turns."""
     with runtime_for(state, create=False) as runtime:
-        found = runtime.call(routes.SESSIONS, wire_sessions.ListSessions(member=member, state=wanted)).sessions
+        found = runtime.run(ops.LIST, ListSessions(member=member, state=wanted)).sessions
     if as_json:
         emit_json({"sessions": found})
         return
@@ -258,11 +264,10 @@ def show(state: CliState, session_id: str, first: int, limit: int, raw_part: int
     """Session ID and its redacted turns in conversation order (a member sees only its own)."""
     with runtime_for(state, create=False) as runtime:
         if raw_part is not None:
-            raw = runtime.call(routes.SESSION_RAW, wire_sessions.RawQuery(part=raw_part), session=session_id).data
+            raw = runtime.run(ops.RAW, RawQuery(session_id, raw_part)).data
             click.echo(printable(raw.decode("utf-8", "replace")), nl=False)
             return
-        view = runtime.call(routes.SESSION_SHOW, wire_sessions.TurnsQuery(start=first, limit=limit),
-                            session=session_id)
+        view = runtime.run(ops.SHOW, ShowSession(session_id, start=first, limit=limit))
     if as_json:
         emit_json(view)
         return
@@ -284,7 +289,7 @@ def show(state: CliState, session_id: str, first: int, limit: int, raw_part: int
 def recover(state: CliState, session_id: str | None, as_json: bool) -> None:
     """End the sessions (or session ID) whose process died (a crash, kill -9): restore, recover them."""
     with runtime_for(state) as runtime:
-        found = runtime.call(routes.SESSION_RECOVER, wire_sessions.RecoverSessions(session=session_id)).recovered
+        found = runtime.run(ops.RECOVER, RecoverSessions(session_id)).recovered
     if as_json:
         emit_json({"recovered": found})
         return
@@ -301,9 +306,9 @@ def recover(state: CliState, session_id: str | None, as_json: bool) -> None:
 @pass_state
 def candidates(state: CliState, harness: str, path: str | None, as_json: bool) -> None:
     """Historical sessions of a harness found on disk, newest first, that the owner may import."""
-    query = wire_sessions.CandidatesQuery(harness=cast("Harness", harness), path=_history(harness, path))
+    query = CandidatesQuery(cast("Harness", harness), _history(harness, path))
     with runtime_for(state) as runtime:
-        found = runtime.call(routes.SESSION_CANDIDATES, query).candidates
+        found = runtime.run(ops.CANDIDATES, query).candidates
     if as_json:
         emit_json({"candidates": found})
         return
@@ -328,11 +333,9 @@ def import_command(state: CliState, ids: tuple[str, ...], member: str, harness: 
     The owner's call: nothing is attributed otherwise. Every ID is checked before anything is
     imported; one already held by a session is skipped.
     """
-    request = wire_sessions.ImportSessions(
-        ids=ids, member=member, harness=cast("Harness", harness), path=_history(harness, path)
-    )
+    request = ImportSessions(ids, member=member, harness=cast("Harness", harness), path=_history(harness, path))
     with runtime_for(state) as runtime:
-        report = runtime.call(routes.SESSION_IMPORT, request, timeout=_ENDING)
+        report = runtime.run(ops.IMPORT, request)
     if as_json:
         emit_json(report)
         return
@@ -366,15 +369,14 @@ def curate(
         raise click.UsageError("--text and --summary go with --admit")
     with runtime_for(state) as runtime:
         if excerpt is not None:
-            admit = wire_sessions.Admit(text=text, summary=summary, importance=importance)
-            receipt = runtime.call(routes.EXCERPT_ADMIT, admit, member=member, excerpt=excerpt)
+            admit = AdmitExcerpt(member, excerpt, text=text, summary=summary, importance=importance)
+            receipt = runtime.run(ops.ADMIT, admit)
             if as_json:
                 emit_json(receipt)
             else:
                 stdout.print(f"admitted {excerpt} into {member}'s memory as {receipt.id} ({receipt.replication})")
             return
-        query = wire_sessions.ExcerptsQuery(session=session_id, limit=limit)
-        found = runtime.call(routes.EXCERPTS, query, member=member).excerpts
+        found = runtime.run(ops.EXCERPTS, ExcerptsQuery(member, session=session_id, limit=limit)).excerpts
     if as_json:
         emit_json({"excerpts": found})
         return

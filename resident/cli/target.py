@@ -1,14 +1,14 @@
 """Where a command's operations run: the runtime `resident up` serves for the home, or one opened here.
 
 This is the one place that decides. Every command that reads or changes a home asks `runtime_for`,
-and gets something with `call(operation, body, **path)` over the API's operation table
-(`resident.api.routes`):
+and gets something with `run(operation, request, member)` over the declared operations
+(`resident.operations`):
 
 * a runtime is up for the home (its `api.json` names a live process holding the home's lock): the
   command talks to it over loopback, one request per operation (`resident.api.oneshot`), presenting
   the home's token and, in a member session, the session's grant token;
 * otherwise the runtime is opened in this process, as it always was, and the operations run through
-  the very handlers the server runs (`resident.api.inprocess`).
+  the very executor the server runs (`resident.api.inprocess`).
 
 Either way the answers are the same structs, so the printing code is shared and a command prints
 the same bytes and exits with the same status. The remote path imports neither the runtime nor the
@@ -16,8 +16,8 @@ server stack, which is what makes it quick (bench/cli.py). Commands that need th
 (`restore`, `salvage`, `doctor`, `init` that rewrites the configuration, ...) call `require_closed`,
 which refuses with `RuntimeIsUp` while a runtime is up.
 
-A new command group calls its operations through `runtime_for`: one row in `resident.api.routes`
-and a handler each, and it works both ways.
+A new command group calls its operations through `runtime_for`: once declared, an operation works
+both ways.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from resident.api import routes
 from resident.api.challenge import PROOF_KEY_ENV
 from resident.api.discovery import API_ADDRESS_ENV, SESSION_ENV, check_version, running, session_discovery
 from resident.cli.common import CliState
@@ -42,10 +41,7 @@ __all__ = ["Target", "require_closed", "runtime_for"]
 
 
 class Target(Protocol):
-    """A home's runtime as a command uses it: one call per operation of the API's table."""
-
-    def call(self, op: routes.Operation, body: Any = None, *, timeout: float | None = None, **params: str) -> Any:
-        """Run `op` (with `body` and the path segments `params`); its answer struct, or its typed error."""
+    """A home's runtime as a command uses it: one call per declared operation."""
 
     def run(self, op: Operation[Any, Any, Any], request: Any, member: str | None = None) -> Any:
         """Run a declared operation's `request` (on `member`'s surface); its reply struct, or its typed error."""
@@ -76,7 +72,7 @@ def runtime_for(state: CliState, *, create: bool = True, grant_token: str | None
         # Only a token's shape goes into a header; the server decides what it stands for.
         yield OneShot(check_version(found), None if grant is None else check_token(grant))
         return
-    # The in-process path: the runtime, and the handlers that serve the API.
+    # The in-process path: the runtime, and the executor that serves the API.
     from resident.api.inprocess import InProcess  # noqa: PLC0415 - loaded only when this runs
     from resident.runtime import Runtime  # noqa: PLC0415 - loaded only when this runs
 

@@ -18,8 +18,10 @@ from resident.operations import (
     home,
     knowledge,
     memory,
+    portability,
     principles,
     replication,
+    sessions,
     skills,
 )
 from resident.operations.declaration import Access, Operation, Route, declare
@@ -28,7 +30,7 @@ __all__ = ["DECLARED", "Access", "Operation", "Route", "declare"]
 
 # Every operation declared this way, capability by capability, in the order the API lists them.
 DECLARED: tuple[Operation[Any, Any, Any], ...] = (
-    *home.OPERATIONS, *memory.OPERATIONS, *replication.OPERATIONS, *apps.OPERATIONS, *principles.OPERATIONS,
-    *skills.OPERATIONS, *engagement.OPERATIONS, *evolution.OPERATIONS,
-    *coordination.OPERATIONS, *knowledge.OPERATIONS,
+    *home.OPERATIONS, *memory.OPERATIONS, *portability.OPERATIONS, *replication.OPERATIONS, *apps.OPERATIONS,
+    *principles.OPERATIONS, *skills.OPERATIONS, *engagement.OPERATIONS, *evolution.OPERATIONS,
+    *coordination.OPERATIONS, *knowledge.OPERATIONS, *sessions.OPERATIONS,
 )

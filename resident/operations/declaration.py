@@ -87,34 +87,6 @@ class Operation(Generic[P, Reply, Out]):
     statuses: tuple[int, ...] = ()
     _resolved: dict[str, Callable[..., Any]] = field(default_factory=dict, repr=False)
 
-    # The route's parts under the names the API's table has always used (`method`, `path`, `url`, ...).
-    @property
-    def method(self) -> Literal["GET", "POST"]:
-        return self.route.method
-
-    @property
-    def path(self) -> str:
-        return self.route.path
-
-    @property
-    def params(self) -> tuple[str, ...]:
-        """The path's `{…}` segments, in order."""
-        return self.route.segments
-
-    @property
-    def member(self) -> bool:
-        """Whether a member session may call it."""
-        return self.access is Access.MEMBER
-
-    @property
-    def body(self) -> type[msgspec.Struct] | None:
-        """The struct a POST's body decodes to (with the path's fields left out); None for a GET."""
-        return self.request_type if self.route.method == "POST" else None
-
-    @property
-    def max_body(self) -> int:
-        return self.route.max_body
-
     def url(self, **params: str) -> str:
         """The path with each segment filled in, escaped so a value stays one segment."""
         return self.route.path.format(**{name: quote(params[name], safe="") for name in self.route.segments})

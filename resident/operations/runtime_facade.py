@@ -15,14 +15,16 @@ from resident.operations.facade import Executor
 from resident.operations.home import RootSurface
 from resident.operations.knowledge import KnowledgeSurface, SessionSurface
 from resident.operations.memory import MemberSurface, MemorySurface
+from resident.operations.portability import PortabilitySurface
 from resident.operations.principles import PrinciplesSurface
 from resident.operations.replication import ReplicationSurface
+from resident.operations.sessions import SessionsSurface
 from resident.operations.skills import SkillsSurface
 
 __all__ = ["Facade"]
 
 
-class Facade(RootSurface):
+class Facade(RootSurface, PortabilitySurface):
     """Every surface of the runtime, on one executor."""
 
     def __init__(self, executor: Executor) -> None:
@@ -37,6 +39,7 @@ class Facade(RootSurface):
         self.coordinator: CoordinatorSurface = CoordinatorSurface(executor)
         self.knowledge = KnowledgeSurface(executor)
         self.session = SessionSurface(executor)
+        self.sessions = SessionsSurface(executor)
 
     def member(self, name: str) -> MemberSurface:
         """The memory surface of one member of the roster (`UnknownMember` otherwise)."""

@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from resident.coordination.grants import EVOLUTION_ACTIONS
 from resident.coordination.plan import Plan, Step, TaskPlan
@@ -36,12 +37,15 @@ from resident.errors import RecordWithheld, ResidentError
 from resident.memory.visibility import WITHHELD
 from resident.messages.coordination import Grant, Outcome
 from resident.messages.memory import Receipt, RecordAdmitted
+from resident.messages.sessions import Harness
 from resident.realm.client import RealmClient
 from resident.realm.process import RealmProcess
 from resident.runtime import Runtime
 from resident.runtime.coordination import Session
-from resident.runtime.session_launch import SessionLaunch
 from resident.store.tables import EXECUTIONS, RECORDS
+
+if TYPE_CHECKING:
+    from resident.sessions.launch import SessionLaunch
 
 __all__ = ["RunHarness", "RunMetrics", "StepFailed", "TaskProgress"]
 
@@ -240,9 +244,10 @@ class RunHarness:
         """Run `task`'s command as the member session of its execution (in a worker thread)."""
         sessions = self.runtime.sessions
         try:
+            # The session takes over the execution dispatched for the task (its task is that execution's id).
             launch = sessions.start(
-                task.member, harness=task.harness or "", dispatched=session,
-                command=[self._fill_work(part, task.member) for part in task.command],
+                task.member, harness=cast("Harness", task.harness or ""), task=session.execution.id,
+                command=tuple(self._fill_work(part, task.member) for part in task.command),
                 directory=self._fill_work(task.dir, task.member),
             )
         except ResidentError as error:
@@ -254,7 +259,7 @@ class RunHarness:
             status = launch.run(log=self._work_folder() / "logs" / f"{task.id}.log")
         finally:
             del self._launches[task.id]
-            record = sessions.end(launch.session, status, interrupted=status is None, injected=(launch.token,))
+            record = sessions.end(launch.session, status, interrupted=status is None, token=launch.token)
         if record is not None and record.outcome == "succeeded":
             return "succeeded", ""
         return "failed", f"{task.id}: {record.note if record is not None else 'its session was lost'}"

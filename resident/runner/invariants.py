@@ -19,7 +19,7 @@ from resident.messages.memory import MemoryRecord
 from resident.messages.replication import ReplicationCounts
 from resident.runner.harness import RunMetrics
 from resident.runtime import Runtime
-from resident.runtime.session_tree import manifests
+from resident.runtime.sessions.tree import manifests
 from resident.store.tables import RECORDS, SESSIONS
 
 __all__ = ["Invariant", "check_invariants", "withheld_records"]

@@ -24,9 +24,8 @@ from resident.errors import GrantExceeded, InvalidInput, OwnerOnlyAction
 
 if TYPE_CHECKING:
     from resident.runtime.coordination import Session
-    from resident.runtime.runtime import Runtime
 
-__all__ = ["Caller", "presented_token", "refuse_member_session", "resolve_caller"]
+__all__ = ["Caller", "presented_token", "refuse_member_session"]
 
 # How a presented grant reached the runtime, for the refusal's message.
 _FROM_ENVIRONMENT = f"${GRANT_TOKEN_ENV} is set"
@@ -79,7 +78,3 @@ class Caller:
         if self.session is not None:
             self.session.authorize(action)
 
-
-def resolve_caller(runtime: Runtime, token: str | None) -> Caller:
-    """The caller a presented token (or none) stands for; `GrantInvalid` for a token that stands for no session."""
-    return Caller() if token is None else Caller(runtime.coordinator.session(token))

@@ -45,10 +45,8 @@ from resident.runtime.coordination import CoordinatorControl
 from resident.runtime.engagement import Judging
 from resident.runtime.executor import LocalExecutor
 from resident.runtime.home import maintenance
-from resident.runtime.home.portability import ImportResult, export_member, import_member
 from resident.runtime.memory.admissions import Admissions
 from resident.runtime.replication import home_realm_token
-from resident.runtime.sessions import SessionsControl
 from resident.runtime.wiring import Wiring, build_wiring
 from resident.store.backup import rejudge_restored
 from resident.store.home import (
@@ -154,7 +152,6 @@ class Runtime(Facade):
         super().__init__(self._local)
         # Dispatch hands out live sessions of this process, besides the declared operations.
         self.coordinator: CoordinatorControl = CoordinatorControl(self, self._local)
-        self.sessions = SessionsControl(self)
 
     def _context(self, store: Store, wiring: Wiring) -> Context:
         return Context(
@@ -164,6 +161,10 @@ class Runtime(Facade):
             config_now=lambda: self._config, check_open=self._check_open, statistics=self._tree_statistics,
             skills=wiring.skills, natives={}, judging=Judging(), knowledge=wiring.knowledge,
             revalidation=Revalidation(DEFAULT_TTL),
+            # The coordinator is made after its context: looked up when called.
+            dispatch=lambda *args, **options: self.coordinator.dispatch(*args, **options),  # noqa: PLW0108 - a lambda, not the bound method: the coordinator is made after this context
+            resume=lambda token: self.coordinator.session(token),  # noqa: PLW0108 - a lambda, not the bound method: the coordinator is made after this context
+            add_member=self._add_member,
         )
 
     def _tree_statistics(self) -> SupervisorStatistics:
@@ -293,14 +294,6 @@ class Runtime(Facade):
     def member(self, name: str) -> MemberSurface:
         """The memory surface of one member of the roster (`UnknownMember` otherwise)."""
         return super().member(self._config.member(name).name)
-
-    def export_member(self, name: str, path: str | os.PathLike[str]) -> int:
-        """Write `name`'s portable records (AGENT_CORE, AGENT_DYADIC; none withheld) to `path`."""
-        return export_member(self, name, Path(path))
-
-    def import_member(self, path: str | os.PathLike[str], world: str | None = None) -> ImportResult:
-        """Load a member export into this home; a member new to it joins (in `world`) and starts."""
-        return import_member(self, Path(path), world)
 
     def _add_member(self, name: str, role: str, worlds: tuple[str, ...]) -> None:
         self._check_open()

@@ -31,7 +31,7 @@ from resident.errors import ConfigError
 from resident.memory.integrity import is_intact
 from resident.messages.memory import MemoryRecord
 from resident.messages.store import PROBLEM_LIMIT, DoctorReport, Finding
-from resident.runtime.session_tree import MANIFEST_FILE
+from resident.runtime.sessions.tree import MANIFEST_FILE
 from resident.store.faults import structure_problems
 from resident.store.home import CONFIG_FILE, HomeLock
 from resident.store.replay import replay_rows

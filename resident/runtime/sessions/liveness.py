@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from resident.children.orphans import process_start
 from resident.processes import pid_alive
-from resident.runtime.session_tree import Manifest
+from resident.runtime.sessions.tree import Manifest
 
 __all__ = ["live"]
 

@@ -11,38 +11,35 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING
 
 from resident.errors import InvalidInput, UnknownSession
 from resident.ids import new_id
 from resident.memory.banks import bank_name
 from resident.messages.sessions import Harness, SessionCandidate, SessionImported, SessionRecord
+from resident.messages.sessions_calls import (
+    Candidates,
+    CandidatesQuery,
+    ImportSessions,
+    SessionsImported,
+    SkippedSession,
+)
 from resident.messages.store import Commit
-from resident.runtime.session_start import check_harness
-from resident.runtime.session_transcripts import layout, read_transcript, redaction_key, walk
+from resident.runtime.context import Call, Context
+from resident.runtime.sessions.start import check_harness
+from resident.runtime.sessions.transcripts import layout, read_transcript, redaction_key, walk
 from resident.sessions.entries import clean_id
 from resident.sessions.redaction import Redactor
 from resident.sessions.transcript import parse_file, recover
 from resident.store.session_projections import source_key
 from resident.store.tables import SESSION_SOURCES, SESSIONS
 
-if TYPE_CHECKING:
-    from resident.runtime.runtime import Runtime
-
-__all__ = ["MAX_CANDIDATES", "ImportReport", "candidates", "default_root", "import_sessions"]
+__all__ = ["MAX_CANDIDATES", "candidates", "default_root", "import_sessions"]
 
 MAX_CANDIDATES = 500
 # A candidate is described from the start of its file; the rest is read only when it is imported.
 _HEAD = 1 << 20
 _PREFIX_MIN = 6
-
-
-@dataclass
-class ImportReport:
-    imported: list[SessionRecord] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 def default_root(harness: Harness, environ: Mapping[str, str], user_home: Path) -> Path:
@@ -60,8 +57,8 @@ def default_root(harness: Harness, environ: Mapping[str, str], user_home: Path) 
             raise InvalidInput("the command harness keeps no history of its own; name the transcripts with --path")
 
 
-def _root(harness: Harness, path: str | None) -> Path:
-    root = Path(path).expanduser() if path else default_root(harness, os.environ, Path.home())
+def _root(harness: Harness, path: Path | None) -> Path:
+    root = path.expanduser() if path else default_root(harness, os.environ, Path.home())
     if not root.exists():
         raise InvalidInput(f"{root} does not exist; name the folder or file of {harness} transcripts with --path")
     return root
@@ -75,7 +72,7 @@ def _files(harness: Harness, root: Path) -> list[tuple[Path, os.stat_result]]:
     return sorted(found, key=lambda item: item[1].st_mtime, reverse=True)[:MAX_CANDIDATES]
 
 
-def _describe(runtime: Runtime, harness: Harness, path: Path, info: os.stat_result, key: bytes) -> SessionCandidate:
+def _describe(context: Context, harness: Harness, path: Path, info: os.stat_result, key: bytes) -> SessionCandidate:
     head = read_transcript(path, 0, _HEAD)
     parsed, _, _ = parse_file(harness, head.data if head else b"", Redactor(key))
     meta = parsed.meta
@@ -88,7 +85,7 @@ def _describe(runtime: Runtime, harness: Harness, path: Path, info: os.stat_resu
         ),
         "",
     )
-    with runtime._internal.store.reader() as reader:
+    with context.store.reader() as reader:
         held = reader.get(SESSION_SOURCES, source_key(harness, external))
     return SessionCandidate(
         id=external, harness=harness, path=str(path), size=info.st_size, modified_at=info.st_mtime,
@@ -96,12 +93,19 @@ def _describe(runtime: Runtime, harness: Harness, path: Path, info: os.stat_resu
     )
 
 
-def candidates(runtime: Runtime, harness: str, path: str | None = None) -> list[SessionCandidate]:
-    """The historical sessions of `harness` found on disk, newest first (titles redacted)."""
-    runtime._internal.check_open()
+def candidates(context: Context, call: Call, request: CandidatesQuery) -> Candidates:
+    """The historical sessions of a harness found on disk, newest first (titles redacted)."""
+    return Candidates(candidates=tuple(_candidates(context, call, request.harness, request.path)))
+
+
+def _candidates(context: Context, call: Call, harness: str, path: Path | None) -> list[SessionCandidate]:
+    context.check_open()
+    path = None if path is None else Path(path)  # a Python caller may name it as text
+    if call.remote and path is not None and not path.is_absolute():
+        raise InvalidInput(f"the harness's history must be an absolute path, not {str(path)!r}")
     chosen = check_harness(harness)
-    key = redaction_key(runtime.home)
-    return [_describe(runtime, chosen, file, info, key) for file, info in _files(chosen, _root(chosen, path))]
+    key = redaction_key(context.home)
+    return [_describe(context, chosen, file, info, key) for file, info in _files(chosen, _root(chosen, path))]
 
 
 def _pick(found: Sequence[SessionCandidate], wanted: str) -> SessionCandidate:
@@ -115,38 +119,37 @@ def _pick(found: Sequence[SessionCandidate], wanted: str) -> SessionCandidate:
     raise UnknownSession(f"{wanted!r} {why} (see `resident session candidates`)")
 
 
-def import_sessions(
-    runtime: Runtime, ids: Sequence[str], *, member: str, harness: str, path: str | None = None
-) -> ImportReport:
-    """Attribute the picked historical sessions to `member`'s experience, redacted; one event each."""
-    runtime._internal.check_open()
-    owner = runtime._internal.config.member(member).name
-    if not ids:
+def import_sessions(context: Context, call: Call, request: ImportSessions) -> SessionsImported:
+    """Attribute the picked historical sessions to a member's experience, redacted; one event each."""
+    context.check_open()
+    owner = context.config.member(request.member).name
+    if not request.ids:
         raise InvalidInput("name the sessions to import (their ids, from `resident session candidates`)")
-    chosen = check_harness(harness)
-    found = candidates(runtime, chosen, path)
-    picked = [_pick(found, wanted) for wanted in ids]  # every id is checked before anything is imported
-    report = ImportReport()
-    key = redaction_key(runtime.home)
+    chosen = check_harness(request.harness)
+    found = _candidates(context, call, chosen, request.path)
+    picked = [_pick(found, wanted) for wanted in request.ids]  # every id is checked before anything is imported
+    imported: list[SessionRecord] = []
+    skipped: list[SkippedSession] = []
+    key = redaction_key(context.home)
     for candidate in dict.fromkeys(picked):
         if candidate.attributed_to:
-            report.skipped.append((candidate.id, f"already in session {candidate.attributed_to}"))
+            skipped.append(SkippedSession(id=candidate.id, why=f"already in session {candidate.attributed_to}"))
             continue
         file = read_transcript(Path(candidate.path))
         if file is None:
-            report.skipped.append((candidate.id, "it is no longer a readable file"))
+            skipped.append(SkippedSession(id=candidate.id, why="it is no longer a readable file"))
             continue
         transcript = recover(chosen, [file], Redactor(key))
         part = transcript.parts[0]
-        now = runtime._internal.clock.time()
+        now = context.clock.time()
         record = SessionRecord(
             id=new_id("ses"), member=owner, harness=chosen, origin="imported", state="recovered",
             started_at=part.started_at if part.started_at is not None else candidate.modified_at,
             bank=bank_name("AGENT_CORE", owner), task=part.title or candidate.title, directory=part.cwd,
             ended_at=candidate.modified_at, note=f"imported by the owner from {part.source}",
         )
-        runtime._internal.write(Commit(events=(SessionImported(at=now, session=record, transcript=transcript),)))
-        with runtime._internal.store.reader() as reader:
+        context.write(Commit(events=(SessionImported(at=now, session=record, transcript=transcript),)))
+        with context.store.reader() as reader:
             stored = reader.get(SESSIONS, record.id)
-        report.imported.append(stored if stored is not None else record)
-    return report
+        imported.append(stored if stored is not None else record)
+    return SessionsImported(imported=tuple(imported), skipped=tuple(skipped))

@@ -2,11 +2,11 @@
 
 In order, each step written down before the next: the manifest (so a crash from here on is
 recovered), the execution the session works on (a new dispatch under a grant the owner issues for
-it, an execution dispatched earlier that has no session yet, or the one a caller dispatched), the
-`SessionStarted` event (the execution now points to the session), the projection into the working
-directory, and the listing of the harness's transcripts as they were. Anything failing on the way
-ends the session at once — the projection restored, the execution failed with the reason — and
-the failure goes on to the caller.
+it, or an execution dispatched earlier that has no session yet), the `SessionStarted` event (the
+execution now points to the session), the projection into the working directory, and the listing of
+the harness's transcripts as they were. Anything failing on the way ends the session at once — the
+projection restored, the execution failed with the reason — and the failure goes on to the caller.
+The harness itself runs in the process that asked (`resident.sessions.launch`), never here.
 """
 
 from __future__ import annotations
@@ -15,69 +15,54 @@ import asyncio
 import logging
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import platformdirs
+
 from resident.children.orphans import process_start
 from resident.coordination.grants import ROLE_ACTIONS
-from resident.coordination.tokens import new_token, token_digest
+from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token, token_digest
 from resident.errors import GrantExceeded, HarnessNotFound, InvalidInput, ProjectionRefused, ResidentError
 from resident.ids import new_id
 from resident.memory.banks import bank_name
 from resident.memory.records import clean_text
 from resident.messages.coordination import GrantToken, GrantTokenIssued
+from resident.messages.coordination_calls import IssueGrant
 from resident.messages.engagement import EngagementContext
 from resident.messages.sessions import HARNESSES, Harness, SessionRecord, SessionStarted
+from resident.messages.sessions_calls import Launched, StartSession
 from resident.messages.store import Commit
 from resident.processes import pid_alive
-from resident.runtime.session_end import end_session
-from resident.runtime.session_launch import SessionLaunch, session_variables
-from resident.runtime.session_liveness import live
-from resident.runtime.session_transcripts import HARNESS_ENV, harness_home, layout, redaction_key, scan
-from resident.runtime.session_tree import Manifest, ProjectionTree, manifests, save_manifest, session_dir
+from resident.runtime.context import Call, Context
+from resident.runtime.coordination import issue_grant
+from resident.runtime.principles import principles_of
+from resident.runtime.sandbox import sandboxed
+from resident.runtime.sessions.end import end_session
+from resident.runtime.sessions.liveness import live
+from resident.runtime.sessions.transcripts import HARNESS_ENV, harness_home, layout, redaction_key, scan
+from resident.runtime.sessions.tree import Manifest, ProjectionTree, manifests, save_manifest, session_dir
 from resident.runtime.skills.library import chosen_skills
 from resident.sessions.projection import AGENTS_FILE, CLAUDE_FILE, Remembered, WorkPackage, plan_projection
 from resident.sessions.redaction import Redactor
+from resident.store.home import HOME_ENV
 from resident.store.tables import EXECUTIONS
 
 if TYPE_CHECKING:
     from resident.runtime.coordination import Session
-    from resident.runtime.runtime import Runtime
 
-__all__ = ["DEFAULT_COMMANDS", "DEFAULT_TTL", "SessionRequest", "check_harness", "live", "start_session"]
+__all__ = ["DEFAULT_COMMANDS", "check_harness", "start"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_COMMANDS: dict[Harness, tuple[str, ...]] = {"claude-code": ("claude",), "codex": ("codex",), "pi": ("pi",)}
-DEFAULT_TTL = 12 * 3600.0
 MAX_TASK_CHARS = 4_000
 MAX_COMMAND_ARGS = 1_000
 RECALLED = 8
 RECALL_BUDGET = 4_000
 TRANSCRIPT_FILE = "transcript.jsonl"
-
-
-@dataclass(frozen=True)
-class SessionRequest:
-    """What to start: whose session, in which harness, running what, where, on which task.
-
-    `task` is the task's text, or the id of an execution dispatched to the member earlier that no
-    session works on yet (the session then works on it, under its grant). `process` is the process
-    that runs the harness (this one when None): a runtime serving `resident session start` starts
-    the session, and the command's own process runs it, so that its death is what recovery sees.
-    `search_path` is where the command is looked up (this process's PATH when None).
-    """
-
-    member: str
-    harness: str
-    command: tuple[str, ...] = ()
-    directory: str = "."
-    task: str | None = None
-    role: str = "implement"
-    ttl: float = DEFAULT_TTL
-    process: int | None = None
-    search_path: str | None = None
+SESSION_ENV = "RESIDENT_SESSION"
+MEMBER_ENV = "RESIDENT_MEMBER"
 
 
 def check_harness(value: str) -> Harness:
@@ -106,8 +91,6 @@ def _directory(value: str) -> Path:
     return directory
 
 
-
-
 def _launcher(process: int | None) -> tuple[int, str | None]:
     """The process that runs the harness, and when it started (to tell it from a later one with its pid)."""
     if process is None:
@@ -118,11 +101,9 @@ def _launcher(process: int | None) -> tuple[int, str | None]:
     return process, start
 
 
-
-
-def _claim(runtime: Runtime, member: str, harness: Harness, directory: Path, process: int | None) -> Manifest:
+def _claim(context: Context, member: str, harness: Harness, directory: Path, process: int | None) -> Manifest:
     launcher, started = _launcher(process)
-    for other in manifests(runtime.home):
+    for other in manifests(context.home):
         if other.directory == str(directory) and live(other):
             raise ProjectionRefused(
                 f"{directory} is in use by session {other.session} of {other.member} (process {other.process}); "
@@ -130,15 +111,15 @@ def _claim(runtime: Runtime, member: str, harness: Harness, directory: Path, pro
             )
     manifest = Manifest(
         session=new_id("ses"), member=member, harness=harness, directory=str(directory), process=launcher,
-        process_start=started, started_at=runtime._internal.clock.time(),
+        process_start=started, started_at=context.clock.time(),
     )
-    save_manifest(runtime.home, manifest)
+    save_manifest(context.home, manifest)
     return manifest
 
 
-def _attach(runtime: Runtime, execution_id: str, member: str) -> Session:
+def _attach(context: Context, execution_id: str, member: str) -> Session:
     """A fresh token for an execution dispatched earlier (the session works on it under its grant)."""
-    with runtime._internal.store.reader() as reader:
+    with context.store.reader() as reader:
         execution = reader.get(EXECUTIONS, execution_id)
     if execution is None:
         raise InvalidInput(f"no execution {execution_id}; see `resident progress`")
@@ -150,35 +131,33 @@ def _attach(runtime: Runtime, execution_id: str, member: str) -> Session:
         )
     token = new_token()
     issued = GrantTokenIssued(
-        at=runtime._internal.clock.time(),
+        at=context.clock.time(),
         token=GrantToken(digest=token_digest(token), grant=execution.grant, member=member, execution=execution.id,
-                         issued_at=runtime._internal.clock.time()),
+                         issued_at=context.clock.time()),
     )
-    runtime._internal.write(Commit(events=(issued,)))
-    return runtime.coordinator.session(token)
+    context.write(Commit(events=(issued,)))
+    return context.resume(token)
 
 
 def _execution(
-    runtime: Runtime, request: SessionRequest, manifest: Manifest, harness: Harness, directory: Path
+    context: Context, call: Call, request: StartSession, manifest: Manifest, *, harness: Harness, directory: Path
 ) -> tuple[Session, str]:
     """The session's execution (and its task text): taken over, or dispatched now."""
     task = (request.task or "").strip()
     if task.startswith("exec_"):
-        session = _attach(runtime, task, request.member)
+        session = _attach(context, task, manifest.member)
         return session, session.execution.task
     text = clean_text(task or f"a {harness} session in {directory.name}", "the task", MAX_TASK_CHARS)
     # The task is stored (execution, session, progress) and projected for the harness: a credential
     # typed into `--task` is redacted before any of that, like the transcript and the command line.
-    text = Redactor(redaction_key(runtime.home)).redact(text)
+    text = Redactor(redaction_key(context.home)).redact(text)
     if request.role not in ROLE_ACTIONS:
         raise InvalidInput(f"unknown role {request.role!r}; roles: {', '.join(sorted(ROLE_ACTIONS))}")
     if not 60.0 <= request.ttl <= 30 * 86_400.0:
         raise InvalidInput("a session's grant lasts from 60 seconds to 30 days (--ttl SECONDS)")
-    grant = runtime.coordinator.issue_grant(actions=ROLE_ACTIONS[request.role], ttl=request.ttl)
-    context = EngagementContext(task=text, directory=str(directory), harness=harness)
-    session = runtime.coordinator.dispatch(
-        text, request.member, role=request.role, parent_grant=grant, context=context
-    )
+    grant = issue_grant(context, call, IssueGrant(actions=ROLE_ACTIONS[request.role], ttl=request.ttl))
+    engagement = EngagementContext(task=text, directory=str(directory), harness=harness)
+    session = context.dispatch(text, manifest.member, role=request.role, parent_grant=grant, context=engagement)
     # Dispatched for this session alone: if the session cannot start, its execution fails with it.
     manifest.owns_execution = True
     return session, text
@@ -195,56 +174,54 @@ def _remembered(session: Session, task: str) -> tuple[tuple[Remembered, ...], st
     return tuple(Remembered(hit.id, hit.summary, hit.recorded_at) for hit in hits), ""
 
 
-def _work_package(runtime: Runtime, session: Session, task: str, harness: Harness, tree: ProjectionTree) -> WorkPackage:
+def _work_package(context: Context, session: Session, task: str, harness: Harness, tree: ProjectionTree) -> WorkPackage:
     member = session.member.name
     memories, note = _remembered(session, task)
-    skills = chosen_skills(runtime._services, member, task[:1000])
-    principles = runtime.principles.list(member=member, state="approved")
+    skills = chosen_skills(context, member, task[:1000])
+    principles = principles_of(context, member=member, state="approved")
     files = (AGENTS_FILE, CLAUDE_FILE) if harness == "claude-code" else (AGENTS_FILE,)
     originals = {name: tree.existing_text(name) for name in files}
     if originals.get(CLAUDE_FILE) == originals[AGENTS_FILE]:
         # A CLAUDE.md that is AGENTS.md (a link, or a copy) already reaches Claude Code through the import.
         originals[CLAUDE_FILE] = ""
     return WorkPackage(
-        member=member, role=runtime._internal.config.member(member).role, harness=harness,
-        session=tree.manifest.session,
+        member=member, role=context.config.member(member).role, harness=harness, session=tree.manifest.session,
         execution=session.execution.id, task=task, memories=memories, memory_note=note,
         principles=tuple(p.text for p in principles), skills=tuple((s.name, s.description) for s in skills),
         actions=session.grant.actions, originals=originals,
     )
 
 
-def start_session(runtime: Runtime, request: SessionRequest, *, dispatched: Session | None = None) -> SessionLaunch:
-    """Start a session (see the module docstring); the launch runs its harness."""
-    runtime._internal.check_open()
-    member = runtime._internal.config.member(request.member).name
+def start(context: Context, call: Call, request: StartSession) -> Launched:
+    """Start a session (see the module docstring); what the process that runs its harness needs."""
+    if call.remote and request.process is None:
+        raise InvalidInput("over the API, a session's start names the process that runs its harness (`process`)")
+    if call.remote and not Path(request.directory).is_absolute():
+        raise InvalidInput(f"the session's directory must be an absolute path, not {request.directory!r}")
+    context.check_open()
+    member = context.config.member(request.member).name
     harness = check_harness(request.harness)
     search_path = os.environ.get("PATH") if request.search_path is None else request.search_path
-    argv = _command(harness, request.command, search_path)
+    argv = _command(harness, tuple(request.command), search_path)
     directory = _directory(request.directory)
-    manifest = _claim(runtime, member, harness, directory, request.process)
+    manifest = _claim(context, member, harness, directory, request.process)
     try:
-        return _start(
-            runtime, request, manifest, harness=harness, argv=argv, directory=directory, dispatched=dispatched
-        )
+        return _start(context, call, request, manifest, harness=harness, argv=argv, directory=directory)
     except BaseException as error:
         try:
             why = str(error) or type(error).__name__  # an interruption has no message of its own
-            end_session(runtime, manifest.session, None, failure=f"the session did not start: {why}")
+            end_session(context, manifest.session, None, failure=f"the session did not start: {why}")
         except Exception:  # the first failure is the one to report; this one is logged
             logger.exception("session %s could not be ended after failing to start", manifest.session)
         raise
 
 
 def _start(
-    runtime: Runtime, request: SessionRequest, manifest: Manifest, *, harness: Harness, argv: tuple[str, ...],
-    directory: Path, dispatched: Session | None,
-) -> SessionLaunch:
-    home = runtime.home
-    if dispatched is not None:
-        session, task = dispatched, dispatched.execution.task
-    else:
-        session, task = _execution(runtime, request, manifest, harness, directory)
+    context: Context, call: Call, request: StartSession, manifest: Manifest, *, harness: Harness,
+    argv: tuple[str, ...], directory: Path,
+) -> Launched:
+    home = context.home
+    session, task = _execution(context, call, request, manifest, harness=harness, directory=directory)
     manifest.execution = session.execution.id
     save_manifest(home, manifest)
     # The command line may carry a credential (`--api-key …`): it is stored redacted, like the transcript.
@@ -254,11 +231,11 @@ def _start(
         started_at=manifest.started_at, bank=bank_name("AGENT_CORE", manifest.member), execution=session.execution.id,
         task=task, directory=str(directory), command=tuple(redactor.redact(arg) for arg in argv),
     )
-    runtime._internal.write(Commit(events=(SessionStarted(at=runtime._internal.clock.time(), session=record),)))
+    context.write(Commit(events=(SessionStarted(at=context.clock.time(), session=record),)))
     manifest.state = "projecting"
     save_manifest(home, manifest)
     tree = ProjectionTree(home, manifest)
-    for file in plan_projection(_work_package(runtime, session, task, harness, tree)):
+    for file in plan_projection(_work_package(context, session, task, harness, tree)):
         tree.write(file.path, file.data)
     if harness == "command":
         manifest.transcript = str(session_dir(home, manifest.session) / TRANSCRIPT_FILE)
@@ -270,11 +247,20 @@ def _start(
         where = str(own)
     manifest.state = "running"
     save_manifest(home, manifest)
-    variables = session_variables(
-        home=home, session=manifest.session, member=manifest.member, token=session.token,
-        harness_home=(HARNESS_ENV[harness], where),
-    )
-    return SessionLaunch(
+    if request.sandbox:
+        argv = _sandboxed(home, argv, directory, Path(where).parent if harness == "command" else Path(where))
+    variables = {
+        GRANT_TOKEN_ENV: session.token, HOME_ENV: str(home), SESSION_ENV: manifest.session, MEMBER_ENV: manifest.member,
+        HARNESS_ENV[harness]: where,
+    }
+    return Launched(
         session=manifest.session, member=manifest.member, harness=harness, execution=session.execution.id, argv=argv,
-        directory=directory, variables=variables, token=session.token,
+        directory=str(directory), variables=variables, token=session.token,
     )
+
+
+def _sandboxed(home: Path, argv: tuple[str, ...], directory: Path, own: Path) -> tuple[str, ...]:
+    """`argv` run in bubblewrap: the home and the user's default home hidden, the directory and `own` (the harness's
+    home, or the command's session folder, where its transcript is made) visible."""
+    default = Path(platformdirs.user_data_dir("resident", appauthor=False))
+    return sandboxed(argv, home=home, directory=directory, own=own, hidden=(default,) if default.is_dir() else ())

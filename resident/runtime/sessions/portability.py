@@ -12,7 +12,6 @@ skipped. The first problem refuses the whole import, before anything is written.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -20,14 +19,12 @@ from resident.errors import ExportInvalid, ResidentError
 from resident.messages.limits import is_record_id
 from resident.messages.portability import ExportedSession, MemberExport
 from resident.messages.sessions import RecoveredTranscript, SessionImported, SessionRecord
-from resident.runtime.session_transcripts import MAX_SESSION_FILES, redaction_key
+from resident.runtime.context import Context
+from resident.runtime.sessions.transcripts import MAX_SESSION_FILES, redaction_key
 from resident.sessions.redaction import Redactor
 from resident.sessions.transcript import TranscriptFile, recover, unpack
 from resident.store.session_projections import raw_key, source_key
 from resident.store.tables import SESSION_RAW, SESSION_SOURCES, SESSIONS
-
-if TYPE_CHECKING:
-    from resident.runtime.runtime import Runtime
 
 __all__ = ["exported_sessions", "imported_sessions", "sessions_checksum"]
 
@@ -36,10 +33,10 @@ def sessions_checksum(member: str, sessions: tuple[ExportedSession, ...]) -> str
     return hashlib.sha256(msgspec.msgpack.encode([member, sessions])).hexdigest()
 
 
-def exported_sessions(runtime: Runtime, member: str) -> tuple[ExportedSession, ...]:
+def exported_sessions(context: Context, member: str) -> tuple[ExportedSession, ...]:
     """Every recovered session of `member`, as its export carries it."""
     exported: list[ExportedSession] = []
-    with runtime._internal.store.reader() as reader:
+    with context.store.reader() as reader:
         for _, session in reader.items(SESSIONS):
             if session.member != member or session.state != "recovered":
                 continue
@@ -61,13 +58,13 @@ def _problem(member: str, exported: ExportedSession) -> str | None:
     return None
 
 
-def imported_sessions(runtime: Runtime, document: MemberExport, source: str) -> list[SessionImported]:
+def imported_sessions(context: Context, document: MemberExport, source: str) -> list[SessionImported]:
     """The events that bring `document`'s sessions into this home (checked and derived anew; none held already)."""
     if not document.sessions:
         return []
     if sessions_checksum(document.member, document.sessions) != document.sessions_checksum:
         raise ExportInvalid(f"{source}: its sessions do not match their checksum; they were changed after export")
-    key = redaction_key(runtime.home)
+    key = redaction_key(context.home)
     events: list[SessionImported] = []
     for exported in document.sessions:
         session = exported.session
@@ -84,19 +81,19 @@ def imported_sessions(runtime: Runtime, document: MemberExport, source: str) -> 
             raise ExportInvalid(f"{source}: session {shown}: {error.message}; nothing was imported") from None
         redactor = Redactor(key)
         transcript = recover(session.harness, files, redactor)
-        if _held(runtime, session, transcript):
+        if _held(context, session, transcript):
             continue
         record = msgspec.structs.replace(
             session, execution="", task=redactor.redact(session.task), note=redactor.redact(session.note),
             command=tuple(redactor.redact(arg) for arg in session.command),
         )
-        events.append(SessionImported(at=runtime._internal.clock.time(), session=record, transcript=transcript))
+        events.append(SessionImported(at=context.clock.time(), session=record, transcript=transcript))
     return events
 
 
-def _held(runtime: Runtime, session: SessionRecord, transcript: RecoveredTranscript) -> bool:
+def _held(context: Context, session: SessionRecord, transcript: RecoveredTranscript) -> bool:
     """Whether this home holds the session already (by its id, or any of its transcripts)."""
-    with runtime._internal.store.reader() as reader:
+    with context.store.reader() as reader:
         if reader.get(SESSIONS, session.id) is not None:
             return True
         return any(

@@ -19,16 +19,19 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from resident.errors import UnknownSession
 from resident.messages.coordination import Outcome
+from resident.messages.coordination_calls import FinishRequest
 from resident.messages.sessions import SessionRecord, SessionRecovered
+from resident.messages.sessions_calls import Ended, EndSession, Recovered, RecoverSessions
 from resident.messages.store import Commit
-from resident.runtime.coordination import result_digest
-from resident.runtime.session_liveness import live
-from resident.runtime.session_transcripts import file_cwd, layout, read_transcript, redaction_key, scan, session_files
-from resident.runtime.session_tree import (
+from resident.runtime.caller import Caller
+from resident.runtime.context import Call, Context
+from resident.runtime.coordination import finish, result_digest
+from resident.runtime.sessions.liveness import live
+from resident.runtime.sessions.transcripts import file_cwd, layout, read_transcript, redaction_key, scan, session_files
+from resident.runtime.sessions.tree import (
     MANIFEST_FILE,
     Manifest,
     ProjectionTree,
@@ -42,10 +45,7 @@ from resident.sessions.redaction import Redactor
 from resident.sessions.transcript import MAX_FILE_BYTES, TranscriptFile, recover
 from resident.store.tables import EXECUTIONS, SESSIONS
 
-if TYPE_CHECKING:
-    from resident.runtime.runtime import Runtime
-
-__all__ = ["MAX_SESSION_BYTES", "end_session", "recover_stale"]
+__all__ = ["MAX_SESSION_BYTES", "end", "end_session", "recover_sessions", "recover_stale"]
 
 # What one session may bring back in all its transcript files together.
 MAX_SESSION_BYTES = 2 * MAX_FILE_BYTES
@@ -119,7 +119,7 @@ def _tidy(folder: Path, *, keep_originals: bool) -> None:
 
 
 def end_session(
-    runtime: Runtime,
+    context: Context,
     session_id: str,
     exit_code: int | None,
     *,
@@ -129,14 +129,14 @@ def end_session(
     injected: Sequence[str] = (),
 ) -> SessionRecord | None:
     """End session `session_id` (see the module docstring): the session as stored, None if it never started."""
-    runtime._internal.check_open()
+    context.check_open()
     if not is_session_id(session_id):
         # A name like `..` would make the session's folder another folder of the home (or above it).
         raise UnknownSession(f"{session_id[:40]!r} is not a session id; see `resident session list`")
-    home = runtime.home
+    home = context.home
     folder = sessions_root(home) / session_id
     manifest = load_manifest(folder / MANIFEST_FILE)
-    with runtime._internal.store.reader() as reader:
+    with context.store.reader() as reader:
         record = reader.get(SESSIONS, session_id)
     if manifest is None and record is None:
         raise UnknownSession(f"no session {session_id}; see `resident session list`")
@@ -166,56 +166,67 @@ def end_session(
         transcript = recover(record.harness, files, redactor)
         # The note quotes failures and paths the harness chose: stored like the transcript, redacted.
         note = redactor.redact("; ".join([error, *notes] if error else notes)[:4000])
-        now = runtime._internal.clock.time()
         event = SessionRecovered(
-            at=now, id=session_id, ended_at=now, transcript=transcript,
+            at=context.clock.time(), id=session_id, ended_at=context.clock.time(), transcript=transcript,
             exit_code=exit_code, outcome=outcome, note=note,
         )
-        runtime._internal.write(Commit(events=(event,)))
+        context.write(Commit(events=(event,)))
         digest = result_digest(part.digest for part in transcript.parts)
     else:
         digest = ""
     execution = record.execution if record is not None else (manifest.execution if manifest else "")
     if execution and (record is not None or (manifest is not None and manifest.owns_execution)):
-        _finish(runtime, execution, outcome, error, digest)
+        _finish(context, execution, outcome, error, digest)
     _tidy(folder, keep_originals=bool(unrestored))
-    with runtime._internal.store.reader() as reader:
+    with context.store.reader() as reader:
         return reader.get(SESSIONS, session_id)
 
 
-def _finish(runtime: Runtime, execution_id: str, outcome: Outcome, error: str, digest: str) -> None:
-    with runtime._internal.store.reader() as reader:
+def _finish(context: Context, execution_id: str, outcome: Outcome, error: str, digest: str) -> None:
+    with context.store.reader() as reader:
         execution = reader.get(EXECUTIONS, execution_id)
     if execution is not None and execution.outcome == "running":
-        runtime.coordinator.finish(execution_id, outcome, result_digest=digest, error=error)
+        finish(context, Call(Caller()), FinishRequest(execution_id, outcome, result_digest=digest, error=error))
 
 
-def recover_stale(runtime: Runtime, session_id: str | None = None) -> list[SessionRecord]:
+def recover_stale(context: Context, session_id: str | None = None) -> list[SessionRecord]:
     """End every session whose process is gone (or just `session_id`); the sessions as stored.
 
     A session named by id whose manifest was corrupted is ended too (as failed, its originals kept):
     without the manifest no one can tell whether its process lives, so only the owner's word ends it.
     """
     ended: list[SessionRecord] = []
-    if session_id is not None and is_session_id(session_id) and _manifest_unreadable(runtime, session_id):
-        record = end_session(runtime, session_id, None, died=True)
+    if session_id is not None and is_session_id(session_id) and _manifest_unreadable(context, session_id):
+        record = end_session(context, session_id, None, died=True)
         return [record] if record is not None else []
-    for manifest in manifests(runtime.home):
+    for manifest in manifests(context.home):
         if session_id is not None and manifest.session != session_id:
             continue
         if live(manifest):
             continue
-        record = end_session(runtime, manifest.session, None, died=True)
+        record = end_session(context, manifest.session, None, died=True)
         if record is not None:
             ended.append(record)
     return ended
 
 
-def _manifest_unreadable(runtime: Runtime, session_id: str) -> bool:
+def _manifest_unreadable(context: Context, session_id: str) -> bool:
     """Whether `session_id` is still running by the store while its manifest cannot be read."""
-    if load_manifest(sessions_root(runtime.home) / session_id / MANIFEST_FILE) is not None:
+    if load_manifest(sessions_root(context.home) / session_id / MANIFEST_FILE) is not None:
         return False
-    with runtime._internal.store.reader() as reader:
+    with context.store.reader() as reader:
         record = reader.get(SESSIONS, session_id)
     return record is not None and record.state == "running"
 
+
+def end(context: Context, _call: Call, request: EndSession) -> Ended:
+    """End a session (see `end_session`) with the harness's status; its grant token is redacted from the transcript."""
+    injected = () if request.token is None else (request.token,)
+    return Ended(session=end_session(
+        context, request.session, request.exit_code, interrupted=request.interrupted, injected=injected
+    ))
+
+
+def recover_sessions(context: Context, _call: Call, request: RecoverSessions) -> Recovered:
+    """End the sessions whose process died (or only the one named); the sessions as recovered."""
+    return Recovered(recovered=tuple(recover_stale(context, request.session)))
