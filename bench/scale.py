@@ -44,7 +44,7 @@ Loading a million memories takes a while: after each size the load rate is known
 whose load would take more than `--max-load-minutes` by the last rate is not loaded (reported as
 skipped, with the estimate).
 
-    python bench/scale.py [--records N [N ...]] [--quick] [--json] [--dir DIR] [--home HOME]
+    python bench/scale.py [--records N [N ...]] [--quick] [--json] [--dir DIR] [--home HOME] [--keep-page-cache]
 """
 
 from __future__ import annotations
@@ -472,9 +472,9 @@ def in_child(home: Path, phase: str, queries: int) -> dict[str, Any]:
 # -- the run ------------------------------------------------------------------------------------------------
 
 
-def measure_size(home: Path, size: int, queries: int, *, local: bool) -> dict[str, Any]:
+def measure_size(home: Path, size: int, queries: int, *, local: bool, drop_caches: bool) -> dict[str, Any]:
     row: dict[str, Any] = {"disk": disk(home, size)}
-    row["dropped_page_cache"] = drop_page_cache()
+    row["dropped_page_cache"] = drop_caches and drop_page_cache()
     row["cold"] = in_child(home, "cold", queries)
     row["warm"] = in_child(home, "warm", queries)
     if not local:
@@ -497,19 +497,26 @@ def measure_size(home: Path, size: int, queries: int, *, local: bool) -> dict[st
 def run(
     sizes: Sequence[int],
     *,
-    base: Path | None,
-    home: Path | None,
-    queries: int,
-    max_load_minutes: float,
+    base: Path | None = None,
+    home: Path | None = None,
+    queries: int = QUERIES,
+    max_load_minutes: float = MAX_LOAD_MINUTES,
+    drop_caches: bool = True,
+    local: bool | None = None,
     on_size: Callable[[dict[str, Any]], None] = lambda _row: None,
 ) -> dict[str, Any]:
-    """Grow one home through `sizes`, measuring at each; the home is removed afterwards unless given."""
+    """Grow one home through `sizes`, measuring at each; the home is removed afterwards unless given.
+
+    `local` None measures the local model's recall when its package is installed.
+    """
     directory = None if home is not None else Path(tempfile.mkdtemp(prefix="resident-bench-scale-", dir=base))
     path = home if home is not None else Path(directory or ".") / "home"
+    with_model = model_installed() if local is None else local
     started = time.perf_counter()
     report: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
         "load_average_start": load_average(),
+        "queries": queries,
         "sizes": [],
     }
     try:
@@ -528,7 +535,7 @@ def run(
             row = grow(path, texts, size)
             if row.get("per_s"):
                 rate = row["per_s"]
-            row.update(measure_size(path, size, queries, local=model_installed()))
+            row.update(measure_size(path, size, queries, local=with_model, drop_caches=drop_caches))
             row["load_average"] = load_average()
             report["sizes"].append(row)
             on_size(row)
@@ -543,51 +550,106 @@ def run(
 # -- report ------------------------------------------------------------------------------------------------
 
 
-def _open_cell(entry: dict[str, Any]) -> str:
+def _ms(entry: dict[str, Any], name: str) -> str:
+    if not entry.get("ok") or f"{name}_p50_ms" not in entry:
+        return "-"
+    return f"{entry[f'{name}_p50_ms']:.1f} / {entry[f'{name}_p99_ms']:.1f}"
+
+
+def _opened(entry: dict[str, Any]) -> str:
     if not entry.get("ok"):
-        return f"FAILED after {entry.get('open_s', 0.0):.1f} s"
-    return f"{entry['open_s']:.2f} / {entry['first_recall_s']:.2f}"
+        return f"FAILED {entry.get('open_s', 0.0):.1f}"
+    return f"{entry['first_recall_s']:.2f}"
 
 
-def _starts(entry: dict[str, Any], top: int = 3) -> str:
+def _starts(entry: dict[str, Any], top: int = 2) -> str:
     slowest = sorted(entry.get("starts", []), key=lambda start: -start[1])[:top]
     return ", ".join(f"{name} {seconds:.2f} s" + ("" if outcome == "ok" else f" ({outcome})")
                      for name, seconds, outcome in slowest)
 
 
-def print_size(row: dict[str, Any]) -> None:
-    if "skipped" in row:
-        print(f"{row['records']:>9,}  skipped: {row['skipped']}")
-        return
-    cold, warm, local = row["cold"], row["warm"], row["local"]
-    print(f"{row['records']:>9,}  load {row['loaded']:,} in {row['load_s']:.1f} s ({row['per_s']:.0f}/s); "
-          f"the loader's open {row['loader_open_s']:.2f} s; load average {row['load_average'][0]:.2f}")
-    cache = "page cache dropped" if row["dropped_page_cache"] else "page cache NOT dropped"
-    print(f"{'':>11}open / first recall s: cold {_open_cell(cold)} ({cache}), warm {_open_cell(warm)}")
-    for entry in (cold, warm):
-        if not entry.get("ok"):
-            print(f"{'':>11}{entry['phase']}: {entry.get('error', '')}")
-        if entry.get("starts"):
-            print(f"{'':>11}{entry['phase']} slowest starts: {_starts(entry)}")
-    if warm.get("ok"):
-        memory = warm["rss"]
-        print(f"{'':>11}hash recall p50 / p99 {warm['recall_p50_ms']:.1f} / {warm['recall_p99_ms']:.1f} ms "
-              f"({warm['mean_hits']:.1f} hits); exact scan {warm['scan_p50_ms']:.1f} / {warm['scan_p99_ms']:.1f} ms "
-              f"over {warm['scan_rows']:,} rows; overlap@10 {warm['overlap_at_10']:.2f}")
-        print(f"{'':>11}crash -> recall {warm['crash_to_recall_s']:.2f} s (rebuild {warm['crash_rebuild_s']:.2f} s); "
-              f"RSS anon {memory.get('anon_mib', 0):.0f} MiB, file {memory.get('file_mib', 0):.0f} MiB, "
-              f"peak {memory.get('peak_mib', 0):.0f} MiB")
-    if local.get("ok"):
-        print(f"{'':>11}local recall p50 / p99 {local['recall_p50_ms']:.1f} / {local['recall_p99_ms']:.1f} ms "
-              f"(the model's query alone {local['model_query_p50_ms']:.1f} / {local['model_query_p99_ms']:.1f} ms); "
-              f"exact scan {local['scan_p50_ms']:.1f} / {local['scan_p99_ms']:.1f} ms, overlap@10 "
-              f"{local['overlap_at_10']:.2f}; with a cosine {local['with_vector']:.0%}; open / first recall "
-              f"{_open_cell(local)}; RSS anon {local['rss'].get('anon_mib', 0):.0f} MiB + model "
-              f"{local['model_rss_mib']:.0f} MiB")
-    else:
-        print(f"{'':>11}local: {local.get('error', '')}")
-    d = row["disk"]
-    print(f"{'':>11}disk: data.mdb {d['allocated_mib']:.0f} MiB, {d['bytes_per_record']:.0f} bytes/record")
+COLUMNS = (
+    ("records", 9), ("load/s", 7), ("cold s", 10), ("warm s", 10), ("hash p50/p99 ms", 16),
+    ("exact p50/p99 ms", 17), ("local p50/p99 ms", 17), ("crash s", 8), ("anon/file MiB", 14), ("disk B/rec", 10),
+)
+
+
+def table_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
+    """One row of cells per size, in `COLUMNS` order."""
+    rows = []
+    for row in report["sizes"]:
+        if "skipped" in row:
+            rows.append((f"{row['records']:,}", "skipped", *("" for _ in COLUMNS[2:])))
+            continue
+        cold, warm, local = row["cold"], row["warm"], row["local"]
+        memory = warm.get("rss") or cold.get("rss") or {}
+        rows.append((
+            f"{row['records']:,}",
+            f"{row['per_s']:.0f}" if row["loaded"] else "-",
+            _opened(cold),
+            _opened(warm),
+            _ms(warm, "recall"),
+            _ms(warm, "scan"),
+            _ms(local, "recall"),
+            f"{warm['crash_to_recall_s']:.2f}" if "crash_to_recall_s" in warm else "-",
+            f"{memory['anon_mib']:.0f} / {memory['file_mib']:.0f}" if memory else "-",
+            f"{row['disk']['bytes_per_record']:.0f}",
+        ))
+    return rows
+
+
+def notes(report: dict[str, Any]) -> list[str]:
+    """What the table cannot hold: failures, the slowest starts, the local model's share, the overlap."""
+    lines = []
+    for row in report["sizes"]:
+        size = f"{row['records']:,}"
+        if "skipped" in row:
+            lines.append(f"{size}: skipped, {row['skipped']}")
+            continue
+        cache = "after dropping the page cache" if row["dropped_page_cache"] else "page cache NOT dropped"
+        lines.append(f"{size}: loaded {row['loaded']:,} in {row['load_s']:.1f} s; the loader's own open "
+                     f"{row['loader_open_s']:.2f} s; load average {row['load_average'][0]:.2f}")
+        for entry in (row["cold"], row["warm"]):
+            what = entry["phase"] + (f" ({cache})" if entry["phase"] == "cold" else "")
+            if entry.get("ok"):
+                lines.append(f"{size}: {what}: Runtime.open {entry['open_s']:.2f} s, first recall at "
+                             f"{entry['first_recall_s']:.2f} s; slowest starts {_starts(entry)}")
+            else:
+                lines.append(f"{size}: {what}: FAILED after {entry.get('open_s', 0.0):.1f} s: {entry.get('error')}")
+                if entry.get("starts"):
+                    lines.append(f"{size}: {what}: slowest starts {_starts(entry)}")
+        warm, local = row["warm"], row["local"]
+        if warm.get("ok"):
+            lines.append(f"{size}: hash: {warm['mean_hits']:.1f} hits a recall, overlap with the exact top 10 "
+                         f"{warm['overlap_at_10']:.2f}; crash -> recall {warm['crash_to_recall_s']:.2f} s "
+                         f"(rebuild {warm['crash_rebuild_s']:.2f} s); "
+                         f"peak RSS {warm['rss'].get('peak_mib', 0):.0f} MiB")
+        if local.get("ok"):
+            lines.append(f"{size}: local: the model's query alone {local['model_query_p50_ms']:.1f} / "
+                         f"{local['model_query_p99_ms']:.1f} ms; exact scan {_ms(local, 'scan')} ms; overlap "
+                         f"{local['overlap_at_10']:.2f}; recalls with a cosine {local['with_vector']:.0%}; "
+                         f"first recall at {local['first_recall_s']:.2f} s; "
+                         f"RSS anon {local['rss'].get('anon_mib', 0):.0f} MiB "
+                         f"+ the model's process {local['model_rss_mib']:.0f} MiB")
+        else:
+            lines.append(f"{size}: local: {local.get('error', '')}")
+    return lines
+
+
+def print_table(report: dict[str, Any]) -> None:
+    print(" ".join(f"{name:>{width}}" for name, width in COLUMNS))
+    for cells in table_rows(report):
+        print(" ".join(f"{cell:>{width}}" for cell, (_, width) in zip(cells, COLUMNS, strict=True)))
+    print("\ncold / warm: seconds from Runtime.open until deven's first recall is answered, in a new process")
+    for line in notes(report):
+        print(line)
+    print(f"\n{report['seconds']:.0f} s in all; load average {report['load_average_start'][0]:.2f} at the start, "
+          f"{report['load_average_end'][0]:.2f} at the end; {report['machine']['cpus']} CPUs")
+
+
+def _progress(row: dict[str, Any]) -> None:
+    if "skipped" not in row:
+        print(f"{row['records']:,} measured (load average {row['load_average'][0]:.2f})", file=sys.stderr)
 
 
 def main() -> None:
@@ -602,6 +664,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=QUERIES, help=f"timed recalls per size (default {QUERIES})")
     parser.add_argument("--max-load-minutes", type=float, default=MAX_LOAD_MINUTES,
                         help="skip a size whose load would take longer by the last rate")
+    parser.add_argument("--keep-page-cache", action="store_true",
+                        help="do not drop the page cache before the cold open (it needs root and slows the machine)")
     parser.add_argument("--measure-open", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--phase", choices=("cold", "warm", "local"), default="warm", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -610,12 +674,11 @@ def main() -> None:
         return
     sizes = QUICK_SIZES if args.quick else tuple(args.records or SIZES)
     report = run(sizes, base=args.dir, home=args.home, queries=args.queries, max_load_minutes=args.max_load_minutes,
-                 on_size=(lambda _row: None) if args.json else print_size)
+                 drop_caches=not args.keep_page_cache, on_size=_progress)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(f"{report['seconds']:.0f} s in all; load average {report['load_average_start'][0]:.2f} at the start, "
-              f"{report['load_average_end'][0]:.2f} at the end; {report['machine']['cpus']} CPUs")
+        print_table(report)
 
 
 if __name__ == "__main__":
