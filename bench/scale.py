@@ -76,8 +76,10 @@ from resident.memory.stored_vectors import encode_vector, stored_matrix, vector_
 from resident.messages.memory import GetSubstrateStatus, SubstrateStatus
 from resident.messages.memory_calls import MAX_REMEMBER_ITEMS
 from resident.messages.store import Commit
+from resident.store.environment import open_environment
 from resident.store.home import current_store_dir
-from resident.store.tables import RECORDS, VECTORS
+from resident.store.store import DEFAULT_MAP_SIZE
+from resident.store.tables import RECORDS, TABLES, VECTORS
 from resident.supervisor import supervisor as supervision
 
 if not __package__:
@@ -149,7 +151,7 @@ def load_average() -> tuple[float, float, float]:
     return os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
 
 
-def disk(home: Path, records: int) -> dict[str, float]:
+def disk(home: Path, records: int) -> dict[str, Any]:
     """data.mdb's size and the blocks it occupies (LMDB's file can be sparse), in all and per record."""
     data = (current_store_dir(home) / "data.mdb").stat()
     allocated = data.st_blocks * 512
@@ -159,7 +161,24 @@ def disk(home: Path, records: int) -> dict[str, float]:
         "allocated_mib": allocated / 2**20,
         "home_mib": home_bytes / 2**20,
         "bytes_per_record": allocated / records if records else 0.0,
+        "tables_bytes_per_record": {
+            name: size / records for name, size in table_bytes(home).items() if records and size
+        },
     }
+
+
+def table_bytes(home: Path) -> dict[str, int]:
+    """Bytes of LMDB pages (branch, leaf, overflow) each table of a closed home holds, largest first."""
+    env = open_environment(current_store_dir(home), map_size=DEFAULT_MAP_SIZE, readonly=True, lock=False)
+    try:
+        sizes = {}
+        with env.begin() as txn:
+            for table in TABLES:
+                stat = txn.stat(env.open_db(table.name.encode("ascii"), txn=txn, create=False))
+                sizes[table.name] = stat["psize"] * (stat["branch_pages"] + stat["leaf_pages"] + stat["overflow_pages"])
+    finally:
+        env.close()
+    return dict(sorted(sizes.items(), key=lambda item: -item[1]))
 
 
 def drop_page_cache() -> bool:
@@ -618,6 +637,9 @@ def notes(report: dict[str, Any]) -> list[str]:
                 lines.append(f"{size}: {what}: FAILED after {entry.get('open_s', 0.0):.1f} s: {entry.get('error')}")
                 if entry.get("starts"):
                     lines.append(f"{size}: {what}: slowest starts {_starts(entry)}")
+        largest = list(row["disk"]["tables_bytes_per_record"].items())[:5]
+        tables = ", ".join(f"{name} {share:.0f}" for name, share in largest)
+        lines.append(f"{size}: disk {row['disk']['allocated_mib']:.0f} MiB; bytes a record by table: {tables}")
         warm, local = row["warm"], row["local"]
         if warm.get("ok"):
             lines.append(f"{size}: hash: {warm['mean_hits']:.1f} hits a recall, overlap with the exact top 10 "
