@@ -185,6 +185,38 @@ def _knowledge(report: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def _scale(report: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for entry in report["sizes"]:
+        size = f"{entry['records']:,} memories"
+        if "skipped" in entry:
+            rows.append(("scale", size, f"skipped: {entry['skipped']}", ""))
+            continue
+        cold, warm, local = entry["cold"], entry["warm"], entry["local"]
+
+        def opened(phase: dict[str, Any]) -> str:
+            if phase.get("ok"):
+                return f"{phase['first_recall_s']:.2f} s"
+            return f"FAILED after {phase.get('open_s', 0.0):.1f} s ({phase.get('error', '')})"
+
+        cache = "page cache dropped" if entry["dropped_page_cache"] else "page cache kept"
+        rows.append(("scale", f"{size}: open → first recall, cold ({cache}) / warm",
+                     f"{opened(cold)} / {opened(warm)}", ""))
+        if warm.get("ok"):
+            rows.append(("scale", f"{size}: recall p50 / p99, hash; exact scan of every vector",
+                         f"{warm['recall_p50_ms']:.1f} / {warm['recall_p99_ms']:.1f} ms; "
+                         f"{warm['scan_p50_ms']:.1f} / {warm['scan_p99_ms']:.1f} ms", ""))
+            rows.append(("scale", f"{size}: substrate crash → recall answered; RSS anonymous / file-backed",
+                         f"{warm['crash_to_recall_s']:.2f} s; {warm['rss'].get('anon_mib', 0):.0f} / "
+                         f"{warm['rss'].get('file_mib', 0):.0f} MiB", ""))
+        if local.get("ok"):
+            rows.append(("scale", f"{size}: recall p50 / p99, local vectors (the model embeds the query)",
+                         f"{local['recall_p50_ms']:.1f} / {local['recall_p99_ms']:.1f} ms", ""))
+        rows.append(("scale", f"{size}: load through remember_many; data.mdb per memory",
+                     f"{entry['per_s']:.0f}/s; {entry['disk']['bytes_per_record']:.0f} bytes", ""))
+    return rows
+
+
 BENCHMARKS: list[tuple[str, list[str], list[str], Callable[[dict[str, Any]], list[Row]]]] = [
     # script, quick arguments, full arguments, summary
     ("store_writes.py", ["--quick"], [], _store_writes),
@@ -196,6 +228,8 @@ BENCHMARKS: list[tuple[str, list[str], list[str], Callable[[dict[str, Any]], lis
     ("skills.py", ["--tasks", "200"], [], _skills),
     ("api.py", ["--quick"], [], _api),
     ("knowledge.py", ["--sizes", "10000", "--searches", "200", "--rounds", "2"], [], _knowledge),
+    # Quick: the page cache is kept (dropping it needs root and slows everything else running).
+    ("scale.py", ["--quick", "--keep-page-cache"], [], _scale),
 ]
 
 
