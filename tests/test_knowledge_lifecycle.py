@@ -15,7 +15,7 @@ from resident.messages.knowledge import (
     EntryVerified,
     KnowledgeEntry,
 )
-from resident.store.projections import project
+from resident.store.projection_table import project
 from resident.store.tables import KNOWLEDGE_ENTRIES
 from resident.store.view import DictView
 

@@ -30,7 +30,7 @@ from resident.messages.memory import (
 )
 from resident.messages.store import Commit, Committed
 from resident.store.environment import MAX_DBS
-from resident.store.projections import project
+from resident.store.projection_table import project
 from resident.store.store import Reader, Store, check_schema
 from resident.store.tables import BANKS, EVENTS, MEMORY_CONFIG, RECORDS, STATE_TABLES, TABLES
 from resident.store.view import DictView, TxnView

@@ -23,7 +23,7 @@ from resident.messages.engagement import (
 from resident.messages.evolution import MemoryAdmissionRecorded, MemoryAdmissionRetracted
 from resident.messages.principles import Principle, PrincipleDecided, PrincipleProposed, PrincipleReverted
 from resident.store.changes import compensable, record_change
-from resident.store.projections import projection
+from resident.store.projecting import projection
 from resident.store.tables import ENGAGEMENT, ENGAGEMENT_QUESTIONS, PRINCIPLES, RECORDS
 from resident.store.view import View
 

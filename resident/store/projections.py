@@ -9,8 +9,7 @@ without failing the others in its batch, and return False when the event would c
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
@@ -24,7 +23,6 @@ from resident.errors import (
     UnknownBank,
     UnknownExecution,
 )
-from resident.messages.base import Event
 from resident.messages.coordination import (
     CorrectionRecorded,
     Execution,
@@ -81,6 +79,7 @@ from resident.messages.replication import (
     ReplicationAttempted,
     ReplicationStatus,
 )
+from resident.store.projecting import projection
 from resident.store.tables import (
     BANKS,
     CORRECTIONS,
@@ -105,43 +104,13 @@ from resident.store.tables import (
 )
 from resident.store.view import View
 
-__all__ = ["MEMORY_OFF_MESSAGE", "page_key", "project", "projection"]
-
-E = TypeVar("E", bound=Event)
-Check = Callable[[View, Any], bool]
-Apply = Callable[[View, Any], None]
-
-_PROJECTIONS: dict[type[Event], tuple[Check | None, Apply]] = {}
+__all__ = ["MEMORY_OFF_MESSAGE", "page_key"]
 
 # One message for writes and reads alike: a recall refused while memory is off stored nothing either,
 # and saying so would suggest it tried to.
 MEMORY_OFF_MESSAGE = (
     "memory is off for this home: nothing is stored or recalled until you turn it on with `resident memory enable`"
 )
-
-
-def projection(event_type: type[E], check: Callable[[View, E], bool] | None = None) -> Callable[
-    [Callable[[View, E], None]], Callable[[View, E], None]
-]:
-    """Register `apply` (the decorated function) and an optional `check` for one event type."""
-
-    def register(apply: Callable[[View, E], None]) -> Callable[[View, E], None]:
-        _PROJECTIONS[event_type] = (check, apply)
-        return apply
-
-    return register
-
-
-def project(view: View, event: Event) -> bool:
-    """Apply `event` to `view` if its check allows; False when the event would change nothing."""
-    try:
-        check, apply = _PROJECTIONS[type(event)]
-    except KeyError:
-        raise TypeError(f"no projection is registered for {type(event).__name__}") from None
-    if check is not None and not check(view, event):
-        return False
-    apply(view, event)
-    return True
 
 
 # -- memory configuration ------------------------------------------------------------------------
@@ -666,6 +635,3 @@ def _entry_superseded(view: View, event: EntrySuperseded) -> None:
         reason=f"replaced by {event.by}",
     ))
 
-
-# Evolution's projections live in their own modules; importing them registers them with `project`.
-from resident.store import evolution_projections, session_projections, skill_projections  # noqa: E402, F401 - registering the projections of these modules; see KNOWN_CIRCLES in tests/test_architecture.py

@@ -9,7 +9,7 @@ import msgspec
 
 from resident.errors import ResidentError
 from resident.messages.events import decode_event
-from resident.store.projections import project
+from resident.store.projection_table import project
 from resident.store.view import DictView
 
 __all__ = ["replay_rows"]

@@ -18,7 +18,7 @@ from resident.messages.sessions import (
     SessionSource,
     SessionStarted,
 )
-from resident.store.projections import projection
+from resident.store.projecting import projection
 from resident.store.tables import EXECUTIONS, SESSION_RAW, SESSION_SOURCES, SESSION_TURNS, SESSIONS
 from resident.store.view import View
 

@@ -31,7 +31,7 @@ from resident.messages.skills import (
     SkillUsed,
 )
 from resident.store.changes import compensable, member_evolution, record_change, started
-from resident.store.projections import projection
+from resident.store.projecting import projection
 from resident.store.tables import EXECUTIONS, MEMBER_EVOLUTION, SKILL_HOLDINGS, SKILL_SESSIONS, SKILLS
 from resident.store.view import View
 

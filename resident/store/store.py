@@ -61,7 +61,7 @@ from resident.store.faults import (
 )
 from resident.store.gate import DEFAULT_DEADLINE, MapGate
 from resident.store.home import CURRENT_FILE, current_store_dir, finish_restore, private_file
-from resident.store.projections import project
+from resident.store.projection_table import project
 from resident.store.reader import Buffer, Reader, event_key
 from resident.store.replay import replay_rows
 from resident.store.tables import EVENTS, META, SCHEMA_VERSION, STATE_TABLES, TABLES, TERMS, VECTORS
