@@ -91,7 +91,7 @@ class Config:
     knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
     # `[memory] embedder`: what enabling memory admits when no embedder is named.
     memory_embedder: str = "hash"
-    # `[sessions] sandbox`: a member's harness runs hidden from the home (see `resident.runtime.sandbox`).
+    # `[sessions] sandbox`: a member's harness runs hidden from the home (see `resident.runtime.sessions.sandbox`).
     session_sandbox: bool = True
 
     def member(self, name: str) -> MemberConfig:

@@ -62,7 +62,7 @@ def files_holding(root: Path, values: Iterable[str]) -> list[str]:
 # `resident session start` runs the harness in bubblewrap, and refuses without it (unless told to run it
 # unsandboxed): the tests that start sessions through the command need it, and skip, saying so, without.
 def _sandbox_missing() -> str | None:
-    from resident.runtime.sandbox import sandbox_unavailable  # noqa: PLC0415 - asked once, at collection
+    from resident.runtime.sessions.sandbox import sandbox_unavailable  # noqa: PLC0415 - asked once, at collection
 
     return sandbox_unavailable()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from resident import Runtime
-from resident.runtime.sandbox import sandbox_unavailable
+from resident.runtime.sessions.sandbox import sandbox_unavailable
 from resident.runtime.sessions.transcripts import harness_home
 from tests.cli_helpers import expect_error, run_process
 

@@ -164,7 +164,7 @@ def start(
 def _sandbox_wanted(state: CliState) -> bool:
     """Whether the harness runs sandboxed: unless `[sessions] sandbox = false`; refused where none can be had."""
     from resident.config import load_config  # noqa: PLC0415 - only a start runs a harness
-    from resident.runtime.sandbox import sandbox_unavailable  # noqa: PLC0415 - only a start runs a harness
+    from resident.runtime.sessions.sandbox import sandbox_unavailable  # noqa: PLC0415 - only a start runs a harness
     from resident.store.home import CONFIG_FILE, resolve_home  # noqa: PLC0415 - only a start runs a harness
 
     if not load_config(resolve_home(state.home) / CONFIG_FILE).session_sandbox:

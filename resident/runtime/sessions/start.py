@@ -37,9 +37,9 @@ from resident.processes import pid_alive
 from resident.runtime.context import Call, Context
 from resident.runtime.coordination import issue_grant
 from resident.runtime.principles import principles_of
-from resident.runtime.sandbox import sandboxed
 from resident.runtime.sessions.end import end_session
 from resident.runtime.sessions.liveness import live
+from resident.runtime.sessions.sandbox import sandboxed
 from resident.runtime.sessions.transcripts import HARNESS_ENV, harness_home, layout, redaction_key, scan
 from resident.runtime.sessions.tree import Manifest, ProjectionTree, manifests, save_manifest, session_dir
 from resident.runtime.skills.library import chosen_skills
