@@ -39,6 +39,7 @@ from resident.errors import InvalidInput, TooManySubscribers
 from resident.messages.replication import RecordConflicted, ReplicationAttempted
 from resident.messages.store import Commit
 from resident.messages.supervision import ChildStatistics, SupervisorStatistics
+from resident.runtime.runtime import host_context
 from resident.web import ReadyServer, listen_tcp
 from tests.api_helpers import UpProcess
 from tests.loopback_server import LoopbackServer
@@ -111,7 +112,7 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
     def start(**settings: float) -> Served:
         runtime = Runtime.open(tmp_path / f"home{len(stops)}")
         runtime.memory.enable()
-        hub = EventHub(runtime, HubSettings(**settings))  # type: ignore[arg-type]
+        hub = EventHub(host_context(runtime), HubSettings(**settings))  # type: ignore[arg-type]
         sock = listen_tcp("127.0.0.1", 0, "the test API")
         address = f"http://127.0.0.1:{sock.getsockname()[1]}"
         started = threading.Event()
@@ -199,7 +200,7 @@ def test_actor_crashes_and_restarts_reach_the_stream(serve: Callable[..., Served
 
 def test_a_subscriber_behind_the_ring_is_told_how_many_actor_events_it_lost(tmp_path: Path) -> None:
     with Runtime.open(tmp_path / "home") as runtime:
-        hub = EventHub(runtime, HubSettings(ring_size=2))
+        hub = EventHub(host_context(runtime), HubSettings(ring_size=2))
         for incarnation in (2, 3, 4):
             runtime._internal.chaos.crash("coordinator")
             wait_until(lambda: runtime.statistics().child("coordinator").incarnation == incarnation, "a restart")  # noqa: B023 - the lambda runs at once inside this iteration
@@ -219,7 +220,7 @@ def test_a_subscriber_behind_the_ring_is_told_how_many_actor_events_it_lost(tmp_
 
 def test_a_cursor_from_another_server_process_starts_actor_events_over_with_a_gap(tmp_path: Path) -> None:
     with Runtime.open(tmp_path / "home") as runtime:
-        hub = EventHub(runtime)
+        hub = EventHub(host_context(runtime))
 
         async def first() -> str:
             stream = hub._stream(Cursor(0, 99, "0ther0ne"))
@@ -397,7 +398,7 @@ def test_keep_alive_pings_between_events_are_not_events() -> None:
 def test_a_runtime_that_gives_up_is_reported_once_and_ends_the_server(tmp_path: Path) -> None:
     reasons: list[str] = []
     with Runtime.open(tmp_path / "home") as runtime:
-        hub = EventHub(runtime, on_runtime_stopped=reasons.append)
+        hub = EventHub(host_context(runtime), on_runtime_stopped=reasons.append)
         # More crashes than the root supervisor's intensity (10 in 10 s): it stops and escalates.
         for incarnation in range(2, 13):
             runtime._internal.chaos.crash("coordinator")

@@ -68,7 +68,7 @@ from resident.store.store import Reader
 from resident.store.tables import EVENTS, EXECUTIONS
 
 if TYPE_CHECKING:
-    from resident.runtime import Runtime
+    from resident.runtime.context import Context
 
 __all__ = ["Cursor", "EventHub", "HubSettings", "actor_changes", "api_event"]
 
@@ -198,11 +198,12 @@ class EventHub:
 
     def __init__(
         self,
-        runtime: Runtime,
+        context: Context,
         settings: HubSettings | None = None,
         on_runtime_stopped: Callable[[str], None] = lambda _reason: None,
     ) -> None:
-        self.runtime = runtime
+        # The runtime's store, clock and supervision statistics (`resident.runtime.host_context`).
+        self.context = context
         self.settings = settings or HubSettings()
         self.epoch = secrets.token_hex(4)
         self._on_runtime_stopped = on_runtime_stopped
@@ -212,7 +213,7 @@ class EventHub:
         self._changed = asyncio.Event()
         self._closing = asyncio.Event()
         self._log_size = self._read_log_size()
-        self._children = {child.name: child for child in runtime.statistics().children}
+        self._children = {child.name: child for child in context.statistics().children}
         self._stopped = ""
 
     @property
@@ -238,8 +239,8 @@ class EventHub:
         if size != self._log_size:
             self._log_size = size
             changed = True
-        statistics = self.runtime.statistics()
-        now = self.runtime._internal.clock.time()
+        statistics = self.context.statistics()
+        now = self.context.clock.time()
         news: list[ApiEvent] = list(actor_changes(self._children, statistics, now))
         self._children = {child.name: child for child in statistics.children}
         if statistics.escalated and not self._stopped:
@@ -263,7 +264,7 @@ class EventHub:
         changed.set()
 
     def _read_log_size(self) -> int:
-        with self.runtime._internal.store.reader() as reader:
+        with self.context.store.reader() as reader:
             return reader.count(EVENTS)
 
     # -- serving ----------------------------------------------------------------------------------
@@ -282,7 +283,7 @@ class EventHub:
 
     def position(self) -> Cursor:
         """The current end of both sources: a subscriber starting here is sent only what comes next."""
-        with self.runtime._internal.store.reader() as reader:
+        with self.context.store.reader() as reader:
             last = reader.last_event()
         return Cursor(last[0] if last is not None else 0, self._last_actor_id, self.epoch)
 
@@ -309,7 +310,7 @@ class EventHub:
         self._subscribers -= 1
 
     async def _stream(self, cursor: Cursor, *, announce: bool = False) -> AsyncGenerator[ServerSentEvent, None]:
-        now = self.runtime._internal.clock.time()
+        now = self.context.clock.time()
         if announce:
             yield self._sse(StreamStartedEvent(at=now), cursor)
         end = self.position()
@@ -338,7 +339,7 @@ class EventHub:
     def _read_log(self, cursor: Cursor) -> tuple[list[tuple[ApiEvent, Cursor]], Cursor]:
         """Up to `batch` log events after `cursor`, as stream events with the cursor after each."""
         out: list[tuple[ApiEvent, Cursor]] = []
-        with self.runtime._internal.store.reader() as reader:
+        with self.context.store.reader() as reader:
             for count, (seq, event) in enumerate(reader.events(cursor.store + 1), 1):
                 cursor = replace(cursor, store=seq)
                 shown = api_event(event, reader)
@@ -358,7 +359,7 @@ class EventHub:
         if cursor.actors + 1 < oldest:
             lost = oldest - cursor.actors - 1
             cursor = replace(cursor, actors=oldest - 1)
-            out.append((StreamGapEvent(at=self.runtime._internal.clock.time(), lost=lost), cursor))
+            out.append((StreamGapEvent(at=self.context.clock.time(), lost=lost), cursor))
         for actor_id, event in _after(self._ring, cursor.actors):
             cursor = replace(cursor, actors=actor_id)
             out.append((event, cursor))

@@ -43,6 +43,7 @@ from resident.children.orphans import process_start
 from resident.errors import HomeInUse, InvalidInput, RuntimeNotUp, RuntimeStopped
 from resident.messages.home_calls import API_VERSION
 from resident.runtime import Runtime
+from resident.runtime.runtime import host_context
 from resident.store.home import ensure_home, resolve_home, write_private_file
 from resident.web import ReadyServer, listen_tcp, stop_on_signals, strict_http
 
@@ -244,7 +245,7 @@ def _server(
         if server is not None:
             server.should_exit = True
 
-    hub = EventHub(runtime, hub_settings, on_runtime_stopped=runtime_stopped)
+    hub = EventHub(host_context(runtime), hub_settings, on_runtime_stopped=runtime_stopped)
     tasks: list[asyncio.Task[None]] = []
 
     def started() -> None:

@@ -30,6 +30,7 @@ from resident.memory.records import MAX_BODY_CHARS, make_record
 from resident.messages.events import encode_event
 from resident.messages.memory import Activation, RecordAdmitted
 from resident.runtime import Runtime
+from resident.runtime.runtime import host_context
 from resident.store.tables import RECORDS
 
 __all__ = [
@@ -141,7 +142,7 @@ def _measure(kind: str, level: int, seconds: float, text: Callable[[int], str], 
     home = scratch_home("home-", team_of(_MEMBERS), parent=directory)
     with Runtime.open(home, realm="none") as runtime:
         runtime.memory.enable()
-        names = runtime._internal.config.member_names()[:_MEMBERS]
+        names = host_context(runtime).config_now().member_names()[:_MEMBERS]
         for name in names:
             runtime.member(name).remember(f"{name} starts the sweep")  # each bank exists before the clock
         writers: list[Writer] = [(names[n % len(names)], {}) for n in range(level)]

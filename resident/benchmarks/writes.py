@@ -26,6 +26,7 @@ from resident.messages.store import GetWriterStatistics, WriterStatistics
 from resident.realm.process import realm_for
 from resident.runtime import Runtime
 from resident.runtime.memory.switch import require_memory
+from resident.runtime.runtime import host_context
 from resident.store.tables import RECORDS
 
 __all__ = ["WriteBench", "WriteBenchReport", "quantiles", "run_write_bench"]
@@ -138,11 +139,11 @@ def _measure(
         runtime.memory.enable()
     else:
         require_memory(runtime.memory.status())
-    names = runtime._internal.config.member_names()[: bench.members]
+    names = host_context(runtime).config_now().member_names()[: bench.members]
     if len(names) < bench.members:
         raise InvalidInput(f"the home's roster has {len(names)} members; --members asks for {bench.members}")
     scope = parse_scope(bench.scope)
-    before: WriterStatistics = runtime._internal.wiring.writer.ask(GetWriterStatistics())
+    before: WriterStatistics = host_context(runtime).writer.ask(GetWriterStatistics())
     deadline = time.monotonic() + bench.duration if bench.duration is not None else None
     tally = Tally(bench.count, deadline)
     started = time.monotonic()
@@ -162,7 +163,7 @@ def _measure(
         if progress is not None:
             reporter.join(timeout=5.0)
     seconds = time.monotonic() - started
-    after: WriterStatistics = runtime._internal.wiring.writer.ask(GetWriterStatistics())
+    after: WriterStatistics = host_context(runtime).writer.ask(GetWriterStatistics())
     commits = after.commits - before.commits
     notes: list[str] = []
     lag = _replication_lag(runtime, realm_url, notes)
@@ -208,7 +209,7 @@ def _replication_lag(runtime: Runtime, realm_url: str | None, notes: list[str]) 
     if counts.pending:
         notes.append(f"{counts.pending} records were still pending after 120 s")
     lags: list[float] = []
-    with runtime._internal.store.reader() as reader:
+    with host_context(runtime).store.reader() as reader:
         for _, event in reader.events():
             if isinstance(event, RecordsSynced):
                 for record_id in event.ids:

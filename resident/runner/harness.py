@@ -42,6 +42,7 @@ from resident.realm.client import RealmClient
 from resident.realm.process import RealmProcess
 from resident.runtime import Runtime
 from resident.runtime.coordination import Session
+from resident.runtime.runtime import host_chaos, host_context
 from resident.store.tables import EXECUTIONS, RECORDS
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ class RunHarness:
         self.realm_process = realm_process
         self.admin_token = admin_token
         self.metrics = metrics or RunMetrics()
-        self._started_at = runtime._internal.clock.time()
+        self._started_at = host_context(runtime).clock.time()
         if realm_url is None:
             self.metrics.notes.append("no Realm: records stay pending; nothing is replicated, withheld or invalidated")
         self._refs: dict[str, str] = {}
@@ -153,7 +154,7 @@ class RunHarness:
         `RecordAdmitted` event: the event log lists them whatever the surface they came by.
         """
         members = {task.member for task in self.plan.tasks}
-        with self.runtime._internal.store.reader() as reader:
+        with host_context(self.runtime).store.reader() as reader:
             admitted = [
                 event.record for _, event in reader.events()
                 if isinstance(event, RecordAdmitted) and event.at >= self._started_at
@@ -215,7 +216,7 @@ class RunHarness:
 
     def _finish(self, session: Session, outcome: Outcome, error: str) -> None:
         """End the task's execution, unless its member session ended it already."""
-        with self.runtime._internal.store.reader() as reader:
+        with host_context(self.runtime).store.reader() as reader:
             execution = reader.get(EXECUTIONS, session.execution.id)
         if execution is not None and execution.outcome == "running":
             session.finish(outcome, error)
@@ -370,7 +371,7 @@ class RunHarness:
             self.metrics.served_withheld.append(record_id)
 
     def _state(self, record_id: str) -> str:
-        with self.runtime._internal.store.reader() as reader:
+        with host_context(self.runtime).store.reader() as reader:
             record = reader.get(RECORDS, record_id)
         return "missing" if record is None else record.replication
 
@@ -425,7 +426,7 @@ class RunHarness:
             await asyncio.to_thread(self.runtime.replication.sync, 5.0)
 
     async def _do_crash(self, at: _At) -> None:
-        self.runtime._internal.chaos.crash(at.step.actor, reason=f"planned crash by {at.task.id}")
+        host_chaos(self.runtime).crash(at.step.actor, reason=f"planned crash by {at.task.id}")
         self.metrics.crashes[at.step.actor] += 1
 
     async def _do_realm_outage(self, at: _At) -> None:

@@ -19,6 +19,7 @@ from resident.messages.memory import MemoryRecord
 from resident.messages.replication import ReplicationCounts
 from resident.runner.harness import RunMetrics
 from resident.runtime import Runtime
+from resident.runtime.runtime import host_context
 from resident.runtime.sessions.tree import manifests
 from resident.store.tables import RECORDS, SESSIONS
 
@@ -37,7 +38,7 @@ def _writes_kept(runtime: Runtime, metrics: RunMetrics) -> Invariant:
     written = metrics.acknowledged | metrics.session_writes
     if not written:
         return Invariant("no acknowledged write lost", True, "no write was acknowledged in this run: nothing to check")
-    with runtime._internal.store.reader() as reader:
+    with host_context(runtime).store.reader() as reader:
         stored = {i: reader.get(RECORDS, i) for i in written}
     missing = sorted(i for i, record in stored.items() if record is None)
     unreadable = [f"{i}: {problem}" for i, record in stored.items() if record is not None
@@ -66,8 +67,8 @@ def _read_back(runtime: Runtime, record: MemoryRecord) -> str | None:
 
 def withheld_records(runtime: Runtime) -> list[MemoryRecord]:
     """Every withheld record whose author is a member of this home (readmitted versions included)."""
-    members = runtime._internal.config.member_names()
-    with runtime._internal.store.reader() as reader:
+    members = host_context(runtime).config_now().member_names()
+    with host_context(runtime).store.reader() as reader:
         return [r for _, r in reader.items(RECORDS) if r.replication in WITHHELD and (r.author or r.owner) in members]
 
 
@@ -149,7 +150,7 @@ def _sessions_recovered(runtime: Runtime, metrics: RunMetrics) -> Invariant | No
     started = [task.session for task in metrics.tasks.values() if task.session]
     if not started:
         return None
-    with runtime._internal.store.reader() as reader:
+    with host_context(runtime).store.reader() as reader:
         stored = {s: reader.get(SESSIONS, s) for s in started}
     unrecovered = [s for s, record in stored.items() if record is None or record.state != "recovered"]
     left = {m.session for m in manifests(runtime.home)} & set(started)

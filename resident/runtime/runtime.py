@@ -62,7 +62,7 @@ from resident.store.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 from resident.store.tables import MEMBERS
 from resident.supervisor import StartChild, SupervisionTree
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "host_chaos", "host_context"]
 
 logger = logging.getLogger(__name__)
 
@@ -115,11 +115,6 @@ class Internals:
 
     def write_each(self, commits: Sequence[Commit], timeout: float | None = None) -> list[Exception | None]:
         return self._runtime._services.write_each(commits, timeout)
-
-
-
-
-
 
 class Runtime(Facade):
     """One open home and its running actor tree."""
@@ -313,3 +308,17 @@ class Runtime(Facade):
     restore = staticmethod(maintenance.restore)
     doctor = staticmethod(maintenance.doctor)
     salvage = staticmethod(maintenance.salvage)
+
+
+def host_context(runtime: Runtime) -> Context:
+    """The explicit parts of an open runtime, for a surface that hosts it in this process.
+
+    The API server's event stream, `resident run`'s checks and the write benchmark read the store and the
+    clock of the runtime they run: they take the same `Context` a service takes, not the runtime's internals.
+    """
+    return runtime._services
+
+
+def host_chaos(runtime: Runtime) -> Chaos:
+    """Crash an actor of `runtime` by name on purpose (the planned crashes of `resident run`)."""
+    return runtime._internal.chaos
