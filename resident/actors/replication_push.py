@@ -29,7 +29,7 @@ from typing import Literal
 
 import tenacity
 
-from resident.messages.memory import MemoryRecord
+from resident.messages.memory import AWAITING_REALM, MemoryRecord
 from resident.store.store import Reader
 from resident.store.tables import PENDING, RECORDS
 from resident.supervisor import Backoff
@@ -208,6 +208,6 @@ class Pusher:
 
 def _awaiting(reader: Reader, record_id: str) -> MemoryRecord | None:
     record = reader.get(RECORDS, record_id)
-    if record is None or record.replication not in ("pending", "pending_review"):
+    if record is None or record.replication not in AWAITING_REALM:
         return None
     return record

@@ -9,8 +9,11 @@ import msgspec
 from resident.messages.base import Event, Message, Record
 
 __all__ = [
+    "AWAITING_REALM",
     "PROVIDERS",
+    "RECORD_TRANSITIONS",
     "SCOPES",
+    "VERDICT_APPLIES_TO",
     "Activation",
     "Bank",
     "BankCreated",
@@ -57,9 +60,27 @@ Kind = Literal["world", "experience", "observation"]
 # The memory providers a home may admit (`resident memory enable --provider`).
 PROVIDERS: tuple[str, ...] = ("hindsight",)
 Lifecycle = Literal["active", "superseded", "retracted"]
+# A record's lifecycle: the states each may move to. Only an active record is superseded (by its next
+# version); any record not yet retracted may be retracted. The writer's projection refuses any other move.
+RECORD_TRANSITIONS: dict[Lifecycle, frozenset[Lifecycle]] = {
+    "active": frozenset({"superseded", "retracted"}),
+    "superseded": frozenset({"retracted"}),
+    "retracted": frozenset(),
+}
 # `pending_review`: a version that supersedes a withheld record. Realm has not judged it yet and,
 # unlike `pending`, it is not served until Realm accepts it (fail-closed).
 ReplicationState = Literal["pending", "pending_review", "synced", "conflict", "invalidated"]
+# The states that wait for Realm's verdict: a plain write, and a version that supersedes a withheld one.
+AWAITING_REALM: frozenset[ReplicationState] = frozenset({"pending", "pending_review"})
+# Realm's verdicts, and the states each may move a record from. The writer's projection applies a verdict
+# only to a record in one of these states (a late or repeated verdict changes nothing), so this table is the
+# replication lifecycle the store enforces. A restore sends a synced record back to be pushed again.
+VERDICT_APPLIES_TO: dict[Literal["synced", "conflict", "invalidated", "restored"], frozenset[ReplicationState]] = {
+    "synced": AWAITING_REALM,
+    "conflict": AWAITING_REALM,
+    "invalidated": AWAITING_REALM | {"synced"},
+    "restored": frozenset({"synced"}),
+}
 
 
 class Principal(Record, frozen=True):

@@ -52,6 +52,8 @@ from resident.messages.knowledge import (
 )
 from resident.messages.members import MemberEntry
 from resident.messages.memory import (
+    RECORD_TRANSITIONS,
+    VERDICT_APPLIES_TO,
     BankCreated,
     MemberImported,
     MemoryConfig,
@@ -62,6 +64,7 @@ from resident.messages.memory import (
     RecordRetracted,
     RecordsRecalled,
     RecordSuperseded,
+    ReplicationState,
     VectorsFilled,
 )
 from resident.messages.replication import (
@@ -191,7 +194,7 @@ def _existing(view: View, record_id: str) -> Any:
 def _supersedable(view: View, event: RecordSuperseded) -> bool:
     _require_memory(view)
     record = _existing(view, event.id)
-    if record.lifecycle != "active":
+    if "superseded" not in RECORD_TRANSITIONS[record.lifecycle]:
         raise InvalidInput(f"record {event.id} is already {record.lifecycle}; supersede its active version")
     return True
 
@@ -208,7 +211,7 @@ def _retractable(view: View, event: RecordRetracted) -> bool:
     record = _existing(view, event.id)
     if event.only_if_active and record.lifecycle != "active":
         raise InvalidInput(f"record {event.id} was already reconciled ({record.lifecycle})")
-    return bool(record.lifecycle != "retracted")
+    return "retracted" in RECORD_TRANSITIONS[record.lifecycle]
 
 
 @projection(RecordRetracted, check=_retractable)
@@ -257,11 +260,7 @@ def _member_imported(view: View, event: MemberImported) -> None:
 # an invalidated record `synced`).
 
 
-# States that wait for Realm's verdict: a plain write, and a version that supersedes a withheld one.
-_AWAITING = ("pending", "pending_review")
-
-
-def _is(view: View, record_id: str, *states: str) -> bool:
+def _is(view: View, record_id: str, states: frozenset[ReplicationState]) -> bool:
     record = view.get(RECORDS, record_id)
     return record is not None and record.replication in states
 
@@ -293,11 +292,13 @@ def _attempted(view: View, event: ReplicationAttempted) -> None:
         )
 
 
-@projection(RecordsSynced, check=lambda view, event: any(_is(view, i, *_AWAITING) for i in event.ids))
+@projection(
+    RecordsSynced, check=lambda view, event: any(_is(view, i, VERDICT_APPLIES_TO["synced"]) for i in event.ids)
+)
 def _synced(view: View, event: RecordsSynced) -> None:
     for record_id in event.ids:
         record = view.get(RECORDS, record_id)
-        if record is not None and record.replication in _AWAITING:
+        if record is not None and record.replication in VERDICT_APPLIES_TO["synced"]:
             synced = msgspec.structs.replace(record, replication="synced", replication_reason="")
             view.put(RECORDS, record_id, synced)
             _index_replication(view, synced, event.at)
@@ -307,13 +308,13 @@ def _synced(view: View, event: RecordsSynced) -> None:
 def _restored(view: View, event: RecordsRestored) -> None:
     for record_id in event.ids:
         record = view.get(RECORDS, record_id)
-        if record is not None and record.replication == "synced":
+        if record is not None and record.replication in VERDICT_APPLIES_TO["restored"]:
             again = msgspec.structs.replace(record, replication="pending", replication_reason="")
             view.put(RECORDS, record_id, again)
             _index_replication(view, again, event.at)
 
 
-@projection(RecordConflicted, check=lambda view, event: _is(view, event.id, *_AWAITING))
+@projection(RecordConflicted, check=lambda view, event: _is(view, event.id, VERDICT_APPLIES_TO["conflict"]))
 def _conflicted(view: View, event: RecordConflicted) -> None:
     record = _existing(view, event.id)
     changed = msgspec.structs.replace(
@@ -323,7 +324,9 @@ def _conflicted(view: View, event: RecordConflicted) -> None:
     _index_replication(view, changed, event.at)
 
 
-@projection(RecordInvalidated, check=lambda view, event: _is(view, event.id, *_AWAITING, "synced"))
+@projection(
+    RecordInvalidated, check=lambda view, event: _is(view, event.id, VERDICT_APPLIES_TO["invalidated"])
+)
 def _invalidated(view: View, event: RecordInvalidated) -> None:
     record = _existing(view, event.id)
     changed = msgspec.structs.replace(
