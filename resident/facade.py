@@ -13,9 +13,13 @@ nothing of each other.
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator, Iterator
 
 from resident.api.client import RemoteRuntime
+from resident.api.local_stream import alocal_events, local_events
+from resident.api.transport import StreamItem
 from resident.runtime.runtime import Runtime as InProcessRuntime
+from resident.runtime.runtime import host_context
 
 __all__ = ["RemoteRuntime", "Runtime"]
 
@@ -31,3 +35,14 @@ class Runtime(InProcessRuntime):
         for the home.
         """
         return RemoteRuntime.connect(home)
+
+    def events(self, last_event_id: str | None = None, *, from_now: bool = False) -> Iterator[StreamItem]:
+        """The live event stream (from the beginning, or after `last_event_id`); see `resident.api.events`.
+
+        `from_now` replays nothing: the first item is `stream.started`, whose id is the current position. The
+        same items and ids as `Runtime.connect`'s stream; it ends when this runtime is closed.
+        """
+        return local_events(host_context(self), last_event_id, from_now=from_now)
+
+    def aevents(self, last_event_id: str | None = None, *, from_now: bool = False) -> AsyncIterator[StreamItem]:
+        return alocal_events(host_context(self), last_event_id, from_now=from_now)

@@ -31,9 +31,9 @@ NOT_YET_ON_CONNECT = {
     # the runtime runs itself (a harness acts as its session anywhere with `with_grant(token)`).
     "coordinator.dispatch", "coordinator.session",
 }
-# Public names of `Runtime.connect`'s facade that `Runtime.open` does not offer yet: the event stream is the API
-# server's, and `address` is where a connection reaches the runtime.
-NOT_YET_ON_OPEN = {"events", "aevents", "address"}
+# Public names of `Runtime.connect`'s facade that `Runtime.open` does not have: `address` is where a connection
+# reaches the runtime, which an in-process runtime has no need of.
+NOT_YET_ON_OPEN = {"address"}
 # In process, `close(timeout)` waits that long for the actors to stop; a connection has nothing to wait for.
 OWN_SIGNATURE = {"close"}
 # How each side is made: `Runtime.open` and `Runtime.connect` are class methods of `resident.Runtime`.

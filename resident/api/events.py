@@ -220,6 +220,11 @@ class EventHub:
     def subscribers(self) -> int:
         return self._subscribers
 
+    @property
+    def stop_reported(self) -> bool:
+        """Whether the stream has already said the runtime stopped (its root supervisor gave up)."""
+        return bool(self._stopped)
+
     # -- watching ---------------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -310,31 +315,41 @@ class EventHub:
         self._subscribers -= 1
 
     async def _stream(self, cursor: Cursor, *, announce: bool = False) -> AsyncGenerator[ServerSentEvent, None]:
+        opening, cursor = self.opening(cursor, announce=announce)
+        for event, position in opening:
+            yield self._sse(event, position)
+        while not self._closing.is_set():
+            changed = self._changed
+            news, cursor = self.next_events(cursor)
+            for event, position in news:
+                yield self._sse(event, position)
+            if not news:
+                await changed.wait()
+
+    def opening(self, cursor: Cursor, *, announce: bool = False) -> tuple[list[tuple[ApiEvent, Cursor]], Cursor]:
+        """What a new subscriber at `cursor` is told before the events themselves, and where it goes on from."""
+        out: list[tuple[ApiEvent, Cursor]] = []
         now = self.context.clock.time()
         if announce:
-            yield self._sse(StreamStartedEvent(at=now), cursor)
+            out.append((StreamStartedEvent(at=now), cursor))
         end = self.position()
         if cursor.store > end.store:
             # Past the log's end (a restore from backup, or an id from another home): the events that
             # will take those positions are not the ones the subscriber saw, so say so, and go on
             # from the end rather than skip them silently.
             cursor = replace(cursor, store=end.store)
-            yield self._sse(StreamGapEvent(at=now, lost=-1, reason="ahead"), cursor)
+            out.append((StreamGapEvent(at=now, lost=-1, reason="ahead"), cursor))
         if cursor.epoch != self.epoch:
             # Actor events of another server process are gone; this one's are all still to come.
-            yield self._sse(StreamGapEvent(at=now, lost=-1), cursor)
+            out.append((StreamGapEvent(at=now, lost=-1), cursor))
             cursor = replace(cursor, actors=0, epoch=self.epoch)
-        while not self._closing.is_set():
-            changed = self._changed
-            sent, cursor = self._read_log(cursor)
-            actor_events, cursor_after_actors = self._read_ring(cursor)
-            for event, position in sent:
-                yield self._sse(event, position)
-            for event, position in actor_events:
-                yield self._sse(event, position)
-            cursor = cursor_after_actors
-            if not sent and not actor_events:
-                await changed.wait()
+        return out, cursor
+
+    def next_events(self, cursor: Cursor) -> tuple[list[tuple[ApiEvent, Cursor]], Cursor]:
+        """The log's events after `cursor`, then the actor events, each with the cursor after it."""
+        sent, cursor = self._read_log(cursor)
+        actor_events, cursor = self._read_ring(cursor)
+        return sent + actor_events, cursor
 
     def _read_log(self, cursor: Cursor) -> tuple[list[tuple[ApiEvent, Cursor]], Cursor]:
         """Up to `batch` log events after `cursor`, as stream events with the cursor after each."""
