@@ -1,0 +1,149 @@
+"""The real Claude Code, pi and Codex under `resident session start`, offline, against a scripted loopback model.
+
+Each harness is the published npm package (`.ci/run` installs them outside the repository; see
+`HARNESSES`), pointed at `tests/scripted_model.py` standing in for the model: Anthropic Messages for
+Claude Code and pi, the OpenAI Responses API for Codex, streamed as each asks. The script makes the
+harness run a shell tool that calls the runtime back as the member (`resident remember` with the
+session's grant), then finish with text. Checked: the harness ran in the member's projection and
+exited 0, the callback's write arrived as the member's, the transcript was recovered with the
+conversation in it, the directory was restored, and a secret planted in the task is in neither the
+store nor the session shown. Without node or the installed packages the tests skip, saying why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from resident import Runtime
+from tests.cli_helpers import Outcome, expect_json, invoke, run_process
+from tests.scripted_model import Script, ScriptedModel, Shell, Text
+from tests.session_helpers import files_holding, requires_sandbox, tree
+
+# Where `.ci/run` installs the harnesses with npm: outside the repository, and outside the user's home,
+# which a sandboxed session hides from the harness.
+HARNESSES = Path(os.environ.get("RESIDENT_TEST_HARNESSES") or "/var/tmp/resident-test-harnesses")
+BINARIES = {"claude-code": "claude", "pi": "pi", "codex": "codex"}
+PACKAGES = {"claude-code": "@anthropic-ai/claude-code", "pi": "@mariozechner/pi-coding-agent", "codex": "@openai/codex"}
+
+pytestmark = [requires_sandbox, pytest.mark.slow, pytest.mark.timeout(300)]
+
+NOTE = "the retry test needs a fake clock, not wall time"
+ANSWER = "Fixed the retry test: it runs on a manual clock now."
+# Shaped like an AWS access key id, so the redaction table knows it; planted in the task.
+PLANTED = "AKIA" + "Q7RSTUVWXYZ23456"
+
+
+def _binary(harness: str) -> Path:
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed: the real harnesses are node programs (.ci/run installs them with npm)")
+    binary = HARNESSES / "node_modules" / ".bin" / BINARIES[harness]
+    if not binary.exists():
+        pytest.skip(f"{PACKAGES[harness]} is not installed in {HARNESSES} (.ci/run installs it with npm)")
+    return binary
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    with Runtime.open(home, realm="none") as runtime:
+        runtime.memory.enable()
+    return home
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "AGENTS.md").write_text("# Payments\n\nRun `make test` before committing.\n")
+    return root
+
+
+def _callback() -> str:
+    """The member's call back into the runtime, as the harness's shell runs it: this interpreter's `resident`."""
+    return f"{shlex.quote(sys.executable)} -m resident.cli remember deven {shlex.quote(NOTE)} --json"
+
+
+def _claude_code(binary: Path, model: ScriptedModel, _home: Path, _scratch: Path) -> tuple[list[str], dict[str, str]]:
+    argv = [str(binary), "-p", "Fix the payments retry test.", "--allowedTools", "Bash"]
+    return argv, {
+        "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "scripted-model-key",
+        "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+    }
+
+
+def _pi(binary: Path, model: ScriptedModel, _home: Path, scratch: Path) -> tuple[list[str], dict[str, str]]:
+    # pi reads its providers from `$PI_CODING_AGENT_DIR/models.json`; the runtime moves only its sessions.
+    agent = scratch / "pi-agent"
+    agent.mkdir()
+    provider = {"baseUrl": model.url, "api": "anthropic-messages", "apiKey": "scripted-model-key",
+                "models": [{"id": "scripted-model"}]}
+    (agent / "models.json").write_text(json.dumps({"providers": {"scripted": provider}}))
+    argv = [str(binary), "--provider", "scripted", "--model", "scripted-model", "-p", "Fix the payments retry test."]
+    return argv, {"PI_CODING_AGENT_DIR": str(agent)}
+
+
+def _codex(binary: Path, model: ScriptedModel, home: Path, _scratch: Path) -> tuple[list[str], dict[str, str]]:
+    # Codex reads its model provider from `$CODEX_HOME/config.toml`, and the runtime sets CODEX_HOME to the
+    # member's own Codex home under the resident home.
+    codex_home = home / "harness" / "deven" / "codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text(
+        'model = "scripted-model"\nmodel_provider = "scripted"\n\n[model_providers.scripted]\n'
+        f'name = "scripted"\nbase_url = "{model.url}/v1"\nwire_api = "responses"\nenv_key = "SCRIPTED_MODEL_KEY"\n'
+    )
+    # Codex's own sandbox needs kernel features a container may lack; the session's bubblewrap is the sandbox.
+    argv = [str(binary), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+            "Fix the payments retry test."]
+    return argv, {"SCRIPTED_MODEL_KEY": "scripted-model-key"}
+
+
+LAUNCHES = {"claude-code": _claude_code, "pi": _pi, "codex": _codex}
+
+
+def _start(harness: str, home: Path, repo: Path, scratch: Path, model: ScriptedModel) -> Outcome:
+    argv, variables = LAUNCHES[harness](_binary(harness), model, home, scratch)
+    return run_process(
+        home, "session", "start", "deven", "--harness", harness, "--dir", str(repo),
+        "--task", f"fix the payments retry test (the staging key {PLANTED} is in the vault)", "--json", "--", *argv,
+        env=variables,
+    )
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "pi", "codex"])
+def test_a_real_harness_runs_the_member_calls_back_and_its_transcript_is_recovered(
+    harness: str, home: Path, repo: Path, tmp_path: Path
+) -> None:
+    _binary(harness)
+    before = tree(repo)
+    with ScriptedModel(Script([Shell(_callback()), Text(ANSWER)])) as model:
+        outcome = _start(harness, home, repo, tmp_path, model)
+        main_requests = [body for _path, body in model.requests if body.get("tools")]
+    assert outcome.code == 0, outcome.describe()
+    session = json.loads(outcome.stdout)
+    assert (session["state"], session["outcome"]) == ("recovered", "succeeded"), session
+    # The harness asked the model twice in the conversation: before and after running the callback.
+    assert len(main_requests) >= 2
+    assert tree(repo) == before, "the projection was not restored exactly"
+
+    # The callback's write arrived, as deven's.
+    with Runtime.open(home, realm="none") as runtime:
+        hits = runtime.member("deven").recall("retry test fake clock wall time", k=10)
+        notes = [runtime.member("deven").get(hit.id) for hit in hits if hit.body == NOTE]
+    assert len(notes) == 1, hits
+    assert (notes[0].owner, notes[0].author or notes[0].owner) == ("deven", "deven")
+
+    # The conversation is in the recovered session: the tool call and the model's last words.
+    shown = expect_json(invoke(home, "session", "show", session["id"], "--json"))
+    text = json.dumps(shown)
+    assert ANSWER in text
+    assert "remember deven" in text
+    # The planted key reached the harness (in the projected task) but not the store or what is shown.
+    assert PLANTED not in text
+    assert files_holding(home / "store.1", [PLANTED]) == []
