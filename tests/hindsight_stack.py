@@ -101,7 +101,7 @@ def wait_healthy(url: str, token: str, seconds: float = START_SECONDS, process: 
     raise AssertionError(f"hindsight at {url} did not become healthy within {seconds} s")
 
 
-def start_hindsight(folder: Path, embedder_url: str, *, run: bool = True) -> Hindsight:
+def start_hindsight(folder: Path, embedder_url: str, dimensions: int, *, run: bool = True) -> Hindsight:
     """PostgreSQL in `folder`, and (with `run`) Hindsight on it; `run=False` leaves starting it to the runtime."""
     postgres = subprocess.Popen(
         [str(VENV / "bin" / "python"), "-c", _POSTGRES, str(folder / "pg")],
@@ -119,6 +119,7 @@ def start_hindsight(folder: Path, embedder_url: str, *, run: bool = True) -> Hin
         "HINDSIGHT_API_EMBEDDINGS_PROVIDER": "openai",
         "HINDSIGHT_API_EMBEDDINGS_OPENAI_BASE_URL": f"{embedder_url}/v1",
         "HINDSIGHT_API_EMBEDDINGS_OPENAI_API_KEY": "unused",
+        "HINDSIGHT_API_EMBEDDINGS_OPENAI_DIMENSIONS": str(dimensions),
         "HINDSIGHT_API_RERANKER_PROVIDER": "rrf",
         "HINDSIGHT_API_HOST": "127.0.0.1",
         "HINDSIGHT_API_PORT": str(port),

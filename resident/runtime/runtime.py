@@ -224,7 +224,7 @@ class Runtime(Facade):
             config = config.with_realm(realm_url)
             token = home_realm_token(path, realm_token) if realm_url is not None else None
             wiring = build_wiring(
-                store, config, embedder_factory or make_embedder, realm_url, replication, realm_token=token
+                store, config, embedder_factory or make_embedder, realm_url, replication, realm_token=token, home=path
             )
             runtime = cls(
                 home=path, lock=lock if owns_lock else None, store=store, config=config, clock=active_clock,

@@ -29,7 +29,7 @@ from resident.cognition.settings import BankBinding, CognitionSettings
 from resident.errors import CognitionUnavailable, ConfigError, InvalidInput
 from resident.messages.cognition import BridgedHit, BridgeReport
 
-__all__ = ["Bridge", "BridgeAnswer", "open_bridge"]
+__all__ = ["Bridge", "BridgeAnswer", "open_bridge", "read_token"]
 
 logger = logging.getLogger(__name__)
 
@@ -285,18 +285,25 @@ def _hit(service: str, bank: str, result: _Result) -> BridgedHit:
 
 
 def open_bridge(home: Path, settings: CognitionSettings, clock: Clock) -> Bridge:
-    """The bridge `settings` describe, its token read from `token_file` (relative to the home)."""
-    token = None
-    if settings.bridged and settings.token_file:
-        path = Path(settings.token_file)
-        path = path if path.is_absolute() else home / path
-        try:
-            raw = path.read_bytes()[: _MAX_TOKEN_BYTES + 1]
-        except OSError as error:
-            raise ConfigError(
-                f"[cognition] token_file {path} cannot be read ({error.strerror}); write the service's token there"
-            ) from None
-        if len(raw) > _MAX_TOKEN_BYTES or not raw.strip():
-            raise ConfigError(f"[cognition] token_file {path} must hold the service's token (1 to 4096 bytes)")
-        token = raw.decode("utf-8", errors="strict").strip()
-    return Bridge(settings, token, clock)
+    """The bridge `settings` describe, presenting the token of `token_file`."""
+    return Bridge(settings, read_token(home, settings), clock)
+
+
+def read_token(home: Path, settings: CognitionSettings) -> str | None:
+    """The service's token from `[cognition] token_file` (relative to the home), None when none is named."""
+    if not settings.bridged or not settings.token_file:
+        return None
+    path = Path(settings.token_file)
+    path = path if path.is_absolute() else home / path
+    try:
+        raw = path.read_bytes()[: _MAX_TOKEN_BYTES + 1]
+    except OSError as error:
+        raise ConfigError(
+            f"[cognition] token_file {path} cannot be read ({error.strerror}); write the service's token there"
+        ) from None
+    if len(raw) > _MAX_TOKEN_BYTES or not raw.strip():
+        raise ConfigError(f"[cognition] token_file {path} must hold the service's token (1 to 4096 bytes)")
+    try:
+        return raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise ConfigError(f"[cognition] token_file {path} is not UTF-8 text") from None
