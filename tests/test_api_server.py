@@ -321,6 +321,8 @@ BAD_INPUT: list[tuple[AnyOperation, dict[str, str], Any, int, str]] = [
      "TextInvalid"),
     (cognition_ops.CALL, {}, {"member": "deven"}, 400, "InvalidInput"),
     (cognition_ops.CALL, {}, {"member": "deven", "operation": "reflect"}, 409, "CognitionDisabled"),
+    (cognition_ops.RETAIN, {}, {"member": "deven", "record_ids": []}, 400, "InvalidInput"),
+    (cognition_ops.RETAIN, {}, {"member": "deven", "record_ids": ["mem_x"]}, 409, "CognitionDisabled"),
 ]
 
 

@@ -17,12 +17,12 @@ import httpx
 import pytest
 
 from resident import Runtime
-from resident.errors import CognitionUnavailable
+from resident.errors import CognitionUnavailable, InvalidInput, RecordWithheld
 from tests.fake_llama import FakeLlama
 from tests.hindsight_proxy import HindsightProxy
 from tests.hindsight_stack import Hindsight, missing, start_hindsight, wait_healthy
 from tests.realm_process import start_realm
-from tests.replication_support import accepted_by_realm, use_home_token, wait_until
+from tests.replication_support import accepted_by_realm, delegated_promotion, use_home_token, wait_until
 
 pytestmark = [
     pytest.mark.slow,
@@ -211,3 +211,44 @@ def _pid(home: Path) -> int:
         return int(path.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def test_retain_writes_served_memories_through_the_services_own_api_and_never_a_withheld_one(
+    tmp_path: Path, hindsight: Hindsight, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    realm = start_realm(tmp_path / "realm")
+    proxy = HindsightProxy(upstream=hindsight.url).start()
+    try:
+        use_home_token(monkeypatch, realm)
+        home = _home(tmp_path, proxy.url, token=hindsight.token)
+        toml = (home / "resident.toml").read_text()
+        (home / "resident.toml").write_text(toml.replace('member = "deven"\n', 'member = "deven"\nretain = true\n'))
+        with Runtime.open(home, realm=realm.url) as rt:
+            rt.memory.enable()
+            served = rt.member("deven").remember("the otters guard the release branch").id
+            withheld_text = "the walrus holds the canonical deploy key"
+            withheld = delegated_promotion(rt, withheld_text)
+            wait_until(lambda: _withheld(rt, withheld), 30, "Realm withholding the delegated promotion")
+            with pytest.raises(RecordWithheld):
+                rt.cognition.retain("deven", [served, withheld])  # all or none: nothing is sent
+            assert b"otters" not in proxy.sent()
+            with pytest.raises(InvalidInput, match="retain = true"):
+                rt.cognition.retain("alice", [served])
+            assert rt.cognition.retain("deven", [served]).retained == (served,)
+        found = httpx.post(
+            f"{hindsight.url}/v1/default/banks/deven-notes/memories/recall", json={"query": "otters release branch"},
+            headers={"Authorization": f"Bearer {hindsight.token}"}, timeout=30,
+        ).json()["results"]
+        assert any("otters" in result["text"] for result in found)
+        assert withheld_text.encode() not in proxy.sent()
+    finally:
+        proxy.stop()
+        realm.stop()
+
+
+def _withheld(rt: Runtime, record_id: str) -> bool:
+    try:
+        rt.member("deven").get(record_id)
+    except RecordWithheld:
+        return True
+    return False

@@ -7,18 +7,19 @@ Every hit says where it came from (`source`) and keeps that source's own fields 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 import msgspec
 
-from resident.messages.bounds import Name, Named, RecallK, Seconds, Text
+from resident.messages.bounds import Name, Named, RecallK, RecordRef, Seconds, Text
 from resident.messages.knowledge import ContextEntry, SearchHit
 from resident.messages.memory import RecallHit
 
 __all__ = [
     "ALL_SOURCES", "BridgeReport", "BridgedHit", "Capabilities", "CapabilitiesQuery", "CognitionContext",
     "CognitionContextRequest", "CognitionHit", "CognitionHits", "CognitionRecall", "CognitionSkipped",
-    "OfferedCall", "OfferedReply", "Source", "SourceInfo",
+    "OfferedCall", "OfferedReply", "RetainRecords", "Retained", "Source", "SourceInfo",
 ]
 
 # Where a hit comes from: the runtime's own memory, a verified knowledge entry, a knowledge page, or the bridged
@@ -186,3 +187,23 @@ class OfferedReply(msgspec.Struct, frozen=True, kw_only=True):
     operation: str
     bank: str
     answer: Any
+
+
+class _Retain(_Request, frozen=True):
+    member: Named
+    record_ids: Annotated[Sequence[RecordRef], msgspec.Meta(min_length=1, max_length=1_000)]
+
+
+class RetainRecords(_Retain, frozen=True, kw_only=True):
+    """Write these served memories of `member` to the service's bank that stands for it alone, through the
+    service's own retain (the owner's choice: `retain = true` for that bank). All of them or none: a record that
+    may not go (withheld, another's, conditioned) refuses the whole call before anything is sent."""
+
+    timeout: Seconds | None = None
+
+
+class Retained(msgspec.Struct, frozen=True, kw_only=True):
+    """The bank written to and the records the service took."""
+
+    bank: str
+    retained: tuple[str, ...]

@@ -1,7 +1,8 @@
 """Cognition (`rt.cognition`): one recall over a member's memory, the knowledge it may see and the bridged
 independent service; a work item's context; what the service offers; the bridged service's optional operations.
 
-A member session may call each for its own member (within its grant); the owner for any member.
+A member session may call each but `retain` for its own member (within its grant); the owner for any member.
+Writing to the independent service (`retain`) is the owner's alone.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from resident.messages.cognition import (
     CognitionRecall,
     OfferedCall,
     OfferedReply,
+    Retained,
+    RetainRecords,
 )
 from resident.operations.declaration import Access, Route, declare
 from resident.operations.facade import Surface, awaitable, method
 
-__all__ = ["CALL", "CAPABILITIES", "CONTEXT", "OPERATIONS", "RECALL", "CognitionSurface"]
+__all__ = ["CALL", "CAPABILITIES", "CONTEXT", "OPERATIONS", "RECALL", "RETAIN", "CognitionSurface"]
 
 _SERVICES = "resident.runtime.cognition.service"
 
@@ -44,7 +47,12 @@ CALL = declare(
     access=Access.MEMBER,
 )
 
-OPERATIONS = (RECALL, CONTEXT, CAPABILITIES, CALL)
+RETAIN = declare(
+    "cognition.retain", "Write served memories of a member to its own bank of the bridged service (retain = true)",
+    RetainRecords, Retained, route=Route("POST", "/v1/cognition/retain"), service=f"{_SERVICES}:retain",
+)
+
+OPERATIONS = (RECALL, CONTEXT, CAPABILITIES, CALL, RETAIN)
 
 
 class CognitionSurface(Surface):
@@ -58,3 +66,5 @@ class CognitionSurface(Surface):
     acapabilities = awaitable(CAPABILITIES)
     call = method(CALL)
     acall = awaitable(CALL)
+    retain = method(RETAIN)
+    aretain = awaitable(RETAIN)

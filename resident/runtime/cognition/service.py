@@ -21,7 +21,16 @@ from typing import Any
 
 from resident.cognition.fusion import Placed, place
 from resident.cognition.reach import reach
-from resident.errors import CognitionDisabled, CognitionUnavailable, InvalidInput, KnowledgeDisabled, MemoryDisabled
+from resident.cognition.retention import refusal
+from resident.errors import (
+    CognitionDisabled,
+    CognitionUnavailable,
+    InvalidInput,
+    KnowledgeDisabled,
+    MemoryDisabled,
+    NotVisible,
+)
+from resident.ids import check_record_id
 from resident.knowledge.visibility import Subject
 from resident.memory.requests import recall_message
 from resident.messages.cognition import (
@@ -37,18 +46,20 @@ from resident.messages.cognition import (
     CognitionSkipped,
     OfferedCall,
     OfferedReply,
+    Retained,
+    RetainRecords,
     Source,
     SourceInfo,
 )
 from resident.messages.knowledge import ContextEntry, SearchHit
 from resident.messages.knowledge_calls import PageQuery
-from resident.messages.memory import Principal, RecallHit
+from resident.messages.memory import GetRecord, MemoryRecord, Principal, RecallHit
 from resident.runtime.context import Call, Context
 from resident.runtime.knowledge.banks import KNOWLEDGE_OFF, prepared_context, search
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.tables import ENGAGEMENT, KNOWLEDGE_BANKS, MEMORY_CONFIG
 
-__all__ = ["call_offered", "capabilities", "cognition_context", "recall"]
+__all__ = ["call_offered", "capabilities", "cognition_context", "recall", "retain"]
 
 # What a source's list holds before it is placed on the common scale.
 Found = RecallHit | ContextEntry | SearchHit | BridgedHit
@@ -135,6 +146,30 @@ def call_offered(context: Context, call: Call, request: OfferedCall) -> OfferedR
     answer = bridge.optional(request.operation, binding, request.query)
     return OfferedReply(authority=bridge.settings.provider, operation=request.operation, bank=binding.bank,
                         answer=answer)
+
+
+def retain(context: Context, _call: Call, request: RetainRecords) -> Retained:
+    """Write served memories of the member to its own bank of the service (all or none; see `retention`)."""
+    context.check_open()
+    member = context.config.member(request.member).name
+    if not context.cognition.on:
+        raise CognitionDisabled("no Cognition service is bridged: set [cognition] provider in resident.toml")
+    binding = context.config.cognition.own_bank(member)
+    if binding is None or not binding.retain:
+        raise InvalidInput(
+            f"no bank of the service retains {member}'s memories: set retain = true in the [[cognition.banks]] "
+            f"that has member = \"{member}\""
+        )
+    records: list[MemoryRecord] = [
+        context.ask_member(member, GetRecord(id=check_record_id(record_id)), request.timeout)
+        for record_id in dict.fromkeys(request.record_ids)
+    ]
+    refused = [reason for record in records if (reason := refusal(record, member))]
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if refused[1:] else ""
+        raise NotVisible(f"nothing was written: {refused[0]}{more}")
+    context.cognition.retain(binding, [(record.id, record.body) for record in records])
+    return Retained(bank=binding.bank, retained=tuple(record.id for record in records))
 
 
 # -- the sources ------------------------------------------------------------------------------------
