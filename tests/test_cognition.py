@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from resident import Runtime
+from resident.api.wire import CognitionBridgeEvent, StreamStartedEvent
 from resident.clock import ManualClock
 from resident.cognition.breaker import CircuitBreaker
 from resident.cognition.fusion import place, scale
@@ -227,3 +228,16 @@ def test_a_stalled_service_is_cut_off_by_the_deadline_then_the_breaker_and_recal
         assert healed.bridge.state == "ok"
         assert healed.bridge.breaker == "closed"
         assert any(hit.source == "bridge" for hit in healed.hits)
+
+
+def test_the_event_stream_says_when_the_bridge_turns_degraded(tmp_path: Path, service: HindsightProxy) -> None:
+    home = _home(tmp_path, _bridged(service.url, deadline=0.2))
+    with Runtime.open(home) as rt:
+        stream = rt.events(from_now=True)
+        assert isinstance(next(stream).event, StreamStartedEvent)
+        service.mode = "stall"
+        rt.cognition.recall("deven", "canary", sources=("bridge",))
+        told = next(stream).event
+        assert isinstance(told, CognitionBridgeEvent)
+        assert told.state == "degraded"
+        assert "deadline" in told.reason
