@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,6 @@ __all__ = ["Bridge", "BridgeAnswer", "open_bridge", "read_token"]
 
 logger = logging.getLogger(__name__)
 
-# The first probe of what the service offers may read its whole OpenAPI document (hundreds of KiB).
-_PROBE_SECONDS = 10.0
 _MAX_TOKEN_BYTES = 4_096
 
 
@@ -123,10 +122,10 @@ class Bridge:
 
     # -- asking the service -------------------------------------------------------------------------
 
-    def probe(self, timeout: float = _PROBE_SECONDS) -> Offer:
-        """Ask the service what it offers (its version, then its endpoints) and keep the answer."""
-        version = msgspec.json.decode(self._get("/v1/version", timeout), type=_Version).api_version
-        paths = msgspec.json.decode(self._get("/openapi.json", timeout), type=_OpenApi).paths
+    def probe(self, ends: float) -> Offer:
+        """Ask the service what it offers (its version, then its endpoints) by `ends` (monotonic); keep the answer."""
+        version = msgspec.json.decode(self._get("/v1/version", ends), type=_Version).api_version
+        paths = msgspec.json.decode(self._get("/openapi.json", ends), type=_OpenApi).paths
         offer = read_offer(version, paths)
         with self._lock:
             self._offer, self._stale = offer, False
@@ -137,12 +136,14 @@ class Bridge:
         if not banks or self._http is None:
             return BridgeAnswer(hits=(), report=self.report())
         hits: list[BridgedHit] = []
+        # One deadline for the whole answer: a re-probe of the offer and every bank it asks.
+        ends = time.monotonic() + self.settings.deadline
         try:
-            self._require_recall()
+            self._require_recall(ends)
             for binding in banks:
                 path = RECALL.format(bank_id=quote(binding.bank, safe=""))
                 body = msgspec.json.encode({"query": query, "max_tokens": 4096, "budget": "low"})
-                found = self._decoded(self._call("POST", path, body))
+                found = self._decoded(self._call("POST", path, body, ends - time.monotonic()))
                 hits += [_hit(self.settings.provider, binding.bank, result) for result in found.results[:k]]
         except CognitionUnavailable:
             return BridgeAnswer(hits=(), report=self.report())
@@ -184,11 +185,11 @@ class Bridge:
 
     # -- the wire ---------------------------------------------------------------------------------
 
-    def refresh(self) -> Offer:
-        """Ask the service again what it offers (within the deadline, if the breaker lets it be asked)."""
+    def refresh(self, ends: float | None = None) -> Offer:
+        """Ask the service again what it offers (by `ends`, else within the deadline; if the breaker lets it)."""
         self._admit()
         try:
-            offer = self.probe(timeout=max(self.settings.deadline, 1.0))
+            offer = self.probe(time.monotonic() + self.settings.deadline if ends is None else ends)
         except httpx.TimeoutException as error:
             self._failed("timed_out", f"no answer within the deadline of {self.settings.deadline} s ({error})")
             raise CognitionUnavailable(self._reason) from None
@@ -207,15 +208,15 @@ class Bridge:
         except CognitionUnavailable:
             logger.info("cognition bridge: the service did not answer at connect; it is asked again at first use")
 
-    def _require_recall(self) -> None:
-        if not self._offer_now().recall:
+    def _require_recall(self, ends: float) -> None:
+        if not self._offer_now(ends).recall:
             raise CognitionUnavailable("the service does not list recall")
 
-    def _offer_now(self) -> Offer:
+    def _offer_now(self, ends: float | None = None) -> Offer:
         """The offer, asked for again after any failure (the service may have restarted as another version)."""
         with self._lock:
             offer = None if self._stale else self._offer
-        return offer if offer is not None else self.refresh()
+        return offer if offer is not None else self.refresh(ends)
 
     def _decoded(self, answer: bytes) -> _Recalled:
         try:
@@ -224,19 +225,19 @@ class Bridge:
             self._failed("failed", f"its recall answer could not be read ({error})")
             raise CognitionUnavailable(self._reason) from None
 
-    def _get(self, path: str, timeout: float) -> bytes:
+    def _get(self, path: str, ends: float) -> bytes:
         assert self._http is not None
-        response = self._http.get(path, timeout=timeout)
+        response = self._http.get(path, timeout=max(0.001, ends - time.monotonic()))
         response.raise_for_status()
         return response.content
 
-    def _call(self, method: str, path: str, body: bytes | None) -> bytes:
+    def _call(self, method: str, path: str, body: bytes | None, seconds: float | None = None) -> bytes:
         """One request within the deadline, counted, its failure fed to the breaker."""
         assert self._http is not None
         self._admit()
         try:
             response = self._http.request(
-                method, path, content=body, timeout=self.settings.deadline,
+                method, path, content=body, timeout=max(0.001, self.settings.deadline if seconds is None else seconds),
                 headers={"Content-Type": "application/json"} if body is not None else None,
             )
             response.raise_for_status()
