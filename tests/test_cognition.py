@@ -19,9 +19,9 @@ from resident.clock import ManualClock
 from resident.cognition.breaker import CircuitBreaker
 from resident.cognition.fusion import place, scale
 from resident.cognition.offer import read_offer
-from resident.errors import CognitionDisabled, ConfigError, GrantExceeded, TextInvalid
+from resident.errors import CognitionDisabled, ConfigError, GrantExceeded, NotVisible, TextInvalid
 from tests.hindsight_proxy import HindsightProxy
-from tests.knowledge_helpers import write_docs
+from tests.knowledge_helpers import candidate, evidence_chain, write_docs
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -241,3 +241,26 @@ def test_the_event_stream_says_when_the_bridge_turns_degraded(tmp_path: Path, se
         assert isinstance(told, CognitionBridgeEvent)
         assert told.state == "degraded"
         assert "deadline" in told.reason
+
+
+def test_verified_entries_join_recall_and_context_only_for_an_authorized_member(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "writer.py").write_text("WRITERS = 1\n", encoding="utf-8")
+    with Runtime.open(_home(tmp_path, knowledge=True)) as rt:
+        rt.memory.enable()
+        rt.knowledge.register_repository("resident", repo, members=["deven", "alice", "oliver"])
+        verified = evidence_chain(rt, proposal=candidate("One writer per worktree")).entry
+        assert verified is not None
+        assert verified.state == "verified"
+        note = rt.member("deven").remember("the writer batches its commits").id
+        rt.memory.wait_indexed()
+        found = rt.cognition.recall("deven", "writer", project="resident", repository="resident")
+        entries = [hit.entry.id for hit in found.hits if hit.entry is not None]
+        assert entries == [verified.id]
+        assert {hit.source for hit in found.hits} == {"memory", "verified_entry"}
+        context = rt.cognition.context("deven", "resident", "resident", "the writer")
+        assert [entry.id for entry in context.entries] == [verified.id]
+        assert [hit.memory.id for hit in context.memories if hit.memory] == [note]
+        with pytest.raises(NotVisible):
+            rt.cognition.recall("victor", "writer", project="resident", repository="resident")
