@@ -10,7 +10,10 @@ queries, interleaved query by query so the machine's load falls on each alike, i
 * `alone` — `rt.cognition.recall(..., sources=("memory",))`: the cognition service, the bridge not asked;
 * `bridged` — `sources=("memory", "bridge")` with Hindsight answering;
 * `stalled` — the same with the proxy never answering: the first `failures` calls wait out the deadline, then the
-  breaker is open and recall answers from the runtime alone.
+  breaker is open and recall answers from the runtime alone;
+* `hindsight` — Hindsight's own recall of the bank over plain HTTP (what the bridged answer waits for).
+
+The order of the ways rotates from query to query, so none always runs first (cold) or after the same query.
 
     python bench/cognition.py [--memories 10000] [--queries 200] [--deadline 0.25] [--json]
 """
@@ -27,6 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.recall_index import _percentile, synthetic_queries, synthetic_texts
@@ -39,8 +44,6 @@ BATCH = 500
 
 
 def _fill_hindsight(url: str, token: str, texts: list[str]) -> float:
-    import httpx  # noqa: PLC0415 - only this bench's setup speaks to Hindsight directly
-
     started = time.perf_counter()
     for start in range(0, len(texts), BATCH):
         items = [{"content": text.replace("\n", ". ")} for text in texts[start:start + BATCH]]
@@ -85,16 +88,23 @@ def run(memories: int, queries: int, deadline: float) -> dict[str, Any]:
                     rt.member("deven").remember_many([{"text": text} for text in batch])
                 rt.memory.wait_indexed(timeout=600)
                 member = rt.member("deven")
+                direct = httpx.Client(base_url=hindsight.url, headers={"Authorization": f"Bearer {hindsight.token}"})
                 ways: dict[str, Callable[[str], Any]] = {
                     "member.recall": lambda q: member.recall(q, 10),
                     "alone": lambda q: rt.cognition.recall("deven", q, 10, sources=("memory",)),
                     "bridged": lambda q: rt.cognition.recall("deven", q, 10, sources=("memory", "bridge")),
+                    "hindsight": lambda q: direct.post(
+                        "/v1/default/banks/deven-notes/memories/recall",
+                        json={"query": q, "max_tokens": 4096, "budget": "low"}, timeout=60,
+                    ).raise_for_status(),
                 }
                 samples: dict[str, list[float]] = {name: [] for name in (*ways, "stalled")}
                 bridged_hits = 0
                 load = os.getloadavg()
-                for query in asked:
-                    for name, way in ways.items():
+                names = list(ways)
+                for turn, query in enumerate(asked):
+                    for name in names[turn % len(names):] + names[:turn % len(names)]:
+                        way = ways[name]
                         started = time.perf_counter()
                         answer = way(query)
                         samples[name].append(time.perf_counter() - started)
@@ -106,6 +116,7 @@ def run(memories: int, queries: int, deadline: float) -> dict[str, Any]:
                     answer = rt.cognition.recall("deven", query, 10, sources=("memory", "bridge"))
                     samples["stalled"].append(time.perf_counter() - started)
                 report = answer.bridge
+                direct.close()
         finally:
             hindsight.stop()
     return {

@@ -17,7 +17,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import msgspec
@@ -174,6 +174,8 @@ class _BankTable(msgspec.Struct, forbid_unknown_fields=True):
     member: str | None = None
     world: str | None = None
     retain: bool = False
+    domain: Literal["work", "personal"] | None = None
+    project: str | None = None
 
 
 class _CognitionTable(msgspec.Struct, forbid_unknown_fields=True):
@@ -363,7 +365,11 @@ def _binding(table: _BankTable, path: Path) -> BankBinding:
         world = validate_name("world", table.world) if table.world is not None else None
     except ConfigError as error:
         raise ConfigError(f"{path}: [[cognition.banks]] {error.message}") from None
-    return BankBinding(bank=table.bank, member=member, world=world, retain=table.retain)
+    if table.project is not None and not 1 <= len(table.project) <= 200:
+        raise ConfigError(f"{path}: [[cognition.banks]] project must be 1-200 characters")
+    return BankBinding(
+        bank=table.bank, member=member, world=world, retain=table.retain, domain=table.domain, project=table.project
+    )
 
 
 def render_config(config: Config) -> str:
@@ -392,7 +398,8 @@ def _cognition_table(settings: CognitionSettings) -> dict[str, object]:
         "failures": settings.failures, "cooldown": settings.cooldown, "supervise": settings.supervise,
         "command": list(settings.command), "environment": dict(settings.environment),
         "banks": [
-            {"bank": b.bank, **({"member": b.member} if b.member else {"world": b.world or ""}), "retain": b.retain}
+            {"bank": b.bank, **({"member": b.member} if b.member else {"world": b.world or ""}), "retain": b.retain,
+             **({"domain": b.domain} if b.domain else {}), **({"project": b.project} if b.project else {})}
             for b in settings.banks
         ],
     }

@@ -41,8 +41,9 @@ ALLOWED: dict[str, set[str]] = {
     "resident.engagement": {"resident.messages", "resident.memory"},
     # Knowledge analyses text with memory's own analysis rather than a second one.
     "resident.knowledge": {"resident.messages", "resident.memory"},
-    # Cognition's pure rules (one scale, the bridge's settings, breaker and offer) on the messages.
-    "resident.cognition": {"resident.messages"},
+    # Cognition's pure rules (one scale, the bridge's settings, breaker and offer); engagement narrows its banks
+    # as it narrows memory.
+    "resident.cognition": {"resident.messages", "resident.engagement"},
     # resident.toml: its sections are the domains' and Realm's settings.
     "resident.config": {
         "resident.messages", "resident.store", "resident.realm", "resident.engagement", "resident.cognition",

@@ -264,3 +264,27 @@ def test_verified_entries_join_recall_and_context_only_for_an_authorized_member(
         assert [hit.memory.id for hit in context.memories if hit.memory] == [note]
         with pytest.raises(NotVisible):
             rt.cognition.recall("victor", "writer", project="resident", repository="resident")
+
+
+def test_a_grant_reaches_only_its_scopes_banks_and_engagement_narrows_banks_as_it_narrows_records(
+    tmp_path: Path, service: HindsightProxy
+) -> None:
+    work_only = _bridged(service.url).replace('world = "team"\n', 'world = "team"\ndomain = "work"\n')
+    with Runtime.open(_home(tmp_path, work_only)) as rt:
+        rt.memory.enable()
+        grant = rt.coordinator.issue_grant(actions={"recall"})
+        session = rt.coordinator.dispatch("look", "deven", role="implement", parent_grant=grant, actions={"recall"},
+                                          scopes=["WORLD_SHARED"])
+        as_session = rt.with_grant(session.token)
+        rt.engagement.engage("deven", domain="work")
+        banks = {hit.bridged.bank for hit in as_session.cognition.recall("deven", "canary").hits if hit.bridged}
+        assert banks == {"team-notes"}  # deven's own bank is AGENT_CORE: outside this grant
+        rt.engagement.engage("deven", domain="personal")
+        asked = len(service.requests)
+        narrowed = rt.cognition.recall("deven", "canary", sources=("memory", "bridge"))
+        assert {hit.bridged.bank for hit in narrowed.hits if hit.bridged} == {"deven-notes"}
+        assert not any(b"team-notes" in path.encode() for _, path, _ in service.requests[asked:])
+        denied = as_session.cognition.recall("deven", "canary", sources=("bridge",))
+        assert denied.hits == ()
+        assert "narrows recall to none" in denied.skipped[0].reason
+        assert not any(b"team-notes" in path.encode() for _, path, _ in service.requests[asked:])

@@ -6,8 +6,9 @@ so the runtime cannot filter them after the fact; it decides *before* asking:
 * a member's recall reaches the banks that stand for the member or one of its worlds;
 * under a grant, the member's own bank only if the grant covers `AGENT_CORE`, a world's bank only if it covers
   `WORLD_SHARED` (a grant narrows, never widens);
-* while the member's engagement narrows recall (restricted, or engaged in a domain or project) the bridge is not
-  asked at all: nothing it answers could be checked against that narrowing.
+* a bank's memories carry the activation its `[[cognition.banks]]` gives it (`domain`, `project`; none by
+  default), and the member's engagement narrows them exactly as it narrows a record with that activation
+  (`resident.engagement.narrowing.allows`): a bank the narrowing rules out is not asked.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from resident.cognition.settings import BankBinding, CognitionSettings
+from resident.engagement.narrowing import allows
 from resident.messages.engagement import EngagementState
+from resident.messages.memory import Activation
 
 __all__ = ["Reach", "reach"]
 
@@ -36,12 +39,19 @@ def reach(
     """The banks `member`'s recall may ask (`scopes`: its grant's, None for the owner's call)."""
     if not settings.bridged:
         return Reach(banks=(), reason="no bridge is configured ([cognition] provider)")
-    if engagement is not None and (engagement.restricted or engagement.domain or engagement.project):
-        return Reach(banks=(), reason=f"{member}'s engagement narrows recall; the bridged service is not asked")
-    banks = tuple(
-        binding for binding in settings.banks_for(member, worlds)
+    mapped = settings.banks_for(member, worlds)
+    if not mapped:
+        return Reach(banks=(), reason=f"no [[cognition.banks]] stands for {member} or its worlds")
+    granted = tuple(
+        binding for binding in mapped
         if scopes is None or ("AGENT_CORE" if binding.member is not None else "WORLD_SHARED") in scopes
     )
+    if not granted:
+        return Reach(banks=(), reason="the grant covers none of the scopes of the banks that stand for " + member)
+    banks = tuple(
+        binding for binding in granted
+        if allows(engagement, Activation(domain=binding.domain, project=binding.project))
+    )
     if not banks:
-        return Reach(banks=(), reason=f"no [[cognition.banks]] stands for {member} or its worlds (within its grant)")
+        return Reach(banks=(), reason=f"{member}'s engagement narrows recall to none of its banks of the service")
     return Reach(banks=banks)

@@ -12,6 +12,8 @@ for which member or world.
     bank = "deven-notes"                   # the service's bank id
     member = "deven"                       # or: world = "team"
     retain = false                         # true: the owner may write the member's served memories to it
+    domain = "work"                        # optional: its memories count as recalled only in this domain
+    project = "resident"                   # optional: ... and this project (engagement narrows as for memory)
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ class BankBinding:
     member: str | None = None
     world: str | None = None
     retain: bool = False
+    # The activation its memories are taken to have: the member's engagement narrows them as it does a record's.
+    domain: Literal["work", "personal"] | None = None
+    project: str | None = None
 
     def stands_for(self, member: str, worlds: tuple[str, ...]) -> bool:
         return self.member == member or (self.world is not None and self.world in worlds)
