@@ -2,20 +2,21 @@
 
 One home holds `--memories` memories of deven (bench/recall_index.py's mixed-language synthetic texts); a real
 Hindsight server (tests/hindsight_stack.py: `hindsight-api-slim` on PostgreSQL with pgvector, LLM off, a loopback
-embedder) holds as many in the bank that stands for deven, retained through its own API. A loopback proxy sits
-in front of it (tests/hindsight_proxy.py) so it can be stalled without stopping it. Every round asks the same
-queries, interleaved query by query so the machine's load falls on each alike, in four ways:
+embedder) holds as many in the bank that stands for deven, retained through its own API. A loopback server
+beside it never answers (tests/hindsight_proxy.py in its `stall` mode), and a second home with the same memories
+is bridged to that one. Every round asks the same queries, interleaved query by query so the machine's load
+falls on each alike, in five ways:
 
 * `member.recall` — memory recall as it was before cognition (the reference);
 * `alone` — `rt.cognition.recall(..., sources=("memory",))`: the cognition service, the bridge not asked;
 * `bridged` — `sources=("memory", "bridge")` with Hindsight answering;
-* `stalled` — the same with the proxy never answering: the first `failures` calls wait out the deadline, then the
-  breaker is open and recall answers from the runtime alone;
+* `stalled` — the second home, bridged to the server that never answers: its first `failures` calls wait out
+  the deadline, then the breaker is open and recall answers from the runtime alone;
 * `hindsight` — Hindsight's own recall of the bank over plain HTTP (what the bridged answer waits for).
 
 The order of the ways rotates from query to query, so none always runs first (cold) or after the same query.
 
-    python bench/cognition.py [--memories 10000] [--queries 200] [--deadline 0.25] [--json]
+    python bench/cognition.py [--memories 10000] [--queries 200] [--deadline 2.0] [--json]
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +70,25 @@ def _summary(samples: list[float]) -> dict[str, float]:
             "n": float(len(samples))}
 
 
+@contextmanager
+def _runtime(folder: Path, url: str, token: str, deadline: float, texts: list[str]) -> Iterator[Runtime]:
+    """A runtime bridged to `url` whose deven holds `texts`, indexed."""
+    folder.mkdir()
+    with Runtime.open(_home(folder, url, token, deadline)) as rt:
+        rt.memory.enable()
+        for start in range(0, len(texts), 5_000):
+            rt.member("deven").remember_many([{"text": text} for text in texts[start:start + 5_000]])
+        rt.memory.wait_indexed(timeout=600)
+        yield rt
+
+
+def _timed(samples: list[float], way: Callable[[str], Any], query: str) -> Any:
+    started = time.perf_counter()
+    answer = way(query)
+    samples.append(time.perf_counter() - started)
+    return answer
+
+
 def run(memories: int, queries: int, deadline: float) -> dict[str, Any]:
     reason = missing()
     if reason:
@@ -80,15 +101,14 @@ def run(memories: int, queries: int, deadline: float) -> dict[str, Any]:
         hindsight = start_hindsight(folder / "hs", embedder.url, embedder.dim)
         try:
             fill_seconds = _fill_hindsight(hindsight.url, hindsight.token, texts[memories:])
-            with HindsightProxy(upstream=hindsight.url) as proxy, \
-                    Runtime.open(_home(folder, proxy.url, hindsight.token, deadline)) as rt:
-                rt.memory.enable()
-                for start in range(0, memories, 5_000):
-                    batch = texts[start:min(memories, start + 5_000)]
-                    rt.member("deven").remember_many([{"text": text} for text in batch])
-                rt.memory.wait_indexed(timeout=600)
+            # One runtime bridged to Hindsight itself, one to a server that never answers; the same memories each.
+            token = hindsight.token
+            with HindsightProxy() as stalled_service, \
+                    _runtime(folder / "a", hindsight.url, token, deadline, texts[:memories]) as rt, \
+                    _runtime(folder / "b", stalled_service.url, token, deadline, texts[:memories]) as cut, \
+                    httpx.Client(base_url=hindsight.url, headers={"Authorization": f"Bearer {token}"}) as direct:
+                stalled_service.mode = "stall"
                 member = rt.member("deven")
-                direct = httpx.Client(base_url=hindsight.url, headers={"Authorization": f"Bearer {hindsight.token}"})
                 ways: dict[str, Callable[[str], Any]] = {
                     "member.recall": lambda q: member.recall(q, 10),
                     "alone": lambda q: rt.cognition.recall("deven", q, 10, sources=("memory",)),
@@ -97,26 +117,18 @@ def run(memories: int, queries: int, deadline: float) -> dict[str, Any]:
                         "/v1/default/banks/deven-notes/memories/recall",
                         json={"query": q, "max_tokens": 4096, "budget": "low"}, timeout=60,
                     ).raise_for_status(),
+                    "stalled": lambda q: cut.cognition.recall("deven", q, 10, sources=("memory", "bridge")),
                 }
-                samples: dict[str, list[float]] = {name: [] for name in (*ways, "stalled")}
+                samples: dict[str, list[float]] = {name: [] for name in ways}
                 bridged_hits = 0
                 load = os.getloadavg()
                 names = list(ways)
                 for turn, query in enumerate(asked):
                     for name in names[turn % len(names):] + names[:turn % len(names)]:
-                        way = ways[name]
-                        started = time.perf_counter()
-                        answer = way(query)
-                        samples[name].append(time.perf_counter() - started)
+                        answer = _timed(samples[name], ways[name], query)
                         if name == "bridged":
                             bridged_hits += sum(1 for hit in answer.hits if hit.source == "bridge")
-                proxy.mode = "stall"
-                for query in asked:
-                    started = time.perf_counter()
-                    answer = rt.cognition.recall("deven", query, 10, sources=("memory", "bridge"))
-                    samples["stalled"].append(time.perf_counter() - started)
-                report = answer.bridge
-                direct.close()
+                report = cut.status().cognition
         finally:
             hindsight.stop()
     return {
@@ -132,7 +144,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--deadline", type=float, default=0.25)
+    parser.add_argument("--deadline", type=float, default=2.0)
     parser.add_argument("--json", action="store_true")
     options = parser.parse_args()
     result = run(options.memories, options.queries, options.deadline)
