@@ -15,9 +15,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -27,12 +28,13 @@ from resident.clock import Clock
 from resident.cognition.breaker import CircuitBreaker
 from resident.cognition.offer import OPTIONAL, RECALL, RETAIN, Offer, read_offer
 from resident.cognition.settings import BankBinding, CognitionSettings
-from resident.errors import CognitionUnavailable, ConfigError, InvalidInput
+from resident.errors import CognitionDisabled, CognitionUnavailable, ConfigError, InvalidInput
 from resident.messages.cognition import BridgedHit, BridgeReport
 
 __all__ = ["Bridge", "BridgeAnswer", "open_bridge", "read_token"]
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _MAX_TOKEN_BYTES = 4_096
 
@@ -86,6 +88,8 @@ class Bridge:
         self._reason = ""
         self._counts = {"answered": 0, "failed": 0, "timed_out": 0, "refused": 0}
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # A few threads of its own: each bridged answer is asked while the runtime's sources answer.
+        self._pool = ThreadPoolExecutor(4, thread_name_prefix="cognition-bridge") if settings.bridged else None
         # No proxy from the environment: the service is on this machine and the queries stay on it.
         self._http = (
             httpx.Client(base_url=settings.url, headers=headers, trust_env=False, follow_redirects=False)
@@ -179,7 +183,15 @@ class Bridge:
             return msgspec.json.decode(self._call("POST", path, msgspec.json.encode({"query": query})))
         return msgspec.json.decode(self._call("GET", path, None))
 
+    def in_background(self, work: Callable[[], T]) -> Future[T]:
+        """Run `work` (an ask of the service) on the bridge's own threads, so the caller's can do the runtime's."""
+        if self._pool is None:
+            raise CognitionDisabled("no Cognition service is bridged: set [cognition] provider in resident.toml")
+        return self._pool.submit(work)
+
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
         if self._http is not None:
             self._http.close()
 

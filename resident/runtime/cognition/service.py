@@ -74,8 +74,17 @@ def recall(context: Context, call: Call, request: CognitionRecall) -> CognitionH
     sources = _sources(request.sources)
     ranked: dict[Source, Sequence[Found]] = {}
     skipped: list[CognitionSkipped] = []
+    # The bridged service is asked while the runtime's own sources answer: the reply waits for the slower of the two,
+    # not for both one after the other.
+    bridged = (
+        context.cognition.in_background(lambda: _ask(context, call, "bridge", query, request))
+        if "bridge" in sources and context.cognition.on else None
+    )
     for source in sources:
-        found, reason = _ask(context, call, source, query, request)
+        if source == "bridge" and bridged is not None:
+            found, reason = bridged.result()
+        else:
+            found, reason = _ask(context, call, source, query, request)
         if reason:
             skipped.append(CognitionSkipped(source=source, reason=reason))
         else:
