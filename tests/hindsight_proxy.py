@@ -8,7 +8,8 @@ Modes (set `proxy.mode`):
   shapes (`hindsight_api.api.http`: `VersionResponse`, FastAPI's OpenAPI document, `RecallResponse`), from
   `proxy.memories`;
 * `stall` — reads the request and never answers until the server stops (a wedged service);
-* `error` — answers 500.
+* `error` — answers 500;
+* `redirect` — answers 307 to a host that is not this machine (a bridge must not follow it).
 
 `proxy.version`, when set, replaces the `api_version` the service claims (an upgrade the bridge does not know).
 """
@@ -26,7 +27,7 @@ from tests.loopback_server import LoopbackServer
 
 __all__ = ["HindsightProxy"]
 
-Mode = Literal["forward", "stall", "error"]
+Mode = Literal["forward", "stall", "error", "redirect"]
 # The paths a Hindsight 1.x lists that the bridge reads (the rest of its ~80 are of no matter here).
 _PATHS = (
     "/v1/default/banks/{bank_id}/memories/recall", "/v1/default/banks/{bank_id}/memories",
@@ -63,6 +64,12 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             case "error":
                 self._answer(500, {"detail": "boom"})
+                return
+            case "redirect":
+                self.send_response(307)
+                self.send_header("Location", f"http://evil.example{self.path}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
                 return
             case "forward":
                 status, answer = proxy.answer(self.command, self.path, body, self.headers.get("Authorization"))

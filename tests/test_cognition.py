@@ -19,7 +19,7 @@ from resident.clock import ManualClock
 from resident.cognition.breaker import CircuitBreaker
 from resident.cognition.fusion import place, scale
 from resident.cognition.offer import read_offer
-from resident.errors import CognitionDisabled, ConfigError, GrantExceeded, NotVisible, TextInvalid
+from resident.errors import CognitionDisabled, ConfigError, GrantExceeded, NotVisible, OwnerOnlyAction, TextInvalid
 from tests.hindsight_proxy import HindsightProxy
 from tests.knowledge_helpers import candidate, evidence_chain, write_docs
 
@@ -288,3 +288,31 @@ def test_a_grant_reaches_only_its_scopes_banks_and_engagement_narrows_banks_as_i
         assert denied.hits == ()
         assert "narrows recall to none" in denied.skipped[0].reason
         assert not any(b"team-notes" in path.encode() for _, path, _ in service.requests[asked:])
+
+
+@pytest.mark.parametrize("mode", ["error", "redirect"])
+def test_a_failing_or_redirecting_service_degrades_the_bridge_and_is_never_followed(
+    tmp_path: Path, service: HindsightProxy, mode: str
+) -> None:
+    with Runtime.open(_home(tmp_path, _bridged(service.url))) as rt:
+        rt.memory.enable()
+        service.mode = mode  # type: ignore[assignment]  # one of the proxy's modes
+        asked = len(service.requests)
+        found = rt.cognition.recall("deven", "canary", sources=("memory", "bridge"))
+        assert found.bridge.state == "degraded"
+        assert found.bridge.failed == 1
+        assert [hit for hit in found.hits if hit.source == "bridge"] == []
+        assert len(service.requests) == asked + 1  # one request, no second one to wherever it pointed
+
+
+def test_a_member_session_may_not_write_to_the_service(tmp_path: Path, service: HindsightProxy) -> None:
+    retaining = _bridged(service.url).replace('member = "deven"\n', 'member = "deven"\nretain = true\n')
+    with Runtime.open(_home(tmp_path, retaining)) as rt:
+        rt.memory.enable()
+        mine = rt.member("deven").remember("the canary rollout needs the migration first").id
+        grant = rt.coordinator.issue_grant(actions={"recall", "remember"})
+        session = rt.coordinator.dispatch("look", "deven", role="implement", parent_grant=grant,
+                                          actions={"recall", "remember"})
+        with pytest.raises(OwnerOnlyAction):
+            rt.with_grant(session.token).cognition.retain("deven", [mine])
+        assert not any(path.endswith("/memories") for _, path, _ in service.requests)
