@@ -197,7 +197,8 @@ class _Retain(_Request, frozen=True):
 class RetainRecords(_Retain, frozen=True, kw_only=True):
     """Write these served memories of `member` to the service's bank that stands for it alone, through the
     service's own retain (the owner's choice: `retain = true` for that bank). All of them or none: a record that
-    may not go (withheld, another's, conditioned) refuses the whole call before anything is sent."""
+    may not go (withheld, another's, conditioned) refuses the whole call before anything is sent. The service is
+    given `timeout` seconds to take them (the bridge's deadline when left out)."""
 
     timeout: Seconds | None = None
 

@@ -155,9 +155,10 @@ class Bridge:
         hits.sort(key=lambda hit: -hit.scores.get("final", 0.0))
         return BridgeAnswer(hits=tuple(hits[:k]), report=self.report())
 
-    def retain(self, binding: BankBinding, texts: Sequence[tuple[str, str]]) -> int:
+    def retain(self, binding: BankBinding, texts: Sequence[tuple[str, str]], seconds: float | None = None) -> int:
         """Write `(document id, text)` pairs to `binding`'s bank through the service's own retain (only for a bank
-        with `retain = true`); how many it took. `CognitionUnavailable` when it did not answer."""
+        with `retain = true`) within `seconds` (the deadline by default: the service embeds what it retains, so a
+        large write may need longer); how many it took. `CognitionUnavailable` when it did not answer."""
         if not binding.retain:
             raise InvalidInput(f"bank {binding.bank} does not retain: set retain = true for it in [[cognition.banks]]")
         offer = self._offer_now()
@@ -166,7 +167,7 @@ class Bridge:
             raise CognitionUnavailable(f"the service does not offer a retain the bridge knows{known}")
         items = [{"content": text, "document_id": document} for document, text in texts]
         path = RETAIN.format(bank_id=quote(binding.bank, safe=""))
-        self._call("POST", path, msgspec.json.encode({"items": items, "async": False}))
+        self._call("POST", path, msgspec.json.encode({"items": items, "async": False}), seconds)
         return len(items)
 
     def optional(self, name: str, binding: BankBinding, query: str | None) -> Any:

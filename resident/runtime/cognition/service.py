@@ -177,7 +177,7 @@ def retain(context: Context, _call: Call, request: RetainRecords) -> Retained:
     if refused:
         more = f" (and {len(refused) - 1} more)" if refused[1:] else ""
         raise NotVisible(f"nothing was written: {refused[0]}{more}")
-    context.cognition.retain(binding, [(record.id, record.body) for record in records])
+    context.cognition.retain(binding, [(record.id, record.body) for record in records], request.timeout)
     return Retained(bank=binding.bank, retained=tuple(record.id for record in records))
 
 
