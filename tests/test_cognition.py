@@ -20,6 +20,7 @@ from resident.cognition.breaker import CircuitBreaker
 from resident.cognition.fusion import place, scale
 from resident.cognition.offer import read_offer
 from resident.errors import CognitionDisabled, ConfigError, GrantExceeded, NotVisible, OwnerOnlyAction, TextInvalid
+from tests.api_helpers import UpProcess
 from tests.hindsight_proxy import HindsightProxy
 from tests.knowledge_helpers import candidate, evidence_chain, write_docs
 
@@ -316,3 +317,23 @@ def test_a_member_session_may_not_write_to_the_service(tmp_path: Path, service: 
         with pytest.raises(OwnerOnlyAction):
             rt.with_grant(session.token).cognition.retain("deven", [mine])
         assert not any(path.endswith("/memories") for _, path, _ in service.requests)
+
+
+@pytest.mark.slow
+def test_runtime_connect_answers_the_same_merged_hits_over_the_loopback_api(
+    tmp_path: Path, service: HindsightProxy
+) -> None:
+    home = _home(tmp_path, _bridged(service.url))
+    with Runtime.open(home) as rt:
+        rt.memory.enable()
+        rt.member("deven").remember("the canary rollout needs the migration first")
+        rt.memory.wait_indexed()
+        here = rt.cognition.recall("deven", "canary rollout")
+    with UpProcess(home), Runtime.connect(home) as remote:
+        there = remote.cognition.recall("deven", "canary rollout")
+        assert [(hit.source, hit.score, hit.rank) for hit in there.hits] == [
+            (hit.source, hit.score, hit.rank) for hit in here.hits
+        ]
+        assert {hit.bridged.bank for hit in there.hits if hit.bridged} == {"deven-notes", "team-notes"}
+        assert remote.cognition.capabilities().bridge.state == "ok"
+        assert remote.status().cognition.provider == "hindsight"
