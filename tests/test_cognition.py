@@ -205,7 +205,7 @@ def test_a_stalled_service_is_cut_off_by_the_deadline_then_the_breaker_and_recal
     tmp_path: Path, service: HindsightProxy
 ) -> None:
     clock = ManualClock()
-    home = _home(tmp_path, _bridged(service.url, deadline=0.2, failures=2, cooldown=30.0))
+    home = _home(tmp_path, _bridged(service.url, deadline=0.5, failures=2, cooldown=30.0))
     with Runtime.open(home, clock=clock) as rt:
         rt.memory.enable()
         memory = rt.member("deven").remember("the canary rollout needs the migration first")
@@ -232,7 +232,7 @@ def test_a_stalled_service_is_cut_off_by_the_deadline_then_the_breaker_and_recal
 
 
 def test_the_event_stream_says_when_the_bridge_turns_degraded(tmp_path: Path, service: HindsightProxy) -> None:
-    home = _home(tmp_path, _bridged(service.url, deadline=0.2))
+    home = _home(tmp_path, _bridged(service.url, deadline=0.5))
     with Runtime.open(home) as rt:
         stream = rt.events(from_now=True)
         assert isinstance(next(stream).event, StreamStartedEvent)
