@@ -81,6 +81,7 @@ class Bridge:
         self.settings = settings
         self._clock = clock
         self._lock = threading.Lock()
+        # On the clock's monotonic time: a wall-clock step must not open or close it.
         self._breaker = CircuitBreaker(threshold=settings.failures, cooldown=settings.cooldown)
         self._offer: Offer | None = None
         # Set by a failure: the next call asks the service again what it offers before using it.
@@ -107,7 +108,7 @@ class Bridge:
         if self._http is None:
             return BridgeReport(provider="none", state="off")
         with self._lock:
-            breaker = self._breaker.state(self._clock.time())
+            breaker = self._breaker.state(self._clock.monotonic())
             offer, reason, counts = self._offer, self._reason, dict(self._counts)
         degraded = breaker != "closed" or bool(reason)
         notes = [reason] if reason else []
@@ -118,11 +119,6 @@ class Bridge:
             url=self.settings.url, version=offer.version if offer else "", version_known=offer.known if offer else True,
             breaker=breaker, **counts,
         )
-
-    def offer(self) -> Offer | None:
-        """What the service offered at the last probe (None before one answered)."""
-        with self._lock:
-            return self._offer
 
     # -- asking the service -------------------------------------------------------------------------
 
@@ -265,7 +261,7 @@ class Bridge:
 
     def _admit(self) -> None:
         with self._lock:
-            allowed = self._breaker.allow(self._clock.time())
+            allowed = self._breaker.allow(self._clock.monotonic())
             if not allowed:
                 self._counts["refused"] += 1
         if not allowed:
@@ -279,7 +275,7 @@ class Bridge:
 
     def _failed(self, kind: str, reason: object) -> None:
         with self._lock:
-            self._breaker.failed(self._clock.time())
+            self._breaker.failed(self._clock.monotonic())
             self._stale = True
             self._counts[kind] += 1
             self._reason = f"the service failed: {reason}"
