@@ -17,13 +17,16 @@ import re
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import msgspec
 import tomli_w
 
+from resident.cognition.settings import PROVIDERS, BankBinding, CognitionSettings
 from resident.engagement.rules import EngagementConfig, engagement_table, parse_engagement
 from resident.errors import ConfigError, InvalidInput, UnknownMember, shorten
+from resident.loopback import is_loopback_host
 from resident.realm.urls import realm_base_url
 from resident.store.home import CONFIG_FILE, ensure_home, write_private_file
 
@@ -93,6 +96,8 @@ class Config:
     memory_embedder: str = "hash"
     # `[sessions] sandbox`: a member's harness runs hidden from the home (see `resident.runtime.sessions.sandbox`).
     session_sandbox: bool = True
+    # `[cognition]`: the bridge to an independent Cognition service (none by default; docs/cognition.md).
+    cognition: CognitionSettings = field(default_factory=CognitionSettings)
 
     def member(self, name: str) -> MemberConfig:
         for member in (*self.members, *self.extra_members):
@@ -164,6 +169,28 @@ class _SessionsTable(msgspec.Struct, forbid_unknown_fields=True):
     sandbox: bool = True
 
 
+class _BankTable(msgspec.Struct, forbid_unknown_fields=True):
+    bank: str
+    member: str | None = None
+    world: str | None = None
+    retain: bool = False
+    domain: Literal["work", "personal"] | None = None
+    project: str | None = None
+
+
+class _CognitionTable(msgspec.Struct, forbid_unknown_fields=True):
+    provider: str = "none"
+    url: str = ""
+    token_file: str | None = None
+    deadline: float = 2.0
+    failures: int = 3
+    cooldown: float = 30.0
+    supervise: bool = False
+    command: list[str] = msgspec.field(default_factory=list)
+    environment: dict[str, str] = msgspec.field(default_factory=dict)
+    banks: list[_BankTable] = msgspec.field(default_factory=list)
+
+
 class _ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
     """`resident.toml` as it is written: [team], [members.NAME], [realm], [memory], [engagement], [knowledge]."""
 
@@ -176,6 +203,7 @@ class _ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
     knowledge: _KnowledgeTable = msgspec.field(default_factory=_KnowledgeTable)
     memory: _MemoryTable = msgspec.field(default_factory=_MemoryTable)
     sessions: _SessionsTable = msgspec.field(default_factory=_SessionsTable)
+    cognition: _CognitionTable = msgspec.field(default_factory=_CognitionTable)
 
 
 _HEADER = (
@@ -183,12 +211,13 @@ _HEADER = (
     "# Runtime state (memory on/off, the embedder) is not here: use `resident memory ...`.\n\n"
 )
 _ALLOWED = {
-    "the top level": "team, members, realm, memory, engagement, knowledge, sessions",
+    "the top level": "team, members, realm, memory, engagement, knowledge, sessions, cognition",
     "[team]": "coordinator",
     "[realm]": "url",
     "[knowledge]": "enabled",
     "[memory]": "embedder",
     "[sessions]": "sandbox",
+    "[cognition]": "provider, url, token_file, deadline, failures, cooldown, supervise, command, environment, banks",
 }
 
 
@@ -294,7 +323,52 @@ def _parse(data: _ConfigFile, path: Path) -> Config:
     return Config(
         members=tuple(members), coordinator=coordinator, realm_url=url, path=path, engagement=engagement,
         knowledge=KnowledgeConfig(enabled=data.knowledge.enabled), memory_embedder=embedder,
-        session_sandbox=data.sessions.sandbox,
+        session_sandbox=data.sessions.sandbox, cognition=_cognition(data.cognition, path),
+    )
+
+
+def _cognition(table: _CognitionTable, path: Path) -> CognitionSettings:
+    """`[cognition]`, checked: a known provider, a loopback URL for it, sound numbers, banks that name one owner."""
+    if table.provider not in PROVIDERS:
+        raise ConfigError(
+            f'{path}: [cognition] provider must be one of {", ".join(PROVIDERS)}, not {shorten(table.provider)}'
+        )
+    if table.provider != "none":
+        parts = urlsplit(table.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname or not is_loopback_host(parts.hostname) \
+                or parts.username is not None or parts.password is not None:
+            raise ConfigError(
+                f"{path}: [cognition] url must be an http URL on this machine (127.0.0.1, ::1 or localhost), "
+                f"not {shorten(table.url)}"
+            )
+    if not 0.05 <= table.deadline <= 60.0:
+        raise ConfigError(f"{path}: [cognition] deadline must be between 0.05 and 60 seconds, not {table.deadline}")
+    if not 1 <= table.failures <= 1_000 or not 0.0 <= table.cooldown <= 86_400.0:
+        raise ConfigError(f"{path}: [cognition] failures must be 1 to 1000 and cooldown 0 to 86400 seconds")
+    if table.supervise and not table.command:
+        raise ConfigError(f"{path}: [cognition] supervise = true needs the command that starts the service")
+    return CognitionSettings(
+        provider="hindsight" if table.provider == "hindsight" else "none", url=table.url.rstrip("/"),
+        token_file=table.token_file, deadline=table.deadline, failures=table.failures, cooldown=table.cooldown,
+        supervise=table.supervise, command=tuple(table.command), environment=dict(table.environment),
+        banks=tuple(_binding(bank, path) for bank in table.banks),
+    )
+
+
+def _binding(table: _BankTable, path: Path) -> BankBinding:
+    if (table.member is None) == (table.world is None):
+        raise ConfigError(f"{path}: [[cognition.banks]] {shorten(table.bank)} must name a member or a world, not both")
+    if not table.bank.strip() or len(table.bank) > 200:
+        raise ConfigError(f"{path}: [[cognition.banks]] bank must be the service's bank id (1-200 characters)")
+    try:
+        member = validate_name("member", table.member) if table.member is not None else None
+        world = validate_name("world", table.world) if table.world is not None else None
+    except ConfigError as error:
+        raise ConfigError(f"{path}: [[cognition.banks]] {error.message}") from None
+    if table.project is not None and not 1 <= len(table.project) <= 200:
+        raise ConfigError(f"{path}: [[cognition.banks]] project must be 1-200 characters")
+    return BankBinding(
+        bank=table.bank, member=member, world=world, retain=table.retain, domain=table.domain, project=table.project
     )
 
 
@@ -313,4 +387,22 @@ def render_config(config: Config) -> str:
         document["memory"] = {"embedder": config.memory_embedder}
     if config.knowledge.enabled:
         document["knowledge"] = {"enabled": True}
+    if config.cognition.bridged:
+        document["cognition"] = _cognition_table(config.cognition)
     return _HEADER + tomli_w.dumps(document)
+
+
+def _cognition_table(settings: CognitionSettings) -> dict[str, object]:
+    table: dict[str, object] = {
+        "provider": settings.provider, "url": settings.url, "deadline": settings.deadline,
+        "failures": settings.failures, "cooldown": settings.cooldown, "supervise": settings.supervise,
+        "command": list(settings.command), "environment": dict(settings.environment),
+        "banks": [
+            {"bank": b.bank, **({"member": b.member} if b.member else {"world": b.world or ""}), "retain": b.retain,
+             **({"domain": b.domain} if b.domain else {}), **({"project": b.project} if b.project else {})}
+            for b in settings.banks
+        ],
+    }
+    if settings.token_file is not None:
+        table["token_file"] = settings.token_file
+    return table

@@ -20,6 +20,8 @@ __all__ = [
     "AskTimeout",
     "BackupInvalid",
     "CandidateInvalid",
+    "CognitionDisabled",
+    "CognitionUnavailable",
     "ConfigError",
     "DeadLetter",
     "DiskFull",
@@ -259,6 +261,14 @@ class EmbedderNotLoopback(ResidentError, ValueError):
 
 
 # -- realm ---------------------------------------------------------------------------------------
+
+
+class CognitionUnavailable(ResidentError, ConnectionError):
+    """The bridged Cognition service does not offer what was asked now, or did not answer in time."""
+
+
+class CognitionDisabled(ResidentError, PermissionError):
+    """No Cognition service is bridged for this home (`[cognition] provider` in resident.toml)."""
 
 
 class RealmUnavailable(ResidentError, ConnectionError):

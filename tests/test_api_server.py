@@ -26,6 +26,7 @@ from resident.errors import (
     UnknownMember,
 )
 from resident.operations import DECLARED, Operation, apps
+from resident.operations import cognition as cognition_ops
 from resident.operations import coordination as coordination_ops
 from resident.operations import engagement as engagement_ops
 from resident.operations import evolution as evolution_ops
@@ -312,6 +313,16 @@ BAD_INPUT: list[tuple[AnyOperation, dict[str, str], Any, int, str]] = [
     (sessions_ops.ADMIT, {}, {}, 404, "UnknownSession"),
     (sessions_ops.ADMIT, {"excerpt": "not-an-excerpt"}, {}, 400, "InvalidInput"),
     (sessions_ops.ADMIT, {}, {"importance": 2}, 400, "InvalidInput"),
+    (cognition_ops.RECALL, {}, {"member": "deven", "query": ""}, 400, "TextInvalid"),
+    (cognition_ops.RECALL, {}, {"member": "nobody", "query": "deploy"}, 404, "UnknownMember"),
+    (cognition_ops.RECALL, {}, {"member": "deven", "query": "x", "sources": ["gossip"]}, 400, "InvalidInput"),
+    (cognition_ops.RECALL, {}, {"member": "deven", "query": "x", "k": 0}, 400, "InvalidInput"),
+    (cognition_ops.CONTEXT, {}, {"member": "deven", "project": "p", "repository": "r", "item": " "}, 400,
+     "TextInvalid"),
+    (cognition_ops.CALL, {}, {"member": "deven"}, 400, "InvalidInput"),
+    (cognition_ops.CALL, {}, {"member": "deven", "operation": "reflect"}, 409, "CognitionDisabled"),
+    (cognition_ops.RETAIN, {}, {"member": "deven", "record_ids": []}, 400, "InvalidInput"),
+    (cognition_ops.RETAIN, {}, {"member": "deven", "record_ids": ["mem_x"]}, 409, "CognitionDisabled"),
 ]
 
 

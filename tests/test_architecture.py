@@ -41,8 +41,13 @@ ALLOWED: dict[str, set[str]] = {
     "resident.engagement": {"resident.messages", "resident.memory"},
     # Knowledge analyses text with memory's own analysis rather than a second one.
     "resident.knowledge": {"resident.messages", "resident.memory"},
+    # Cognition's pure rules (one scale, the bridge's settings, breaker and offer); engagement narrows its banks
+    # as it narrows memory.
+    "resident.cognition": {"resident.messages", "resident.engagement"},
     # resident.toml: its sections are the domains' and Realm's settings.
-    "resident.config": {"resident.messages", "resident.store", "resident.realm", "resident.engagement"},
+    "resident.config": {
+        "resident.messages", "resident.store", "resident.realm", "resident.engagement", "resident.cognition",
+    },
     "resident.actors": {
         "resident.messages", "resident.store", "resident.supervisor", "resident.memory", "resident.coordination",
         "resident.realm", "resident.config", "resident.skills", "resident.principles", "resident.engagement",
@@ -56,7 +61,7 @@ ALLOWED: dict[str, set[str]] = {
         "resident.messages", "resident.store", "resident.supervisor", "resident.actors", "resident.memory",
         "resident.coordination", "resident.realm", "resident.config", "resident.skills", "resident.principles",
         "resident.engagement", "resident.evolution", "resident.knowledge", "resident.sessions",
-        "resident.operations",
+        "resident.operations", "resident.cognition",
     },
     # The surfaces, on the operations and the runtime.
     "resident.api": {
@@ -94,6 +99,7 @@ FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
     },
     "resident.web": {"lmdb", "pykka", "numpy", "httpx", "click", "rich"},
     "resident.knowledge": {"lmdb", "pykka", "httpx", "starlette", "uvicorn", "click", "rich", "mcp"},
+    "resident.cognition": {"lmdb", "pykka", "numpy", "httpx", "starlette", "uvicorn", "click", "rich"},
 }
 
 

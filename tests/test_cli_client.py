@@ -77,6 +77,8 @@ def reads(root: Path, ids: Ids) -> list[tuple[str, ...]]:
     return [
         ("status",), ("status", "--json"), ("memory", "status"), ("memory", "status", "--json"),
         ("recall", "deven", "build cache lockfile", "-k", "1"), ("recall", "deven", "build cache lockfile", "--json"),
+        ("cognition", "recall", "deven", "build cache lockfile", "-k", "2"), ("cognition", "capabilities", "--json"),
+        ("cognition", "recall", "nobody", "x"), ("cognition", "recall", "deven", "   ", "--json"),
         ("memory", "show", ids.shown, "--as", "deven"), ("memory", "show", ids.withheld[0], "--as", "deven", "--json"),
         ("replication", "status"), ("replication", "status", ids.shown, "--json"),
         ("skills", "list"), ("skills", "list", "--member", "deven", "--json"), ("skills", "read", "triage"),

@@ -41,6 +41,7 @@ from starlette.types import Receive, Scope, Send
 from resident.api.wire import (
     ActorEvent,
     ApiEvent,
+    CognitionBridgeEvent,
     MemorySwitchedEvent,
     ProgressEvent,
     RecordAdmittedEvent,
@@ -215,6 +216,8 @@ class EventHub:
         self._log_size = self._read_log_size()
         self._children = {child.name: child for child in context.statistics().children}
         self._stopped = ""
+        # The bridge's state as last told (it changes no durable state, so it is watched like the actors).
+        self._bridge = context.cognition.report().state
 
     @property
     def subscribers(self) -> int:
@@ -248,6 +251,10 @@ class EventHub:
         now = self.context.clock.time()
         news: list[ApiEvent] = list(actor_changes(self._children, statistics, now))
         self._children = {child.name: child for child in statistics.children}
+        bridge = self.context.cognition.report()
+        if bridge.state != self._bridge:
+            self._bridge = bridge.state
+            news.append(CognitionBridgeEvent(at=now, state=bridge.state, reason=bridge.reason, breaker=bridge.breaker))
         if statistics.escalated and not self._stopped:
             self._stopped = statistics.escalated
             news.append(RuntimeStoppedEvent(at=now, reason=statistics.escalated))

@@ -25,6 +25,7 @@ __all__ = [
     "READ_TIMEOUT",
     "ActorEvent",
     "ApiEvent",
+    "CognitionBridgeEvent",
     "ErrorBody",
     "ErrorDetail",
     "ItemOutcome",
@@ -130,6 +131,15 @@ class ActorEvent(ApiEvent, frozen=True, tag="actor"):
     reason: str = ""
 
 
+class CognitionBridgeEvent(ApiEvent, frozen=True, tag="cognition.bridge"):
+    """The bridge to the independent Cognition service turned `degraded` (cut off by its deadline, failing, or its
+    breaker open: recall answers from the runtime alone) or `ok` again."""
+
+    state: str
+    reason: str = ""
+    breaker: str = "closed"
+
+
 class RuntimeStoppedEvent(ApiEvent, frozen=True, tag="runtime.stopped"):
     """The root supervisor gave up: the runtime stopped and the server is shutting down."""
 
@@ -161,4 +171,5 @@ class StreamStartedEvent(ApiEvent, frozen=True, tag="stream.started"):
 API_EVENTS: tuple[type[ApiEvent], ...] = (
     RecordAdmittedEvent, RecordLifecycleEvent, ReplicationSyncedEvent, RecordWithheldEvent, ReplicationAttemptEvent,
     MemorySwitchedEvent, ProgressEvent, ActorEvent, RuntimeStoppedEvent, StreamGapEvent, StreamStartedEvent,
+    CognitionBridgeEvent,
 )

@@ -41,6 +41,10 @@ MEMBER_COMMANDS: frozenset[tuple[str, ...]] = frozenset({
     # A member reads its own experience; another member's sessions are unknown to it.
     ("session", "list"),
     ("session", "show"),
+    # The cognition service acts as the session's own member, within its grant, as recall does.
+    ("cognition", "recall"),
+    ("cognition", "context"),
+    ("cognition", "capabilities"),
 })
 
 

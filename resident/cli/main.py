@@ -69,6 +69,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "answer": ("engagement", "Answer an owner's question: the member's engagement becomes this."),
     "backup": ("home", "Copy the home to DEST, verifiably."),
     "bench": ("bench", "Measure the runtime on this machine."),
+    "cognition": ("cognition", "One recall over memory, knowledge and a bridged Cognition service; capabilities."),
     "correct": ("run", "Record an owner correction on an execution (its skill use scores 0)."),
     "curate": ("session", "Admit excerpts of a member's recovered sessions into its memory."),
     "doctor": ("maintenance", "Check the home whole: configuration, pages, tables, events, records."),

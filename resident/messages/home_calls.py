@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from resident.messages.bounds import FilePath, RecordRef, Seconds
+from resident.messages.cognition import BridgeReport
 from resident.messages.memory import MemoryStatus
 from resident.messages.supervision import SupervisorStatistics
 
@@ -61,6 +62,8 @@ class HomeStatus(msgspec.Struct, frozen=True, kw_only=True):
     realm: str | None
     memory: MemoryStatus
     supervisor: SupervisorStatistics
+    # The bridge to an independent Cognition service: `off` when none is configured, `degraded` when it is cut off.
+    cognition: BridgeReport = msgspec.field(default_factory=lambda: BridgeReport(provider="none", state="off"))
 
 
 class StatisticsQuery(_Request, frozen=True):

@@ -12,6 +12,7 @@ from typing import Any
 
 from resident.operations import (
     apps,
+    cognition,
     coordination,
     engagement,
     evolution,
@@ -33,4 +34,5 @@ DECLARED: tuple[Operation[Any, Any, Any], ...] = (
     *home.OPERATIONS, *memory.OPERATIONS, *portability.OPERATIONS, *replication.OPERATIONS, *apps.OPERATIONS,
     *principles.OPERATIONS, *skills.OPERATIONS, *engagement.OPERATIONS, *evolution.OPERATIONS,
     *coordination.OPERATIONS, *knowledge.OPERATIONS, *sessions.OPERATIONS,
+    *cognition.OPERATIONS,
 )

@@ -8,6 +8,7 @@ grant token stands for: every call is then checked against that session's grant,
 from __future__ import annotations
 
 from resident.operations.apps import AppsSurface
+from resident.operations.cognition import CognitionSurface
 from resident.operations.coordination import CoordinatorSurface
 from resident.operations.engagement import EngagementSurface
 from resident.operations.evolution import EvolutionSurface
@@ -40,6 +41,7 @@ class Facade(RootSurface, PortabilitySurface):
         self.knowledge = KnowledgeSurface(executor)
         self.session = SessionSurface(executor)
         self.sessions = SessionsSurface(executor)
+        self.cognition = CognitionSurface(executor)
 
     def member(self, name: str) -> MemberSurface:
         """The memory surface of one member of the roster (`UnknownMember` otherwise)."""

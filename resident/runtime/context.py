@@ -26,6 +26,7 @@ from resident.supervisor import Address, ThreadReply
 
 if TYPE_CHECKING:
     from resident.runtime.caller import Caller
+    from resident.runtime.cognition.bridge import Bridge
     from resident.runtime.coordination import Session
     from resident.runtime.engagement import Judging
     from resident.runtime.memory.admissions import Admissions
@@ -88,6 +89,8 @@ class Context:
     resume: Callable[[str], Session]
     # Starts the actor of a member that just joined this home by import (name, role, worlds).
     add_member: Callable[[str, str, tuple[str, ...]], None]
+    # The bridge to an independent Cognition service (`[cognition]`; off unless configured).
+    cognition: Bridge
 
     @property
     def config(self) -> Config:

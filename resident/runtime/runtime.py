@@ -40,6 +40,7 @@ from resident.operations.runtime_facade import Facade
 from resident.realm.client import realm_base_url
 from resident.runtime.caller import Caller
 from resident.runtime.chaos import Chaos
+from resident.runtime.cognition.bridge import open_bridge
 from resident.runtime.context import Context, Revalidation
 from resident.runtime.coordination import CoordinatorControl
 from resident.runtime.engagement import Judging
@@ -160,6 +161,7 @@ class Runtime(Facade):
             dispatch=lambda *args, **options: self.coordinator.dispatch(*args, **options),  # noqa: PLW0108 - a lambda, not the bound method: the coordinator is made after this context
             resume=lambda token: self.coordinator.session(token),  # noqa: PLW0108 - a lambda, not the bound method: the coordinator is made after this context
             add_member=self._add_member,
+            cognition=open_bridge(self.home, self._config.cognition, self._clock),
         )
 
     def _tree_statistics(self) -> SupervisorStatistics:
@@ -222,13 +224,16 @@ class Runtime(Facade):
             config = config.with_realm(realm_url)
             token = home_realm_token(path, realm_token) if realm_url is not None else None
             wiring = build_wiring(
-                store, config, embedder_factory or make_embedder, realm_url, replication, realm_token=token
+                store, config, embedder_factory or make_embedder, realm_url, replication, realm_token=token, home=path
             )
             runtime = cls(
                 home=path, lock=lock if owns_lock else None, store=store, config=config, clock=active_clock,
                 owns_clock=owns_clock, wiring=wiring,
             )
             runtime._tree.start()
+            # At connect the bridge asks the service what it offers (within its deadline; a service not up yet is
+            # asked again at first use).
+            runtime._services.cognition.connect()
         except BaseException:
             damage = store.damage() if store is not None else None
             if store is not None:
@@ -254,6 +259,7 @@ class Runtime(Facade):
         finally:
             for address in self._internal.wiring.addresses.values():
                 address.close("the runtime is closed", RuntimeStopped)
+            self._services.cognition.close()
             self._internal.store.close()
             if self._lock is not None:
                 self._lock.release()

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from resident.actors.cognition_service import CognitionService
 from resident.actors.coordinator import Coordinator
 from resident.actors.embedding import EmbeddingWorker
 from resident.actors.knowledge import KnowledgeIndexer
@@ -37,6 +39,7 @@ from resident.messages.memory import (
     RecordSuperseded,
 )
 from resident.messages.replication import RecordConflicted, RecordInvalidated, RecordsRestored, RecordsSynced
+from resident.runtime.cognition.bridge import read_token
 from resident.store.store import Store
 from resident.supervisor import Address, Backoff, ChildSpec, StatisticsBoard, Supervisor, SupervisorSpec
 
@@ -92,6 +95,7 @@ def build_wiring(
     replication_settings: ReplicationSettings | None = None,
     *,
     realm_token: str | None = None,
+    home: Path | None = None,
 ) -> Wiring:
     writer = Address("writer", default_timeout=DEFAULT_TIMEOUT)
     substrate = Address("substrate", default_timeout=DEFAULT_TIMEOUT, timeout_error=SubstrateUnavailable)
@@ -114,6 +118,7 @@ def build_wiring(
         replication=replication, coordinator=coordinator, members={}, skills=skills,
     )
     knowledge = _knowledge_spec(store) if config.knowledge.enabled else None
+    cognition = _cognition_spec(home, config) if config.cognition.supervise and home is not None else None
     member_specs = [wiring.member_spec(member) for member in (*config.members, *config.extra_members)]
     members_spec = SupervisorSpec("members", member_specs, strategy="one_for_one", intensity=10, period=10.0)
     members_address = Address("members")
@@ -154,6 +159,7 @@ def build_wiring(
             ),
             ChildSpec(skills, SkillLibrary, kwargs={"store": store}),
             *([knowledge] if knowledge is not None else []),
+            *([cognition] if cognition is not None else []),
             ChildSpec(
                 members_address,
                 Supervisor,
@@ -176,7 +182,26 @@ def build_wiring(
     if knowledge is not None:
         wiring.knowledge = knowledge.address
         wiring.addresses["knowledge"] = knowledge.address
+    if cognition is not None:
+        wiring.addresses["cognition"] = cognition.address
     return wiring
+
+
+def _cognition_spec(home: Path, config: Config) -> ChildSpec:
+    """The bridged Cognition service's process, when the runtime supervises it: a service that keeps dying is
+    started again ever more slowly (1 s to 30 s), never in a tight loop."""
+    settings = config.cognition
+    return ChildSpec(
+        Address("cognition", default_timeout=DEFAULT_TIMEOUT),
+        CognitionService,
+        kwargs={
+            "home": home, "command": settings.command, "environment": settings.environment,
+            "url": settings.url, "token": read_token(home, settings),
+        },
+        backoff=Backoff(min=1.0, max=30.0, jitter=0.2, reset_after=60.0),
+        # Stopping waits for the service's own graceful stop.
+        shutdown_timeout=30.0,
+    )
 
 
 def _knowledge_spec(store: Store) -> ChildSpec:

@@ -35,7 +35,7 @@ def status(context: Context, call: Call, _request: StatusQuery) -> HomeStatus:
     return HomeStatus(
         home=str(context.home), schema_version=SCHEMA_VERSION, members=tuple(config.member_names()),
         coordinator=config.coordinator, realm=config.realm_url, memory=memory_status(context, call, NoOptions()),
-        supervisor=context.statistics(),
+        supervisor=context.statistics(), cognition=context.cognition.report(),
     )
 
 

@@ -1,0 +1,1 @@
+"""The cognition service (`service`) and its bridge to an independent Cognition service (`bridge`)."""
