@@ -21,7 +21,8 @@ from resident.api.inprocess import InProcess
 from resident.api.mcp import CONTEXT_TOOL, knowledge_server
 from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token
 from resident.errors import GrantInvalid
-from resident.runtime.coordination import Session
+from resident.runtime.coordination import Session, dispatch_session
+from resident.runtime.runtime import host_context
 from tests.knowledge_helpers import candidate, evidence_chain, open_knowledge, owner_grant, work_item
 
 
@@ -41,7 +42,7 @@ def rt(tmp_path: Path) -> Iterator[Runtime]:
 
 
 def session(rt: Runtime, member: str, repository: str = "alpha") -> Session:
-    return rt.coordinator.dispatch("work", member, role="implement", parent_grant=owner_grant(rt),
+    return dispatch_session(host_context(rt), "work", member, role="implement", parent_grant=owner_grant(rt),
                                    work=work_item(repository))
 
 
@@ -162,7 +163,7 @@ def test_resident_mcp_serve_answers_a_real_client_over_stdio(rt: Runtime, tmp_pa
 
 
 def test_a_session_dispatched_without_work_is_authorized_for_nothing(rt: Runtime) -> None:
-    bare = rt.coordinator.dispatch("chat", "alice", role="implement", parent_grant=owner_grant(rt))
+    bare = dispatch_session(host_context(rt), "chat", "alice", role="implement", parent_grant=owner_grant(rt))
     result = call(rt, bare.token, {"project_id": "alpha", "repository_id": "alpha"})
     assert result.is_error is True
     assert "NotVisible" in result.content[0].text

@@ -15,7 +15,9 @@ import yaml
 from resident import Runtime
 from resident.errors import HarnessNotFound, InvalidInput, ProjectionRefused, UnknownSession
 from resident.messages.sessions import Harness
+from resident.runtime.coordination import dispatch_session, resume_session
 from resident.runtime.home.doctor import examine
+from resident.runtime.runtime import host_context
 from resident.runtime.sessions.transcripts import harness_home
 from resident.runtime.sessions.tree import Manifest, ManifestEntry, ProjectionTree, manifests
 from resident.sessions.projection import MARKER
@@ -228,7 +230,7 @@ def test_bad_requests_are_refused_before_anything_starts(rt: Runtime, tmp_path: 
 
 def test_a_session_takes_over_an_execution_dispatched_earlier_which_then_points_to_it(rt: Runtime, tmp_path: Path):
     grant = rt.coordinator.issue_grant(actions={"recall", "remember"})
-    dispatched = rt.coordinator.dispatch("review the retry fix", "alice", role="review", parent_grant=grant,
+    dispatched = dispatch_session(host_context(rt), "review the retry fix", "alice", role="review", parent_grant=grant,
                                          actions={"recall", "remember"})
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -236,7 +238,7 @@ def test_a_session_takes_over_an_execution_dispatched_earlier_which_then_points_
                                task=dispatched.execution.id)
     with rt._internal.store.reader() as reader:
         assert reader.get(EXECUTIONS, dispatched.execution.id).session == launch.session  # type: ignore[union-attr]
-    resumed = rt.coordinator.session(launch.token)
+    resumed = resume_session(host_context(rt), launch.token)
     assert resumed.execution.id == dispatched.execution.id
     assert resumed.grant.id == dispatched.grant.id
     progress = rt.coordinator.progress()
@@ -258,7 +260,7 @@ def test_a_member_sees_only_its_own_sessions(rt: Runtime, tmp_path: Path):
     assert session is not None
     grant = rt.coordinator.issue_grant(actions={"recall"})
     deven, alice = (
-        rt.with_grant(rt.coordinator.dispatch("look back", member, role="review", parent_grant=grant,
+        rt.with_grant(dispatch_session(host_context(rt), "look back", member, role="review", parent_grant=grant,
                                               actions={"recall"}).token)
         for member in ("deven", "alice")
     )

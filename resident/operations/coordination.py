@@ -21,7 +21,7 @@ __all__ = [
     "ACCEPT", "CORRECT", "EXECUTION", "EXECUTIONS", "FINISH", "GRANT", "OPERATIONS", "PROGRESS", "CoordinatorSurface",
 ]
 
-_SERVICES = "resident.runtime.coordination"
+_SERVICES = "resident.runtime.coordination.records"
 
 
 def _executions(reply: Executions) -> list[Execution]:

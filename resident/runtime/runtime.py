@@ -41,7 +41,7 @@ from resident.realm.client import realm_base_url
 from resident.runtime.caller import Caller
 from resident.runtime.chaos import Chaos
 from resident.runtime.context import Context, Revalidation
-from resident.runtime.coordination import CoordinatorControl
+from resident.runtime.coordination import resume_session
 from resident.runtime.engagement import Judging
 from resident.runtime.executor import LocalExecutor
 from resident.runtime.home import maintenance
@@ -145,8 +145,6 @@ class Runtime(Facade):
         # The executor of this process's surfaces; the API server runs each request through it too.
         self._local = LocalExecutor(self._services, self._session_caller)
         super().__init__(self._local)
-        # Dispatch hands out live sessions of this process, besides the declared operations.
-        self.coordinator: CoordinatorControl = CoordinatorControl(self, self._local)
 
     def _context(self, store: Store, wiring: Wiring) -> Context:
         return Context(
@@ -156,9 +154,6 @@ class Runtime(Facade):
             config_now=lambda: self._config, check_open=self._check_open, statistics=self._tree_statistics,
             skills=wiring.skills, natives={}, judging=Judging(), knowledge=wiring.knowledge,
             revalidation=Revalidation(DEFAULT_TTL),
-            # The coordinator is made after its context: looked up when called.
-            dispatch=lambda *args, **options: self.coordinator.dispatch(*args, **options),  # noqa: PLW0108 - a lambda, not the bound method: the coordinator is made after this context
-            resume=lambda token: self.coordinator.session(token),  # noqa: PLW0108 - a lambda, not the bound method: the coordinator is made after this context
             add_member=self._add_member,
         )
 
@@ -166,7 +161,7 @@ class Runtime(Facade):
         return self._tree.statistics()
 
     def _session_caller(self, token: str) -> Caller:
-        return Caller(self.coordinator.session(token))
+        return Caller(resume_session(self._services, token))
 
     # -- opening and closing ----------------------------------------------------------------------
 

@@ -16,7 +16,6 @@ import logging
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import platformdirs
 
@@ -35,7 +34,7 @@ from resident.messages.sessions_calls import Launched, StartSession
 from resident.messages.store import Commit
 from resident.processes import pid_alive
 from resident.runtime.context import Call, Context
-from resident.runtime.coordination import issue_grant
+from resident.runtime.coordination import Session, dispatch_session, issue_grant, resume_session
 from resident.runtime.principles import principles_of
 from resident.runtime.sessions.end import end_session
 from resident.runtime.sessions.liveness import live
@@ -47,9 +46,6 @@ from resident.sessions.projection import AGENTS_FILE, CLAUDE_FILE, Remembered, W
 from resident.sessions.redaction import Redactor
 from resident.store.home import HOME_ENV
 from resident.store.tables import EXECUTIONS
-
-if TYPE_CHECKING:
-    from resident.runtime.coordination import Session
 
 __all__ = ["DEFAULT_COMMANDS", "check_harness", "start"]
 
@@ -136,7 +132,7 @@ def _attach(context: Context, execution_id: str, member: str) -> Session:
                          issued_at=context.clock.time()),
     )
     context.write(Commit(events=(issued,)))
-    return context.resume(token)
+    return resume_session(context, token)
 
 
 def _execution(
@@ -157,7 +153,9 @@ def _execution(
         raise InvalidInput("a session's grant lasts from 60 seconds to 30 days (--ttl SECONDS)")
     grant = issue_grant(context, call, IssueGrant(actions=ROLE_ACTIONS[request.role], ttl=request.ttl))
     engagement = EngagementContext(task=text, directory=str(directory), harness=harness)
-    session = context.dispatch(text, manifest.member, role=request.role, parent_grant=grant, context=engagement)
+    session = dispatch_session(
+        context, text, manifest.member, role=request.role, parent_grant=grant, engagement=engagement
+    )
     # Dispatched for this session alone: if the session cannot start, its execution fails with it.
     manifest.owns_execution = True
     return session, text
