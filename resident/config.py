@@ -17,7 +17,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import tomli_w
@@ -93,6 +93,8 @@ class Config:
     memory_embedder: str = "hash"
     # `[sessions] sandbox`: a member's harness runs hidden from the home (see `resident.runtime.sessions.sandbox`).
     session_sandbox: bool = True
+    # `[sessions] max_running`: how many dispatched executions the runtime runs at once; the rest wait their turn.
+    max_running: int = 2
 
     def member(self, name: str) -> MemberConfig:
         for member in (*self.members, *self.extra_members):
@@ -162,6 +164,7 @@ class _MemoryTable(msgspec.Struct, forbid_unknown_fields=True):
 
 class _SessionsTable(msgspec.Struct, forbid_unknown_fields=True):
     sandbox: bool = True
+    max_running: Annotated[int, msgspec.Meta(ge=1, le=64)] = 2
 
 
 class _ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
@@ -188,7 +191,7 @@ _ALLOWED = {
     "[realm]": "url",
     "[knowledge]": "enabled",
     "[memory]": "embedder",
-    "[sessions]": "sandbox",
+    "[sessions]": "sandbox, max_running",
 }
 
 
@@ -294,7 +297,7 @@ def _parse(data: _ConfigFile, path: Path) -> Config:
     return Config(
         members=tuple(members), coordinator=coordinator, realm_url=url, path=path, engagement=engagement,
         knowledge=KnowledgeConfig(enabled=data.knowledge.enabled), memory_embedder=embedder,
-        session_sandbox=data.sessions.sandbox,
+        session_sandbox=data.sessions.sandbox, max_running=data.sessions.max_running,
     )
 
 

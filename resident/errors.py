@@ -28,6 +28,7 @@ __all__ = [
     "EmbedderNotLoopback",
     "EmbedderUnavailable",
     "EntryNotFound",
+    "ExecutionSettled",
     "ExportInvalid",
     "GrantExceeded",
     "GrantInvalid",
@@ -282,6 +283,10 @@ class OwnerOnlyAction(GrantExceeded):
 
 class UnknownExecution(ResidentError, LookupError):
     """No execution with that id was recorded by the coordinator."""
+
+
+class ExecutionSettled(ResidentError, ValueError):
+    """The execution was already accepted or rejected: its dispatcher decides once."""
 
 
 class GrantInvalid(ResidentError, PermissionError):

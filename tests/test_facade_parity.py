@@ -28,11 +28,7 @@ pytestmark = pytest.mark.timeout(120)
 
 # Public names of `Runtime.open`'s facade (a surface's method as `surface.method`) that `Runtime.connect` does not
 # offer yet (see the module docstring).
-NOT_YET_ON_CONNECT = {
-    # A dispatched session is a live object of the dispatching process; dispatch over the API comes with executions
-    # the runtime runs itself (a harness acts as its session anywhere with `with_grant(token)`).
-    "coordinator.dispatch", "coordinator.session",
-}
+NOT_YET_ON_CONNECT: set[str] = set()
 # Public names of `Runtime.connect`'s facade that `Runtime.open` does not have: `address` is where a connection
 # reaches the runtime, which an in-process runtime has no need of.
 NOT_YET_ON_OPEN = {"address"}

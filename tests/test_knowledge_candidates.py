@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from resident import Runtime
+from resident.errors import ExecutionSettled
 from resident.knowledge.evidence import fingerprint
 from resident.messages.knowledge import EntryProposed
 from resident.runtime.coordination import dispatch_session
@@ -145,12 +146,14 @@ def test_verdicts_and_results_are_checked_on_finish(rt: Runtime) -> None:
         dispatch_session(host_context(rt), "t", "deven", role="implement", parent_grant=grant, work=work_item("../etc"))
 
 
-def test_only_a_step_that_succeeded_can_be_accepted_and_accepting_twice_changes_nothing(rt: Runtime) -> None:
+def test_only_a_step_that_succeeded_can_be_accepted_and_accepting_twice_is_refused(rt: Runtime) -> None:
     failed = finish(rt, outcome="failed")
     with pytest.raises(ValueError, match="only a step that succeeded"):
         rt.coordinator.accept(failed.id)
     done = finish(rt)
     first = rt.coordinator.accept(done.id)
-    again = rt.coordinator.accept(done.id)
-    assert first.accepted_at == again.accepted_at
+    # The dispatcher decides once: a second acceptance is refused and changes nothing.
+    with pytest.raises(ExecutionSettled, match="already accepted"):
+        rt.coordinator.accept(done.id)
+    assert rt.coordinator.execution(done.id).accepted_at == first.accepted_at
     assert first.accepted_by == "owner"

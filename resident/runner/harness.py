@@ -173,7 +173,7 @@ class RunHarness:
         grant = await asyncio.to_thread(
             self.runtime.coordinator.issue_grant,
             actions={"remember", "recall", "forget", "supersede", "reconcile", "write_back", "push", "deploy", "review",
-                     *EVOLUTION_ACTIONS},
+                     "dispatch", *EVOLUTION_ACTIONS},
         )
         try:
             await asyncio.gather(*(self._play(task, grant) for task in self.plan.tasks))

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from resident.runtime.caller import Caller
     from resident.runtime.engagement import Judging
     from resident.runtime.memory.admissions import Admissions
+    from resident.runtime.sessions.runner import ExecutionRunner
 
 __all__ = ["Call", "Context", "PendingWrites", "Revalidation"]
 
@@ -83,6 +84,8 @@ class Context:
     revalidation: Revalidation
     # Starts the actor of a member that just joined this home by import (name, role, worlds).
     add_member: Callable[[str, str, tuple[str, ...]], None]
+    # Runs dispatched executions' sessions in the background (`resident.runtime.sessions.runner`).
+    executions: ExecutionRunner
 
     @property
     def config(self) -> Config:

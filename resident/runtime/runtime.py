@@ -47,6 +47,7 @@ from resident.runtime.executor import LocalExecutor
 from resident.runtime.home import maintenance
 from resident.runtime.memory.admissions import Admissions
 from resident.runtime.replication import home_realm_token
+from resident.runtime.sessions.runner import ExecutionRunner
 from resident.runtime.wiring import Wiring, build_wiring
 from resident.store.backup import rejudge_restored
 from resident.store.home import (
@@ -142,6 +143,7 @@ class Runtime(Facade):
         self._close_lock = threading.Lock()
         # What the services use; the capabilities not yet declared as operations reach it here too.
         self._services = self._context(store, wiring)
+        self._services.executions.bind(self._services)
         # The executor of this process's surfaces; the API server runs each request through it too.
         self._local = LocalExecutor(self._services, self._session_caller)
         super().__init__(self._local)
@@ -154,7 +156,7 @@ class Runtime(Facade):
             config_now=lambda: self._config, check_open=self._check_open, statistics=self._tree_statistics,
             skills=wiring.skills, natives={}, judging=Judging(), knowledge=wiring.knowledge,
             revalidation=Revalidation(DEFAULT_TTL),
-            add_member=self._add_member,
+            add_member=self._add_member, executions=ExecutionRunner(),
         )
 
     def _tree_statistics(self) -> SupervisorStatistics:
@@ -224,6 +226,7 @@ class Runtime(Facade):
                 owns_clock=owns_clock, wiring=wiring,
             )
             runtime._tree.start()
+            runtime._services.executions.start()
         except BaseException:
             damage = store.damage() if store is not None else None
             if store is not None:
@@ -245,6 +248,7 @@ class Runtime(Facade):
                 return
             self._closed = True
         try:
+            self._services.executions.close()
             self._tree.stop(timeout=timeout)
         finally:
             for address in self._internal.wiring.addresses.values():

@@ -17,9 +17,6 @@ from resident.errors import CandidateInvalid, InvalidInput, UnknownExecution
 from resident.ids import check_record_id, new_id
 from resident.knowledge.evidence import EVIDENCE_ROLES
 from resident.messages.coordination import (
-    AcceptExecution as AcceptExecutionMessage,
-)
-from resident.messages.coordination import (
     CorrectExecution,
     Correction,
     Execution,
@@ -32,11 +29,8 @@ from resident.messages.coordination import (
     Verdict,
 )
 from resident.messages.coordination_calls import (
-    AcceptExecution,
     CorrectRequest,
     ExecutionQuery,
-    Executions,
-    ExecutionsQuery,
     FinishRequest,
     IssueGrant,
     ProgressQuery,
@@ -49,7 +43,7 @@ from resident.runtime.skills.library import settle_execution
 from resident.store.tables import EXECUTIONS
 
 __all__ = [
-    "accept", "correct", "execution", "executions", "finish", "issue_grant", "progress", "recorded", "result_digest",
+    "correct", "execution", "finish", "issue_grant", "progress", "recorded", "result_digest",
 ]
 
 _RESULTS: tuple[StepResult, ...] = ("", "complete", "partial")
@@ -92,14 +86,6 @@ def recorded(context: Context, execution_id: str) -> Execution:
     return found
 
 
-def executions(context: Context, _call: Call, _request: ExecutionsQuery) -> Executions:
-    """Every recorded execution, oldest first."""
-    context.check_open()
-    with context.store.reader() as reader:
-        found = sorted((e for _, e in reader.items(EXECUTIONS)), key=lambda e: e.started_at)
-    return Executions(executions=tuple(found))
-
-
 def progress(context: Context, _call: Call, _request: ProgressQuery) -> Progress:
     """Per-member progress from the execution records, as of now."""
     context.check_open()
@@ -119,16 +105,6 @@ def correct(context: Context, _call: Call, request: CorrectRequest) -> Correctio
     # A corrected session's skill uses score 0.
     settle_execution(context, execution_id)
     return correction
-
-
-def accept(context: Context, _call: Call, request: AcceptExecution) -> Execution:
-    """The owner accepts a step that succeeded; candidates it proposed are then put to the gate."""
-    execution_id = check_record_id(request.execution_id, "execution id")
-    recorded(context, execution_id)
-    context.coordinator.ask(AcceptExecutionMessage(id=execution_id))
-    if context.config.knowledge.enabled:
-        promote_candidates_of(context, execution_id)
-    return recorded(context, execution_id)
 
 
 def finish(context: Context, _call: Call, request: FinishRequest) -> Execution:

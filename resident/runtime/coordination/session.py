@@ -235,6 +235,8 @@ def dispatch_session(
     work: WorkItem | None = None,
     reviews: str | None = None,
     engagement: EngagementContext | None = None,
+    dispatched_by: str = "owner",
+    harness: str = "",
 ) -> Session:
     """Record an execution of `task` by `member` under a child of `parent_grant`, and return its session.
 
@@ -257,6 +259,7 @@ def dispatch_session(
         scopes=tuple(parse_scope(s) for s in (scopes if scopes is not None else parent_grant.scopes)),
         expires_at=expires_at, parent_grant=parent_grant.id, token_digest=token_digest(token),
         work=work, reviews=reviews or "", fingerprint=fingerprint(work) if work is not None else "",
+        dispatched_by=dispatched_by, harness=harness,
     )
     dispatched: Dispatched = context.coordinator.ask(message)
     # A session starts: decide the member's engagement for it (rules, then the judge, else ask).

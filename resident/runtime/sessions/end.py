@@ -41,6 +41,7 @@ from resident.runtime.sessions.tree import (
     save_manifest,
     sessions_root,
 )
+from resident.sessions.background import read_exit_status
 from resident.sessions.redaction import Redactor
 from resident.sessions.transcript import MAX_FILE_BYTES, TranscriptFile, recover
 from resident.store.tables import EXECUTIONS, SESSIONS
@@ -204,7 +205,9 @@ def recover_stale(context: Context, session_id: str | None = None) -> list[Sessi
             continue
         if live(manifest):
             continue
-        record = end_session(context, manifest.session, None, died=True)
+        # A session the execution runner ran in the background left its harness's exit status, if it ended.
+        status = read_exit_status(sessions_root(context.home) / manifest.session)
+        record = end_session(context, manifest.session, status, died=status is None)
         if record is not None:
             ended.append(record)
     return ended

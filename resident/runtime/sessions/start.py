@@ -47,7 +47,7 @@ from resident.sessions.redaction import Redactor
 from resident.store.home import HOME_ENV
 from resident.store.tables import EXECUTIONS
 
-__all__ = ["DEFAULT_COMMANDS", "check_harness", "start"]
+__all__ = ["DEFAULT_COMMANDS", "check_harness", "harness_command", "start", "working_directory"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def check_harness(value: str) -> Harness:
     return value
 
 
-def _command(harness: Harness, command: tuple[str, ...], path: str | None) -> tuple[str, ...]:
+def harness_command(harness: Harness, command: tuple[str, ...], path: str | None) -> tuple[str, ...]:
     argv = command or DEFAULT_COMMANDS.get(harness, ())
     if not argv:
         raise InvalidInput("the command harness needs the command to run, after `--`")
@@ -80,7 +80,7 @@ def _command(harness: Harness, command: tuple[str, ...], path: str | None) -> tu
     return (str(Path(program).absolute()), *argv[1:]) if os.sep in argv[0] else argv
 
 
-def _directory(value: str) -> Path:
+def working_directory(value: str) -> Path:
     directory = Path(os.path.realpath(Path(value).expanduser()))
     if not directory.is_dir():
         raise InvalidInput(f"{value} is not a folder; give the repository to work in with --dir")
@@ -200,8 +200,8 @@ def start(context: Context, call: Call, request: StartSession) -> Launched:
     member = context.config.member(request.member).name
     harness = check_harness(request.harness)
     search_path = os.environ.get("PATH") if request.search_path is None else request.search_path
-    argv = _command(harness, tuple(request.command), search_path)
-    directory = _directory(request.directory)
+    argv = harness_command(harness, tuple(request.command), search_path)
+    directory = working_directory(request.directory)
     manifest = _claim(context, member, harness, directory, request.process)
     try:
         return _start(context, call, request, manifest, harness=harness, argv=argv, directory=directory)
