@@ -11,6 +11,7 @@ in the background, within the configured number at once, surviving the command t
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 from resident.coordination.grants import ROLE_ACTIONS
 from resident.coordination.states import state_of
@@ -38,6 +39,7 @@ from resident.runtime.coordination.records import issue_grant, recorded
 from resident.runtime.coordination.session import Session, dispatch_session
 from resident.runtime.knowledge.evidence import promote_candidates_of
 from resident.runtime.sessions.launching import LaunchSpec, check_launch, save_launch
+from resident.runtime.sessions.work import work_item
 from resident.store.tables import EXECUTIONS, GRANTS, RECORDS, SESSIONS
 
 __all__ = ["accept", "dispatch", "executions", "reject", "report", "session_grant", "wait"]
@@ -98,9 +100,11 @@ def dispatch(context: Context, call: Call, request: DispatchRequest) -> Executio
         actions = request.actions if request.actions is not None else ROLE_ACTIONS[request.role] & set(parent.actions)
     # The step's grant lasts `ttl`, or as long as its parent's when that ends sooner.
     ttl = None if request.ttl >= parent.expires_at - context.clock.time() else request.ttl
+    # A step run in a directory works on the repository registered for it (its knowledge answers for that).
+    work = work_item(context, Path(launch.directory), request.task, launch.harness) if launch is not None else None
     session = dispatch_session(
         context, request.task, member, role=request.role, parent_grant=parent, actions=actions,
-        scopes=request.scopes, ttl=ttl, dispatched_by=by, harness=request.harness,
+        scopes=request.scopes, ttl=ttl, dispatched_by=by, harness=request.harness, work=work,
     )
     if launch is not None:
         save_launch(context.home, session.execution.id, launch)

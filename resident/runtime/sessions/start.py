@@ -41,6 +41,7 @@ from resident.runtime.sessions.liveness import live
 from resident.runtime.sessions.sandbox import sandboxed
 from resident.runtime.sessions.transcripts import HARNESS_ENV, harness_home, layout, redaction_key, scan
 from resident.runtime.sessions.tree import Manifest, ProjectionTree, manifests, save_manifest, session_dir
+from resident.runtime.sessions.work import work_item
 from resident.runtime.skills.library import chosen_skills
 from resident.sessions.projection import AGENTS_FILE, CLAUDE_FILE, Remembered, WorkPackage, plan_projection
 from resident.sessions.redaction import Redactor
@@ -154,7 +155,8 @@ def _execution(
     grant = issue_grant(context, call, IssueGrant(actions=ROLE_ACTIONS[request.role], ttl=request.ttl))
     engagement = EngagementContext(task=text, directory=str(directory), harness=harness)
     session = dispatch_session(
-        context, text, manifest.member, role=request.role, parent_grant=grant, engagement=engagement
+        context, text, manifest.member, role=request.role, parent_grant=grant, engagement=engagement,
+        work=work_item(context, directory, text, harness),
     )
     # Dispatched for this session alone: if the session cannot start, its execution fails with it.
     manifest.owns_execution = True
