@@ -4,6 +4,7 @@ dispatched them and of `resident up` (real processes)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -122,3 +123,19 @@ def test_an_execution_survives_kill_9_of_resident_up_and_the_next_up_adopts_it(t
         assert "succeeded" in awaited.stdout
         del again
     assert not (repo / "AGENTS.md").exists()
+
+
+def test_a_background_harness_under_up_calls_back_with_its_grant_and_await_shows_the_write(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    repo = _repo(tmp_path, "repo")
+    remember = (sys.executable, "-m", "resident.cli", "remember", "deven", "the background harness called back")
+    with UpProcess(home):
+        execution_id = expect_ok(run_process(
+            home, "dispatch", "deven", "--task", "write one note", "--harness", "command", "--dir", str(repo),
+            "--", *remember,
+        )).stdout.strip()
+        awaited = expect_ok(run_process(home, "await", execution_id, "--timeout", "60", "--json"))
+    report = json.loads(awaited.stdout)
+    assert report["state"] == "succeeded"
+    assert report["exit_code"] == 0
+    assert [r["summary"] for r in report["records"]] == ["the background harness called back"]
