@@ -164,9 +164,25 @@ def _summary(execution: Execution, session: SessionRecord | None) -> str:
     if session is not None:
         status = "no exit status" if session.exit_code is None else f"exit status {session.exit_code}"
         parts.append(f"{session.harness} session {session.state}, {status}, {session.turns} turns")
+        parts += _harness_said(session)
         if session.note:
             parts.append(session.note)
     return "; ".join(parts)
+
+
+def _harness_said(session: SessionRecord) -> list[str]:
+    """What the harness said of itself across the session's transcript files: model, version, record kinds unknown."""
+    said = [f"model {m}" for m in dict.fromkeys(p.model for p in session.parts if p.model)]
+    versions = dict.fromkeys(p.harness_version for p in session.parts if p.harness_version)
+    said += [f"{session.harness} {version}" for version in versions]
+    unknown: dict[str, int] = {}
+    for part in session.parts:
+        for kind, count in part.unknown_kinds:
+            unknown[kind] = unknown.get(kind, 0) + count
+    if unknown:
+        listed = ", ".join(f"{kind}: {count}" for kind, count in sorted(unknown.items()))
+        said.append(f"{sum(unknown.values())} records of kinds no parser knows ({listed})")
+    return said
 
 
 def accept(context: Context, call: Call, request: AcceptExecution) -> Execution:
