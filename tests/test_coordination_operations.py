@@ -188,3 +188,16 @@ def test_the_commands_dispatch_list_await_and_settle(tmp_path: Path) -> None:
     usage = invoke(home, "dispatch", "deven", "--task", "t", "--", "make")
     assert usage.code == 2
     assert "--harness" in usage.stderr
+
+
+def test_a_coordinators_projection_tells_it_how_to_dispatch_by_the_exact_command() -> None:
+    from resident.sessions.projection import WorkPackage, agents_text  # noqa: PLC0415 - the projection's text alone
+
+    package = WorkPackage(
+        member="samuel", role="coordinator", harness="claude-code", session="ses_1", execution="exec_1",
+        task="plan the release", actions=("dispatch", "recall", "remember"), resident=("/opt/team bin/resident",),
+    )
+    text = agents_text(package)
+    assert "'/opt/team bin/resident' dispatch MEMBER" in text
+    assert "'/opt/team bin/resident' await EXECUTION" in text
+    assert "'/opt/team bin/resident' recall samuel" in text

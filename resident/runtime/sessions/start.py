@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import platformdirs
@@ -43,12 +44,12 @@ from resident.runtime.sessions.transcripts import HARNESS_ENV, harness_home, lay
 from resident.runtime.sessions.tree import Manifest, ProjectionTree, manifests, save_manifest, session_dir
 from resident.runtime.sessions.work import work_item
 from resident.runtime.skills.library import chosen_skills
-from resident.sessions.projection import AGENTS_FILE, CLAUDE_FILE, Remembered, WorkPackage, plan_projection
+from resident.sessions.projection import AGENTS_FILE, CLAUDE_FILE, MCP_FILE, Remembered, WorkPackage, plan_projection
 from resident.sessions.redaction import Redactor
 from resident.store.home import HOME_ENV
 from resident.store.tables import EXECUTIONS
 
-__all__ = ["DEFAULT_COMMANDS", "check_harness", "harness_command", "start", "working_directory"]
+__all__ = ["DEFAULT_COMMANDS", "check_harness", "harness_command", "resident_command", "start", "working_directory"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,14 @@ RECALL_BUDGET = 4_000
 TRANSCRIPT_FILE = "transcript.jsonl"
 SESSION_ENV = "RESIDENT_SESSION"
 MEMBER_ENV = "RESIDENT_MEMBER"
+
+
+def resident_command() -> tuple[str, ...]:
+    """This `resident`, by absolute path: the console script beside this Python, else this Python running it."""
+    script = Path(sys.executable).with_name("resident")
+    if script.is_file() and os.access(script, os.X_OK):
+        return (str(script),)
+    return (sys.executable, "-m", "resident.cli")
 
 
 def check_harness(value: str) -> Harness:
@@ -179,7 +188,7 @@ def _work_package(context: Context, session: Session, task: str, harness: Harnes
     memories, note = _remembered(session, task)
     skills = chosen_skills(context, member, task[:1000])
     principles = principles_of(context, member=member, state="approved")
-    files = (AGENTS_FILE, CLAUDE_FILE) if harness == "claude-code" else (AGENTS_FILE,)
+    files = (AGENTS_FILE, CLAUDE_FILE, MCP_FILE) if harness == "claude-code" else (AGENTS_FILE,)
     originals = {name: tree.existing_text(name) for name in files}
     if originals.get(CLAUDE_FILE) == originals[AGENTS_FILE]:
         # A CLAUDE.md that is AGENTS.md (a link, or a copy) already reaches Claude Code through the import.
@@ -188,7 +197,7 @@ def _work_package(context: Context, session: Session, task: str, harness: Harnes
         member=member, role=context.config.member(member).role, harness=harness, session=tree.manifest.session,
         execution=session.execution.id, task=task, memories=memories, memory_note=note,
         principles=tuple(p.text for p in principles), skills=tuple((s.name, s.description) for s in skills),
-        actions=session.grant.actions, originals=originals,
+        actions=session.grant.actions, originals=originals, resident=resident_command(),
     )
 
 
