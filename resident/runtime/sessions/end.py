@@ -29,6 +29,7 @@ from resident.messages.store import Commit
 from resident.runtime.caller import Caller
 from resident.runtime.context import Call, Context
 from resident.runtime.coordination import finish, result_digest
+from resident.runtime.sessions.harness_config import restore_harness_home
 from resident.runtime.sessions.liveness import live
 from resident.runtime.sessions.transcripts import file_cwd, layout, read_transcript, redaction_key, scan, session_files
 from resident.runtime.sessions.tree import (
@@ -148,6 +149,7 @@ def end_session(
         save_manifest(home, manifest)
         tree = ProjectionTree(home, manifest)
         notes += tree.restore()
+        notes += restore_harness_home(manifest, folder)
         unrestored = tree.unrestored
     elif record is not None and record.state == "running":
         unrestored = [

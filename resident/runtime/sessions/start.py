@@ -22,7 +22,7 @@ import platformdirs
 
 from resident.children.orphans import process_start
 from resident.coordination.grants import ROLE_ACTIONS
-from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token, token_digest
+from resident.coordination.tokens import GRANT_FILE_ENV, GRANT_TOKEN_ENV, new_token, token_digest
 from resident.errors import GrantExceeded, HarnessNotFound, InvalidInput, ProjectionRefused, ResidentError
 from resident.ids import new_id
 from resident.memory.banks import bank_name
@@ -38,6 +38,7 @@ from resident.runtime.context import Call, Context
 from resident.runtime.coordination import Session, dispatch_session, issue_grant, resume_session
 from resident.runtime.principles import principles_of
 from resident.runtime.sessions.end import end_session
+from resident.runtime.sessions.harness_config import configure_codex, write_grant_file
 from resident.runtime.sessions.liveness import live
 from resident.runtime.sessions.sandbox import sandboxed
 from resident.runtime.sessions.transcripts import HARNESS_ENV, harness_home, layout, redaction_key, scan
@@ -254,13 +255,23 @@ def _start(
         manifest.harness_home = str(own)
         manifest.snapshot = scan(own / layout(harness).folder, harness)
         where = str(own)
+    # The token also in a file of the harness's own folder, for tools whose environment drops `*TOKEN*` names.
+    grant_file = write_grant_file(
+        session_dir(home, manifest.session) if harness == "command" else Path(where), manifest.session, session.token
+    )
+    manifest.grant_file = str(grant_file)
+    save_manifest(home, manifest)
+    if harness == "codex":
+        manifest.codex_config = configure_codex(
+            Path(where), session_dir(home, manifest.session), resident_command(), grant_file, home
+        )
     manifest.state = "running"
     save_manifest(home, manifest)
     if request.sandbox:
         argv = _sandboxed(home, argv, directory, Path(where).parent if harness == "command" else Path(where))
     variables = {
         GRANT_TOKEN_ENV: session.token, HOME_ENV: str(home), SESSION_ENV: manifest.session, MEMBER_ENV: manifest.member,
-        HARNESS_ENV[harness]: where,
+        HARNESS_ENV[harness]: where, GRANT_FILE_ENV: str(grant_file),
     }
     return Launched(
         session=manifest.session, member=manifest.member, harness=harness, execution=session.execution.id, argv=argv,
