@@ -17,7 +17,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 import tomli_w
@@ -95,6 +95,8 @@ class Config:
     session_sandbox: bool = True
     # `[sessions] max_running`: how many dispatched executions the runtime runs at once; the rest wait their turn.
     max_running: int = 2
+    # `[sessions] harness_transcripts`: what becomes of the harness's own copies of a recovered transcript.
+    harness_transcripts: Literal["redact", "keep", "remove"] = "redact"
 
     def member(self, name: str) -> MemberConfig:
         for member in (*self.members, *self.extra_members):
@@ -165,6 +167,7 @@ class _MemoryTable(msgspec.Struct, forbid_unknown_fields=True):
 class _SessionsTable(msgspec.Struct, forbid_unknown_fields=True):
     sandbox: bool = True
     max_running: Annotated[int, msgspec.Meta(ge=1, le=64)] = 2
+    harness_transcripts: Literal["redact", "keep", "remove"] = "redact"
 
 
 class _ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
@@ -191,7 +194,7 @@ _ALLOWED = {
     "[realm]": "url",
     "[knowledge]": "enabled",
     "[memory]": "embedder",
-    "[sessions]": "sandbox, max_running",
+    "[sessions]": "sandbox, max_running, harness_transcripts",
 }
 
 
@@ -298,6 +301,7 @@ def _parse(data: _ConfigFile, path: Path) -> Config:
         members=tuple(members), coordinator=coordinator, realm_url=url, path=path, engagement=engagement,
         knowledge=KnowledgeConfig(enabled=data.knowledge.enabled), memory_embedder=embedder,
         session_sandbox=data.sessions.sandbox, max_running=data.sessions.max_running,
+        harness_transcripts=data.sessions.harness_transcripts,
     )
 
 

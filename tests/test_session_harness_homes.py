@@ -4,6 +4,9 @@ runtime's MCP server and an inheriting shell environment policy, all put back wh
 
 from __future__ import annotations
 
+import json
+import sqlite3
+import sys
 import tomllib
 from pathlib import Path
 
@@ -46,3 +49,73 @@ def test_a_codex_tool_without_the_token_variable_calls_back_through_the_grant_fi
     # Put back: the Codex home has no config the session wrote, and no token file is left anywhere in the home.
     assert not list(home.rglob("config.toml"))
     assert not list(home.rglob(".resident-grant-*"))
+
+
+_CODEX = """
+import json, os, pathlib, sqlite3, sys
+secret = sys.argv[1]
+home = pathlib.Path(os.environ["CODEX_HOME"])
+folder = home / "sessions" / "2026" / "03" / "03"
+folder.mkdir(parents=True, exist_ok=True)
+lines = [
+    {"timestamp": "2026-03-03T14:20:00Z", "type": "session_meta",
+     "payload": {"id": "019a2d7a-41c4-78b1-b7cc-a45d62a89c00", "cwd": os.getcwd()}},
+    {"timestamp": "2026-03-03T14:20:01Z", "type": "response_item", "payload": {
+        "type": "message", "role": "user", "content": [{"type": "input_text", "text": "my key is " + secret}]}},
+]
+rollout = folder / "rollout-2026-03-03T14-20-00-019a2d7a-41c4-78b1-b7cc-a45d62a89c00.jsonl"
+rollout.write_text("\\n".join(json.dumps(line) for line in lines) + "\\n")
+with sqlite3.connect(home / "thread_history_1.sqlite") as db:
+    db.execute("CREATE TABLE IF NOT EXISTS items (id INTEGER PRIMARY KEY, body TEXT)")
+    db.execute("INSERT INTO items (body) VALUES (?)", ("the user said my key is " + secret,))
+"""
+
+
+def _codex_session(tmp_path: Path, mode: str) -> tuple[Path, Path, str]:
+    """A codex-harness session that plants an AWS key in its rollout and thread history, under `mode`."""
+    from tests.session_fixtures import planted_secrets  # noqa: PLC0415 - the fixtures' own secrets
+
+    home = tmp_path / "home"
+    with Runtime.open(home, realm="none") as rt:
+        rt.memory.enable()
+    config = home / "resident.toml"
+    config.write_text(config.read_text() + f'\n[sessions]\nharness_transcripts = "{mode}"\n')
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    secret = planted_secrets()["AWS_KEY"]
+    with Runtime.open(home, realm="none") as rt:
+        launch = rt.sessions.start("deven", harness="codex", command=(sys.executable, "-c", _CODEX, secret),
+                                   directory=str(repo), task="one turn")
+        session = rt.sessions.run(launch)
+        assert session is not None
+        assert session.turns == 1
+        codex_home = Path(launch.variables["CODEX_HOME"])
+    return home, codex_home, secret
+
+
+@pytest.mark.parametrize("mode", ["redact", "keep", "remove"])
+def test_the_harness_copies_of_a_transcript_are_redacted_kept_or_removed(tmp_path: Path, mode: str) -> None:
+    home, codex_home, secret = _codex_session(tmp_path, mode)
+    found = list((codex_home / "sessions").rglob("rollout-*.jsonl"))
+    rollout = found[0] if found else None
+    with sqlite3.connect(codex_home / "thread_history_1.sqlite") as db:
+        [(body,)] = db.execute("SELECT body FROM items").fetchall()
+    if mode == "keep":
+        assert rollout is not None
+        assert secret in rollout.read_text()
+        assert secret in body
+        return
+    if mode == "remove":
+        assert rollout is None
+    else:
+        assert rollout is not None
+        text = rollout.read_text()
+        assert secret not in text
+        assert "[REDACTED:" in text
+        assert json.loads(text.splitlines()[0])["type"] == "session_meta", "still a rollout Codex reads"
+    # The thread history holds every session of the home: redacted in both modes, never deleted.
+    assert secret not in body
+    assert "[REDACTED:" in body
+    # And the store never had it.
+    assert not any(secret.encode() in path.read_bytes() for path in home.rglob("*") if path.is_file()
+                   and "harness" not in path.parts)

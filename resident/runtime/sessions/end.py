@@ -30,6 +30,7 @@ from resident.runtime.caller import Caller
 from resident.runtime.context import Call, Context
 from resident.runtime.coordination import finish, result_digest
 from resident.runtime.sessions.harness_config import restore_harness_home
+from resident.runtime.sessions.harness_copies import settle_copies
 from resident.runtime.sessions.liveness import live
 from resident.runtime.sessions.transcripts import file_cwd, layout, read_transcript, redaction_key, scan, session_files
 from resident.runtime.sessions.tree import (
@@ -167,6 +168,10 @@ def end_session(
             notes.append("its manifest was lost, so its transcript could not be found")
         redactor = Redactor(redaction_key(home), injected)
         transcript = recover(record.harness, files, redactor)
+        # The harness's own copies: redacted the same way (a fresh count), kept, or removed, as configured.
+        notes += settle_copies(
+            manifest, files, Redactor(redaction_key(home), injected), context.config.harness_transcripts
+        ) if manifest is not None else []
         # The note quotes failures and paths the harness chose: stored like the transcript, redacted.
         note = redactor.redact("; ".join([error, *notes] if error else notes)[:4000])
         event = SessionRecovered(
