@@ -201,3 +201,10 @@ def test_a_coordinators_projection_tells_it_how_to_dispatch_by_the_exact_command
     assert "'/opt/team bin/resident' dispatch MEMBER" in text
     assert "'/opt/team bin/resident' await EXECUTION" in text
     assert "'/opt/team bin/resident' recall samuel" in text
+
+
+def test_a_credential_typed_into_a_dispatched_task_is_redacted_before_it_is_stored(rt: Runtime) -> None:
+    planted = "AKIA" + "Q7RSTUVWXYZ23456"
+    execution = rt.coordinator.dispatch("deven", f"rotate the staging key {planted}")
+    assert planted not in execution.task
+    assert "[REDACTED:" in execution.task

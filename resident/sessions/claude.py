@@ -35,11 +35,15 @@ from resident.sessions.lines import Line
 __all__ = ["BOOKKEEPING", "entry_of", "meta_of", "parse"]
 
 # Line types that hold no turn of the conversation (titles are read from some of them). An `attachment` is what
-# Claude Code attaches to a prompt for the model: agent, skill and tool listings, several KB each; it is counted.
+# Claude Code attaches to a prompt for the model (agent, skill and tool listings, several KB each) and
+# `tools-used` lists tools; both are counted as listings. 2.1.x also records each API request it made
+# (`api-request`, its `-blob` and `-shape`), an `atis-latch` and its `cost-state`: never what was said.
+LISTINGS = frozenset({"attachment", "tools-used"})
 BOOKKEEPING = frozenset({
     "file-history-snapshot", "file-history-delta", "queue-operation", "custom-title", "agent-name", "ai-title",
-    "mode", "last-prompt", "pr-link", "attachment",
-})
+    "mode", "last-prompt", "pr-link", "atis-latch", "api-request", "api-request-blob", "api-request-shape",
+    "cost-state",
+}) | LISTINGS
 _KNOWN = frozenset({"user", "assistant", "summary", "system"}) | BOOKKEEPING
 
 
@@ -129,7 +133,7 @@ def _read_meta(meta: Meta, line: dict[str, Any], titles: dict[str, str]) -> None
     message = line.get("message")
     if kind == "assistant" and isinstance(message, dict):
         meta.model = meta.model or string(message.get("model"))
-    if kind == "attachment":
+    if kind in LISTINGS:
         meta.listings += 1
     if kind in BOOKKEEPING:
         meta.bookkeeping += 1

@@ -17,6 +17,7 @@ from resident.coordination.grants import ROLE_ACTIONS
 from resident.coordination.states import state_of
 from resident.errors import AskTimeout, ExecutionSettled, GrantExceeded, InvalidInput
 from resident.ids import check_record_id
+from resident.memory.records import clean_text
 from resident.messages.coordination import AcceptExecution as AcceptExecutionMessage
 from resident.messages.coordination import AwaitExecution, Execution, Grant, RejectExecution
 from resident.messages.coordination_calls import (
@@ -39,7 +40,10 @@ from resident.runtime.coordination.records import issue_grant, recorded
 from resident.runtime.coordination.session import Session, dispatch_session
 from resident.runtime.knowledge.evidence import promote_candidates_of
 from resident.runtime.sessions.launching import LaunchSpec, check_launch, save_launch
+from resident.runtime.sessions.start import MAX_TASK_CHARS
+from resident.runtime.sessions.transcripts import redaction_key
 from resident.runtime.sessions.work import work_item
+from resident.sessions.redaction import Redactor
 from resident.store.tables import EXECUTIONS, GRANTS, RECORDS, SESSIONS
 
 __all__ = ["accept", "dispatch", "executions", "reject", "report", "session_grant", "wait"]
@@ -100,10 +104,13 @@ def dispatch(context: Context, call: Call, request: DispatchRequest) -> Executio
         actions = request.actions if request.actions is not None else ROLE_ACTIONS[request.role] & set(parent.actions)
     # The step's grant lasts `ttl`, or as long as its parent's when that ends sooner.
     ttl = None if request.ttl >= parent.expires_at - context.clock.time() else request.ttl
+    # The task is stored (execution, progress, the session) and projected: a credential typed into it is
+    # redacted before any of that, as `session start --task` does.
+    task = Redactor(redaction_key(context.home)).redact(clean_text(request.task, "the task", MAX_TASK_CHARS))
     # A step run in a directory works on the repository registered for it (its knowledge answers for that).
-    work = work_item(context, Path(launch.directory), request.task, launch.harness) if launch is not None else None
+    work = work_item(context, Path(launch.directory), task, launch.harness) if launch is not None else None
     session = dispatch_session(
-        context, request.task, member, role=request.role, parent_grant=parent, actions=actions,
+        context, task, member, role=request.role, parent_grant=parent, actions=actions,
         scopes=request.scopes, ttl=ttl, dispatched_by=by, harness=request.harness, work=work,
     )
     if launch is not None:
