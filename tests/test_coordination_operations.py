@@ -208,3 +208,19 @@ def test_a_credential_typed_into_a_dispatched_task_is_redacted_before_it_is_stor
     execution = rt.coordinator.dispatch("deven", f"rotate the staging key {planted}")
     assert planted not in execution.task
     assert "[REDACTED:" in execution.task
+
+
+def test_a_coordinators_session_runs_the_commands_and_a_members_is_refused(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with Runtime.open(home, realm="none") as rt:
+        rt.memory.enable()
+        samuel = _coordinator(rt).token
+        deven = dispatch_session(host_context(rt), "t", "deven", role="implement",
+                                 parent_grant=rt.coordinator.issue_grant(actions={"recall"}), actions={"recall"}).token
+    step = expect_ok(invoke(home, "dispatch", "alice", "--task", "draft the notes",
+                            env={"RESIDENT_GRANT_TOKEN": samuel})).stdout.strip()
+    listed = expect_ok(invoke(home, "executions", env={"RESIDENT_GRANT_TOKEN": samuel})).stdout
+    assert step in listed
+    refused = invoke(home, "dispatch", "alice", "--task", "t", env={"RESIDENT_GRANT_TOKEN": deven})
+    assert refused.code == 1
+    assert refused.stderr.startswith("error: GrantExceeded:")

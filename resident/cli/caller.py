@@ -41,6 +41,13 @@ MEMBER_COMMANDS: frozenset[tuple[str, ...]] = frozenset({
     # A member reads its own experience; another member's sessions are unknown to it.
     ("session", "list"),
     ("session", "show"),
+    # A coordinator's session (its grant holds `dispatch`) coordinates within its grant; the operations refuse
+    # any other member session (GrantExceeded) and a coordinator what it did not dispatch.
+    ("dispatch",),
+    ("executions",),
+    ("await",),
+    ("accept",),
+    ("reject",),
 })
 
 
