@@ -24,7 +24,7 @@ import pytest
 from resident import Runtime
 from tests.api_helpers import UpProcess
 from tests.cli_helpers import Outcome, expect_json, invoke, run_process
-from tests.scripted_model import Script, ScriptedModel, Shell, Text
+from tests.scripted_model import Script, ScriptedModel, Shell, Text, Tool
 from tests.session_helpers import files_holding, requires_sandbox, tree
 
 # Where `.ci/run` installs the harnesses with npm: outside the repository, and outside the user's home,
@@ -183,3 +183,33 @@ def test_a_real_harness_dispatched_runs_in_the_background_and_await_reports_its_
     # The planted key is neither in the store nor in the harness's own copies (redacted in place).
     assert files_holding(home / "store.1", [PLANTED]) == []
     assert files_holding(home / "harness", [PLANTED]) == []
+
+
+def test_claude_code_calls_the_runtimes_mcp_tool_for_the_repository_it_works_in(
+    home: Path, repo: Path, tmp_path: Path
+) -> None:
+    binary = _binary("claude-code")
+    config = home / "resident.toml"
+    config.write_text(config.read_text() + "\n[knowledge]\nenabled = true\n")
+    with Runtime.open(home, realm="none") as runtime:
+        runtime.knowledge.register_repository("payments", repo, members=["deven"])
+    ask = {"project_id": "payments", "repository_id": "payments", "query": "retry test"}
+    script = Script([Shell(_callback()), Tool("knowledge_context", ask), Text(ANSWER)])
+    with ScriptedModel(script) as model:
+        argv, variables = _claude_code(binary, model, home, tmp_path)
+        # The projected .mcp.json names the runtime's server; Claude Code loads it when told to.
+        argv += ["--mcp-config", ".mcp.json", "--allowedTools", "Bash", "mcp__resident__knowledge_context"]
+        # Claude Code 2.1 defers MCP tools behind its ToolSearch tool; offered directly, the model can call it.
+        variables["ENABLE_TOOL_SEARCH"] = "false"
+        outcome = run_process(
+            home, "session", "start", "deven", "--harness", "claude-code", "--dir", str(repo),
+            "--task", "fix the payments retry test", "--json", "--", *argv, env=variables,
+        )
+    assert outcome.code == 0, outcome.describe()
+    session = json.loads(outcome.stdout)
+    shown = expect_json(invoke(home, "session", "show", session["id"], "--json"))
+    calls = [turn for turn in shown["turns"] if turn["tool"].endswith("knowledge_context")]
+    assert calls, [(t["role"], t["kind"], t["tool"], t["text"][:300]) for t in shown["turns"]]
+    [result] = [turn for turn in shown["turns"] if turn["kind"] == "tool_result" and turn["call"] == calls[0]["call"]]
+    assert not result["text"].startswith("[error]"), result["text"]
+    assert "entries" in result["text"]
