@@ -62,6 +62,8 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.recall_index import _percentile, synthetic_queries, synthetic_texts
 from bench.timing import Stopwatch
+from resident.runtime.coordination import dispatch_session
+from resident.runtime.runtime import host_context
 
 PAGES_PER_FILE = 25
 FTS_WINDOW = 64
@@ -229,13 +231,14 @@ def context_latency(workdir: Path, calls: int = 50) -> dict[str, Any]:
         for number in range(20):
             (tree / f"module{number}.py").write_text(f"VALUE = {number}\n", encoding="utf-8")
             work = WorkItem(project="bench", repository="bench", item=f"item-{number}", tree="t", model="m", scope="s")
-            step = runtime.coordinator.dispatch("work", "deven", role="implement", parent_grant=grant, work=work)
+            step = dispatch_session(
+                host_context(runtime), "work", "deven", role="implement", parent_grant=grant, work=work)
             done = step.finish("succeeded", result="complete", files=[f"module{number}.py"], knowledge_candidate={
                 "kind": "fact", "title": f"Module {number} holds its value", "visibility": "project",
                 "body": f"module{number}.py sets VALUE to {number}; nothing else writes it.",
             })
             for role, member in (("review", "alice"), ("audit", "oliver")):
-                examination = runtime.coordinator.dispatch(role, member, role=role, parent_grant=grant,
+                examination = dispatch_session(host_context(runtime), role, member, role=role, parent_grant=grant,
                                                            reviews=done.id)
                 examination.finish("succeeded", result="complete", verdict="approved")
             runtime.coordinator.accept(done.id)

@@ -17,7 +17,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import msgspec
@@ -98,6 +98,10 @@ class Config:
     session_sandbox: bool = True
     # `[cognition]`: the bridge to an independent Cognition service (none by default; docs/cognition.md).
     cognition: CognitionSettings = field(default_factory=CognitionSettings)
+    # `[sessions] max_running`: how many dispatched executions the runtime runs at once; the rest wait their turn.
+    max_running: int = 2
+    # `[sessions] harness_transcripts`: what becomes of the harness's own copies of a recovered transcript.
+    harness_transcripts: Literal["redact", "keep", "remove"] = "redact"
 
     def member(self, name: str) -> MemberConfig:
         for member in (*self.members, *self.extra_members):
@@ -167,6 +171,8 @@ class _MemoryTable(msgspec.Struct, forbid_unknown_fields=True):
 
 class _SessionsTable(msgspec.Struct, forbid_unknown_fields=True):
     sandbox: bool = True
+    max_running: Annotated[int, msgspec.Meta(ge=1, le=64)] = 2
+    harness_transcripts: Literal["redact", "keep", "remove"] = "redact"
 
 
 class _BankTable(msgspec.Struct, forbid_unknown_fields=True):
@@ -216,7 +222,7 @@ _ALLOWED = {
     "[realm]": "url",
     "[knowledge]": "enabled",
     "[memory]": "embedder",
-    "[sessions]": "sandbox",
+    "[sessions]": "sandbox, max_running, harness_transcripts",
     "[cognition]": "provider, url, token_file, deadline, failures, cooldown, supervise, command, environment, banks",
 }
 
@@ -323,7 +329,8 @@ def _parse(data: _ConfigFile, path: Path) -> Config:
     return Config(
         members=tuple(members), coordinator=coordinator, realm_url=url, path=path, engagement=engagement,
         knowledge=KnowledgeConfig(enabled=data.knowledge.enabled), memory_embedder=embedder,
-        session_sandbox=data.sessions.sandbox, cognition=_cognition(data.cognition, path),
+        session_sandbox=data.sessions.sandbox, max_running=data.sessions.max_running,
+        harness_transcripts=data.sessions.harness_transcripts, cognition=_cognition(data.cognition, path),
     )
 
 

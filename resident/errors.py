@@ -30,6 +30,7 @@ __all__ = [
     "EmbedderNotLoopback",
     "EmbedderUnavailable",
     "EntryNotFound",
+    "ExecutionSettled",
     "ExportInvalid",
     "GrantExceeded",
     "GrantInvalid",
@@ -292,6 +293,10 @@ class OwnerOnlyAction(GrantExceeded):
 
 class UnknownExecution(ResidentError, LookupError):
     """No execution with that id was recorded by the coordinator."""
+
+
+class ExecutionSettled(ResidentError, ValueError):
+    """The execution was already accepted or rejected: its dispatcher decides once."""
 
 
 class GrantInvalid(ResidentError, PermissionError):

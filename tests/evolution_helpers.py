@@ -8,7 +8,8 @@ from pathlib import Path
 
 from resident import Runtime
 from resident.clock import ManualClock
-from resident.runtime.coordination import Session
+from resident.runtime.coordination import Session, dispatch_session
+from resident.runtime.runtime import host_context
 
 __all__ = ["DAY", "SESSION_ACTIONS", "add_skills", "evolving", "session", "skill_folder"]
 
@@ -36,7 +37,7 @@ def session(rt: Runtime, member: str, task: str = "routine work", actions: Itera
     """A session of `member` (an execution dispatched to it) under a fresh owner grant."""
     wanted = set(actions)
     grant = rt.coordinator.issue_grant(actions=wanted, ttl=ttl)
-    return rt.coordinator.dispatch(task, member, role="implement", parent_grant=grant, actions=wanted)
+    return dispatch_session(host_context(rt), task, member, role="implement", parent_grant=grant, actions=wanted)
 
 
 @contextmanager

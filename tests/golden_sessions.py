@@ -34,6 +34,8 @@ def session_samples(at: float) -> tuple[list[Event], list[Any]]:
         index=1, source="/home/alice/.claude/projects/-home-alice-src/6f1c2d7e.jsonl", external_id="6f1c2d7e",
         title="payments: flaky retry test", cwd="/home/alice/src/payments", started_at=at, forked_from="0199f0aa",
         offset=4096, size=81920, stored=12288, digest="cd" * 32, lines=212, turns=180, unparsed=2, truncated=True,
+        model="claude-sonnet-4-5", harness_version="2.1.3", listings=3, bookkeeping=9, injected=2,
+        unknown_kinds=(("telemetry-blob", 1),),
     )
     session = SessionRecord(
         id="ses_01hzx3k9q0", member="deven", harness="claude-code", origin="started", state="recovered",

@@ -18,7 +18,8 @@ from resident import Runtime
 from resident.messages.coordination import Execution, Grant, WorkItem
 from resident.messages.knowledge import KnowledgeEntry, PageAdmitted
 from resident.messages.store import Commit
-from resident.runtime.coordination import Session
+from resident.runtime.coordination import Session, dispatch_session
+from resident.runtime.runtime import host_context
 from resident.store.tables import KNOWLEDGE_ENTRIES, PAGES
 
 __all__ = [
@@ -144,7 +145,7 @@ def evidence_chain(
 ) -> Chain:
     """Implement (with a candidate), review, audit and accept, as the coordinator records them."""
     grant = owner_grant(rt)
-    session = rt.coordinator.dispatch("implement it", member, role="implement", parent_grant=grant,
+    session = dispatch_session(host_context(rt), "implement it", member, role="implement", parent_grant=grant,
                                       work=work or work_item())
     implementation = session.finish("succeeded", result="complete", files=files,
                                     knowledge_candidate=proposal or candidate())
@@ -153,7 +154,7 @@ def evidence_chain(
     for role, examiner, verdict in (("review", reviewer, verdicts[0]), ("audit", auditor, verdicts[1])):
         if examiner is None:
             continue
-        examination = rt.coordinator.dispatch(role, examiner, role=role, parent_grant=grant,
+        examination = dispatch_session(host_context(rt), role, examiner, role=role, parent_grant=grant,
                                               reviews=implementation.id)
         examination.finish("succeeded", result="complete", verdict=verdict)  # type: ignore[arg-type]
         setattr(chain, role, examination)

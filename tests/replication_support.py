@@ -27,6 +27,8 @@ from resident.messages.realm import AcceptedRecord, Verdict
 from resident.messages.replication import RecordReplication, ReplicationCounts
 from resident.realm.process import RealmProcess
 from resident.realm.tokens import TOKEN_ENV
+from resident.runtime.coordination import dispatch_session
+from resident.runtime.runtime import host_context
 from resident.store.store import Store
 from resident.store.tables import RECORDS
 
@@ -87,7 +89,7 @@ class DelegatedWriter:
     def __init__(self, runtime: Runtime, member: str = "deven") -> None:
         actions = {"remember", "supersede", "recall", "reconcile"}
         grant = runtime.coordinator.issue_grant(actions=actions)
-        self.session = runtime.coordinator.dispatch(
+        self.session = dispatch_session(host_context(runtime),
             "delegated-writes", member, role="implement", parent_grant=grant, actions=actions
         )
 

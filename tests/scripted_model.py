@@ -6,7 +6,8 @@ It speaks the two wire formats those harnesses use, streaming as they ask:
 * OpenAI Responses (`POST /v1/responses`, server-sent events): Codex.
 
 The model's decisions are a `Script`: the steps of the main conversation, each a shell command to run
-through the harness's own shell tool, or the final text. Which step answers a request is the number
+through the harness's own shell tool, a named tool to call (an MCP tool, Anthropic Messages only), or the
+final text. Which step answers a request is the number
 of tool results the conversation already holds, so a harness that retries a request gets the same
 answer again. Requests that offer no tools (a harness asking for a title or a summary on the side) get
 a short text. Every request body is kept (`ScriptedModel.requests`) for the test to read.
@@ -22,11 +23,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Script", "ScriptedModel", "Shell", "Text"]
+__all__ = ["Script", "ScriptedModel", "Shell", "Text", "Tool"]
 
 # The names the harnesses give their shell tool, in the order they are looked for in a request's tools.
 SHELL_TOOLS = ("Bash", "bash", "shell", "shell_command", "exec_command", "local_shell")
 SIDE_TEXT = "Noted."
+# Marks a call of a named (MCP) tool rather than the shell, inside `_anthropic` (Anthropic Messages only).
+_TOOL_CALL = "tool:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +46,16 @@ class Text:
     text: str
 
 
-Step = Shell | Text
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """Call the offered tool whose name ends with `suffix` (an MCP tool: `mcp__resident__knowledge_context`)
+    with `arguments`; when no such tool is offered, say so as text (the conversation then ends)."""
+
+    suffix: str
+    arguments: dict[str, Any]
+
+
+Step = Shell | Text | Tool
 
 
 @dataclass
@@ -162,6 +174,12 @@ class ScriptedModel:
             if isinstance(block, dict) and block.get("type") == "tool_result"
         )
         step, shell = self._decide(tools, results)
+        if isinstance(step, Tool):
+            offered = next((name for name in tools if name.endswith(step.suffix)), None)
+            if offered is None:
+                step, shell = Text(f"no tool ending in {step.suffix} was offered: {tools}"), None
+            else:
+                step, shell = Shell(json.dumps(step.arguments)), f"{_TOOL_CALL}{offered}"
         message_id = self._next_id("msg")
         start = {
             "type": "message", "id": message_id, "role": "assistant", "model": body.get("model", "scripted"),
@@ -170,8 +188,9 @@ class ScriptedModel:
         }
         events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
         if isinstance(step, Shell) and shell is not None:
-            block: dict[str, Any] = {"type": "tool_use", "id": self._next_id("toolu"), "name": shell, "input": {}}
-            arguments = {"command": step.command}
+            name = shell.removeprefix(_TOOL_CALL)
+            block: dict[str, Any] = {"type": "tool_use", "id": self._next_id("toolu"), "name": name, "input": {}}
+            arguments = json.loads(step.command) if shell.startswith(_TOOL_CALL) else {"command": step.command}
             if shell == "Bash":
                 arguments["description"] = "Call the runtime back"
             delta = {"type": "input_json_delta", "partial_json": json.dumps(arguments)}

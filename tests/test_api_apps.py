@@ -20,6 +20,8 @@ from resident.api.wire import GRANT_HEADER
 from resident.errors import NotVisible, OwnerOnlyAction, ScopeNotAllowed
 from resident.messages.apps import AppBanksQuery
 from resident.operations import apps
+from resident.runtime.coordination import dispatch_session
+from resident.runtime.runtime import host_context
 from tests.api_helpers import UpProcess
 
 pytestmark = pytest.mark.timeout(180)
@@ -31,7 +33,7 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpProcess]:
     with Runtime.open(home, realm="none") as rt:
         rt.memory.enable()
         grant = rt.coordinator.issue_grant(actions={"recall", "remember"}, scopes={"AGENT_CORE"})
-        session = rt.coordinator.dispatch(
+        session = dispatch_session(host_context(rt),
             "work", "deven", role="implement", parent_grant=grant, actions={"recall", "remember"},
             scopes={"AGENT_CORE"},
         )
@@ -151,7 +153,7 @@ def test_the_app_surface_in_process_refuses_what_the_api_refuses(tmp_path: Path)
             rt.apps.remember("notes", bank.name, "another app writes here")
         with pytest.raises(ScopeNotAllowed):
             rt.apps.create_bank("ledger", "AGENT_DYADIC", "mine")
-        session = rt.coordinator.dispatch(
+        session = dispatch_session(host_context(rt),
             "work", "deven", role="implement",
             parent_grant=rt.coordinator.issue_grant(actions={"recall"}, scopes={"AGENT_CORE"}),
             actions={"recall"}, scopes={"AGENT_CORE"},

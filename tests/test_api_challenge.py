@@ -20,6 +20,8 @@ from resident.api.discovery import DISCOVERY_FILE, Discovery
 from resident.coordination.tokens import GRANT_TOKEN_ENV
 from resident.errors import RuntimeNotUp
 from resident.messages.home_calls import API_VERSION
+from resident.runtime.coordination import dispatch_session
+from resident.runtime.runtime import host_context
 from resident.store.home import HomeLock
 from tests.api_helpers import UpProcess
 from tests.cli_helpers import expect_error, expect_ok, invoke, run_process
@@ -91,7 +93,7 @@ def squatted_home(tmp_path: Path, fake: FakeServer) -> Iterator[tuple[Path, str]
     expect_ok(invoke(home, "memory", "enable"))
     with Runtime.open(home, realm="none") as rt:
         grant = rt.coordinator.issue_grant(actions={"remember", "recall"}, scopes={"AGENT_CORE"})
-        token = rt.coordinator.dispatch("notes", "deven", role="implement", parent_grant=grant,
+        token = dispatch_session(host_context(rt), "notes", "deven", role="implement", parent_grant=grant,
                                         actions={"remember"}, scopes={"AGENT_CORE"}).token
     with HomeLock(home):
         found = Discovery(address=fake.address, pid=os.getpid(), token=HOME_TOKEN,

@@ -39,6 +39,7 @@ from resident.errors import InvalidInput, TooManySubscribers
 from resident.messages.replication import RecordConflicted, ReplicationAttempted
 from resident.messages.store import Commit
 from resident.messages.supervision import ChildStatistics, SupervisorStatistics
+from resident.runtime.coordination import dispatch_session
 from resident.runtime.runtime import host_context
 from resident.web import ReadyServer, listen_tcp
 from tests.api_helpers import UpProcess
@@ -161,7 +162,7 @@ def test_the_stream_shows_writes_withheld_records_and_progress(serve: Callable[.
     conflicted = RecordConflicted(at=runtime._internal.clock.time(), id=receipt.id, reason="no")
     runtime._internal.write(Commit(events=(conflicted,)))
     grant = runtime.coordinator.issue_grant(actions=ROLE_ACTIONS["implement"], ttl=600)
-    session = runtime.coordinator.dispatch("write the notes", "alice", role="implement", parent_grant=grant)
+    session = dispatch_session(host_context(runtime), "write the notes", "alice", role="implement", parent_grant=grant)
     session.finish("succeeded")
     stream = served.transport.events()
     try:

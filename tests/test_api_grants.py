@@ -33,7 +33,8 @@ from resident.operations import memory as memory_ops
 from resident.operations import portability as portability_ops
 from resident.operations import sessions as sessions_ops
 from resident.operations import skills as skills_ops
-from resident.runtime.coordination import Session
+from resident.runtime.coordination import Session, dispatch_session
+from resident.runtime.runtime import host_context
 from tests.api_helpers import UpProcess, raw_client
 from tests.cli_helpers import expect_error, run_process
 from tests.evolution_helpers import SESSION_ACTIONS, session, skill_folder
@@ -62,7 +63,7 @@ class Prepared:
 def core_only(rt: Runtime, member: str) -> Session:
     actions = {*SESSION_ACTIONS, "forget", "reconcile"}
     grant = rt.coordinator.issue_grant(actions=actions, scopes={"AGENT_CORE"})
-    return rt.coordinator.dispatch(
+    return dispatch_session(host_context(rt),
         "work", member, role="implement", parent_grant=grant, actions=actions, scopes={"AGENT_CORE"}
     )
 

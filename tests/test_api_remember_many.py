@@ -19,6 +19,8 @@ from resident.errors import GrantExceeded, InvalidInput, NotVisible, TextInvalid
 from resident.messages.memory import Receipt
 from resident.messages.memory_calls import MAX_REMEMBER_ITEMS
 from resident.operations import memory as memory_ops
+from resident.runtime.coordination import dispatch_session
+from resident.runtime.runtime import host_context
 from tests.api_helpers import UpProcess
 from tests.evolution_helpers import SESSION_ACTIONS
 from tests.memory_helpers import WORLDS, write_roster
@@ -37,7 +39,7 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prepared]:
     with Runtime.open(home, realm="none") as rt:
         rt.memory.enable()
         grant = rt.coordinator.issue_grant(actions=set(SESSION_ACTIONS), scopes={"AGENT_CORE"})
-        deven = rt.coordinator.dispatch(
+        deven = dispatch_session(host_context(rt),
             "notes", "deven", role="implement", parent_grant=grant, actions={"remember", "recall"},
             scopes={"AGENT_CORE"},
         ).token

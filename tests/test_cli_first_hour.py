@@ -13,6 +13,8 @@ import pytest
 
 from resident import Runtime
 from resident.coordination.tokens import GRANT_TOKEN_ENV
+from resident.runtime.coordination import dispatch_session
+from resident.runtime.runtime import host_context
 from resident.store.home import CONFIG_FILE
 from tests.cli_helpers import expect_error, expect_ok, invoke, run_process
 
@@ -39,7 +41,7 @@ def test_memory_enable_on_a_folder_that_does_not_exist_makes_a_whole_home(tmp_pa
 def test_an_owner_only_refusal_is_a_whole_sentence_that_says_what_to_do(home: Path) -> None:
     with Runtime.open(home, realm="none") as rt:
         grant = rt.coordinator.issue_grant(actions={"remember", "recall"}, scopes={"AGENT_CORE"})
-        token = rt.coordinator.dispatch("notes", "deven", role="implement", parent_grant=grant,
+        token = dispatch_session(host_context(rt), "notes", "deven", role="implement", parent_grant=grant,
                                         actions={"remember"}, scopes={"AGENT_CORE"}).token
     message = expect_error(invoke(home, "memory", "disable", env={GRANT_TOKEN_ENV: token}), "OwnerOnlyAction")
     assert not message.endswith("cannot"), message
@@ -50,7 +52,7 @@ def test_progress_on_an_80_column_pipe_names_every_member(home: Path) -> None:
     with Runtime.open(home, realm="none") as rt:
         grant = rt.coordinator.issue_grant(actions={"remember", "recall"}, scopes={"AGENT_CORE"})
         for member in ("deven", "alice"):
-            rt.coordinator.dispatch(LONG_TASK, member, role="implement", parent_grant=grant,
+            dispatch_session(host_context(rt), LONG_TASK, member, role="implement", parent_grant=grant,
                                     actions={"remember"}, scopes={"AGENT_CORE"})
     # A real process writing to a pipe: rich lays the table out for 80 columns.
     out = expect_ok(run_process(home, "progress", env={"COLUMNS": "80"})).stdout

@@ -16,6 +16,8 @@ from resident import Runtime
 from resident.cli.jsonl import MAX_LINE_BYTES
 from resident.coordination.tokens import GRANT_TOKEN_ENV
 from resident.messages.memory_calls import MAX_REMEMBER_ITEMS
+from resident.runtime.coordination import dispatch_session
+from resident.runtime.runtime import host_context
 from resident.store.tables import RECORDS
 from tests.cli_helpers import Outcome, expect_error, expect_json, expect_ok, invoke, run_process
 
@@ -119,7 +121,7 @@ def test_text_or_options_beside_jsonl_and_neither_are_usage_errors(home: Path) -
 def test_a_member_session_writes_only_the_lines_within_its_grant(home: Path) -> None:
     with Runtime.open(home, realm="none") as rt:
         grant = rt.coordinator.issue_grant(actions={"remember", "recall"}, scopes={"AGENT_CORE"})
-        token = rt.coordinator.dispatch("notes", "deven", role="implement", parent_grant=grant,
+        token = dispatch_session(host_context(rt), "notes", "deven", role="implement", parent_grant=grant,
                                         actions={"remember"}, scopes={"AGENT_CORE"}).token
     data = lines_of({"text": "within"}, {"text": "shared", "scope": "WORLD_SHARED", "world": "team"})
     as_deven: dict[str, str | None] = {GRANT_TOKEN_ENV: token}

@@ -32,7 +32,9 @@ from resident.children.orphans import wait_gone
 from resident.coordination.tokens import GRANT_TOKEN_ENV
 from resident.messages.knowledge_calls import Ingest
 from resident.operations import knowledge as knowledge_ops
+from resident.runtime.coordination import dispatch_session
 from resident.runtime.knowledge.banks import INGEST_PROGRESS
+from resident.runtime.runtime import host_context
 from tests.api_helpers import UpProcess
 from tests.cli_helpers import Outcome, expect_error, expect_json, expect_ok, invoke, run_process
 from tests.evolution_helpers import session
@@ -375,7 +377,7 @@ def test_mcp_serve_calls_the_running_runtime_with_the_session_s_token(tmp_path: 
         rt.knowledge.register_repository("alpha", tree, members=["deven", "alice"])
         evidence_chain(rt, work=work_item("alpha"), proposal=candidate("alpha shared"))
         evidence_chain(rt, work=work_item("alpha"), proposal=candidate("deven's own", visibility="private"))
-        alice = rt.coordinator.dispatch("work", "alice", role="implement", parent_grant=owner_grant(rt),
+        alice = dispatch_session(host_context(rt), "work", "alice", role="implement", parent_grant=owner_grant(rt),
                                         work=work_item("alpha")).token
     server = StdioServerParameters(
         command=sys.executable, args=["-m", "resident.cli", "--home", str(home), "mcp", "serve"],

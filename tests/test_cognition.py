@@ -20,6 +20,8 @@ from resident.cognition.breaker import CircuitBreaker
 from resident.cognition.fusion import place, scale
 from resident.cognition.offer import read_offer
 from resident.errors import CognitionDisabled, ConfigError, GrantExceeded, NotVisible, OwnerOnlyAction, TextInvalid
+from resident.runtime.coordination.session import dispatch_session
+from resident.runtime.runtime import host_context
 from tests.api_helpers import UpProcess
 from tests.hindsight_proxy import HindsightProxy
 from tests.knowledge_helpers import candidate, evidence_chain, write_docs
@@ -162,7 +164,9 @@ def test_a_member_session_recalls_as_its_own_member_only(tmp_path: Path) -> None
         kept = rt.member("deven").remember("the canary rollout is on tuesday").id
         rt.memory.wait_indexed()
         grant = rt.coordinator.issue_grant(actions={"recall"})
-        session = rt.coordinator.dispatch("look", "deven", role="implement", parent_grant=grant, actions={"recall"})
+        session = dispatch_session(
+            host_context(rt), "look", "deven", role="implement", parent_grant=grant, actions={"recall"}
+        )
         as_session = rt.with_grant(session.token)
         assert [hit.memory.id for hit in as_session.cognition.recall("deven", "canary").hits if hit.memory] == [kept]
         with pytest.raises(GrantExceeded):
@@ -274,8 +278,10 @@ def test_a_grant_reaches_only_its_scopes_banks_and_engagement_narrows_banks_as_i
     with Runtime.open(_home(tmp_path, work_only)) as rt:
         rt.memory.enable()
         grant = rt.coordinator.issue_grant(actions={"recall"})
-        session = rt.coordinator.dispatch("look", "deven", role="implement", parent_grant=grant, actions={"recall"},
-                                          scopes=["WORLD_SHARED"])
+        session = dispatch_session(
+            host_context(rt), "look", "deven", role="implement", parent_grant=grant, actions={"recall"},
+            scopes=["WORLD_SHARED"],
+        )
         as_session = rt.with_grant(session.token)
         rt.engagement.engage("deven", domain="work")
         banks = {hit.bridged.bank for hit in as_session.cognition.recall("deven", "canary").hits if hit.bridged}
@@ -312,7 +318,7 @@ def test_a_member_session_may_not_write_to_the_service(tmp_path: Path, service: 
         rt.memory.enable()
         mine = rt.member("deven").remember("the canary rollout needs the migration first").id
         grant = rt.coordinator.issue_grant(actions={"recall", "remember"})
-        session = rt.coordinator.dispatch("look", "deven", role="implement", parent_grant=grant,
+        session = dispatch_session(host_context(rt), "look", "deven", role="implement", parent_grant=grant,
                                           actions={"recall", "remember"})
         with pytest.raises(OwnerOnlyAction):
             rt.with_grant(session.token).cognition.retain("deven", [mine])

@@ -11,6 +11,8 @@ from resident.clock import ManualClock
 from resident.coordination.tokens import new_token, token_digest
 from resident.errors import GrantExceeded, GrantInvalid
 from resident.messages.coordination import GrantTokenIssued
+from resident.runtime.coordination import dispatch_session, resume_session
+from resident.runtime.runtime import host_context
 from resident.store.tables import GRANT_TOKENS, TABLES
 
 
@@ -28,13 +30,13 @@ def rt(tmp_path, clock):
 
 def dispatch(rt, actions=("remember", "recall"), ttl=600.0):
     grant = rt.coordinator.issue_grant(actions=set(actions), ttl=ttl)
-    return rt.coordinator.dispatch("write-notes", "deven", role="implement", parent_grant=grant,
+    return dispatch_session(host_context(rt), "write-notes", "deven", role="implement", parent_grant=grant,
                                    actions=set(actions))
 
 
 def test_a_token_resumes_the_session_of_its_execution_under_the_same_grant(rt):
     session = dispatch(rt, actions=("recall",))
-    resumed = rt.coordinator.session(session.token)
+    resumed = resume_session(host_context(rt), session.token)
     assert (resumed.execution.id, resumed.grant.id, resumed.member.name) == (
         session.execution.id, session.grant.id, "deven"
     )
@@ -56,10 +58,10 @@ def test_the_store_keeps_the_tokens_digest_and_never_the_token(rt, tmp_path):
 def test_an_unknown_or_malformed_token_is_refused_without_echoing_it(rt):
     dispatch(rt)
     with pytest.raises(GrantInvalid, match="not known"):
-        rt.coordinator.session(new_token())
+        resume_session(host_context(rt), new_token())
     hostile = "rgt_\x1b]0;pwned\x07" + "x" * 5000
     with pytest.raises(GrantInvalid, match="not a grant token") as raised:
-        rt.coordinator.session(hostile)
+        resume_session(host_context(rt), hostile)
     assert "pwned" not in str(raised.value)
 
 
@@ -67,15 +69,15 @@ def test_a_token_is_spent_once_its_execution_finishes(rt):
     session = dispatch(rt)
     session.finish("succeeded")
     with pytest.raises(GrantInvalid, match="has ended"):
-        rt.coordinator.session(session.token)
+        resume_session(host_context(rt), session.token)
 
 
 def test_a_token_stops_working_when_its_grant_expires(rt, clock):
     session = dispatch(rt, ttl=60.0)
-    rt.coordinator.session(session.token)
+    resume_session(host_context(rt), session.token)
     clock.advance(61.0)
     with pytest.raises(GrantInvalid, match="expired"):
-        rt.coordinator.session(session.token)
+        resume_session(host_context(rt), session.token)
 
 
 def test_a_token_of_another_home_is_not_known_here(tmp_path, rt):
@@ -83,4 +85,4 @@ def test_a_token_of_another_home_is_not_known_here(tmp_path, rt):
         other.memory.enable()
         foreign = dispatch(other)
     with pytest.raises(GrantInvalid, match="not known"):
-        rt.coordinator.session(foreign.token)
+        resume_session(host_context(rt), foreign.token)

@@ -19,6 +19,8 @@ import pytest
 from resident import Runtime
 from resident.errors import GrantExceeded, GrantInvalid, InvalidInput, OwnerOnlyAction
 from resident.operations.facade import Surface
+from resident.runtime.coordination import dispatch_session
+from resident.runtime.runtime import host_context
 from tests.api_helpers import UpProcess
 from tests.session_helpers import fake
 
@@ -26,11 +28,7 @@ pytestmark = pytest.mark.timeout(120)
 
 # Public names of `Runtime.open`'s facade (a surface's method as `surface.method`) that `Runtime.connect` does not
 # offer yet (see the module docstring).
-NOT_YET_ON_CONNECT = {
-    # A dispatched session is a live object of the dispatching process; dispatch over the API comes with executions
-    # the runtime runs itself (a harness acts as its session anywhere with `with_grant(token)`).
-    "coordinator.dispatch", "coordinator.session",
-}
+NOT_YET_ON_CONNECT: set[str] = set()
 # Public names of `Runtime.connect`'s facade that `Runtime.open` does not have: `address` is where a connection
 # reaches the runtime, which an in-process runtime has no need of.
 NOT_YET_ON_OPEN = {"address"}
@@ -60,7 +58,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpProcess]:
     home = tmp_path_factory.mktemp("parity") / "served"
     with Runtime.open(home, realm="none") as rt:
         grant = rt.coordinator.issue_grant(actions={"recall", "propose_principle"}, scopes={"AGENT_CORE"})
-        work = rt.coordinator.dispatch("work", "deven", role="implement", parent_grant=grant,
+        work = dispatch_session(host_context(rt), "work", "deven", role="implement", parent_grant=grant,
                                        actions={"recall", "propose_principle"}, scopes={"AGENT_CORE"})
     (home.parent / "deven.grant").write_text(work.token)
     with UpProcess(home) as up:
@@ -83,7 +81,7 @@ def test_a_facade_with_a_grant_acts_as_that_session_in_process_and_over_the_api(
             remote.with_grant("rgt_" + "x" * 43).principles.list()
     with Runtime.open(tmp_path / "local", realm="none") as local:
         grant = local.coordinator.issue_grant(actions={"recall"}, scopes={"AGENT_CORE"})
-        work = local.coordinator.dispatch("work", "deven", role="implement", parent_grant=grant,
+        work = dispatch_session(host_context(local), "work", "deven", role="implement", parent_grant=grant,
                                           actions={"recall"}, scopes={"AGENT_CORE"})
         with pytest.raises(GrantExceeded, match="propose_principle"):
             local.with_grant(work.token).principles.propose(None, "pair on deploys", basis="the grant lacks it")

@@ -10,8 +10,11 @@ from typing import Any
 import pytest
 
 from resident import Runtime
+from resident.errors import ExecutionSettled
 from resident.knowledge.evidence import fingerprint
 from resident.messages.knowledge import EntryProposed
+from resident.runtime.coordination import dispatch_session
+from resident.runtime.runtime import host_context
 from tests.knowledge_helpers import candidate, entries_of, open_knowledge, owner_grant, work_item
 from tests.memory_helpers import events_of
 
@@ -37,7 +40,7 @@ def finish(rt: Runtime, *, role: str = "implement", member: str = "deven", work:
            outcome: str = "succeeded", result: str = "complete", files: tuple[str, ...] = ("pkg/writer.py",),
            proposal: Any = None) -> Any:
     grant = owner_grant(rt)
-    session = rt.coordinator.dispatch("t", member, role=role, parent_grant=grant,
+    session = dispatch_session(host_context(rt), "t", member, role=role, parent_grant=grant,
                                       work=work_item() if work is None else work)
     return session.finish(outcome, result=result, files=files,  # type: ignore[arg-type]
                           knowledge_candidate=candidate() if proposal is None else proposal)
@@ -113,7 +116,7 @@ def test_a_step_that_may_not_propose_fails_with_the_reason(rt: Runtime, options:
 
 def test_a_step_without_a_work_item_cannot_propose(rt: Runtime) -> None:
     grant = owner_grant(rt)
-    session = rt.coordinator.dispatch("t", "deven", role="implement", parent_grant=grant)
+    session = dispatch_session(host_context(rt), "t", "deven", role="implement", parent_grant=grant)
     execution = session.finish("succeeded", result="complete", knowledge_candidate=candidate())
     assert execution.outcome == "failed"
     assert "without a work item" in execution.error
@@ -122,7 +125,8 @@ def test_a_step_without_a_work_item_cannot_propose(rt: Runtime) -> None:
 def test_a_candidate_is_refused_while_knowledge_is_off(tmp_path: Path) -> None:
     with Runtime.open(tmp_path / "home", realm="none") as rt:
         grant = owner_grant(rt)
-        session = rt.coordinator.dispatch("t", "deven", role="implement", parent_grant=grant, work=work_item())
+        session = dispatch_session(
+            host_context(rt), "t", "deven", role="implement", parent_grant=grant, work=work_item())
         execution = session.finish("succeeded", result="complete", knowledge_candidate=candidate())
     assert execution.outcome == "failed"
     assert "knowledge is off" in execution.error
@@ -130,23 +134,26 @@ def test_a_candidate_is_refused_while_knowledge_is_off(tmp_path: Path) -> None:
 
 def test_verdicts_and_results_are_checked_on_finish(rt: Runtime) -> None:
     grant = owner_grant(rt)
-    session = rt.coordinator.dispatch("t", "deven", role="implement", parent_grant=grant, work=work_item())
+    session = dispatch_session(host_context(rt), "t", "deven", role="implement", parent_grant=grant, work=work_item())
     with pytest.raises(ValueError, match="verdict is given by review and audit"):
         session.finish("succeeded", result="complete", verdict="approved")
     with pytest.raises(ValueError, match="result must be"):
         session.finish("succeeded", result="done")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="only review and audit steps examine"):
-        rt.coordinator.dispatch("t", "deven", role="implement", parent_grant=grant, reviews=session.execution.id)
+        dispatch_session(
+            host_context(rt), "t", "deven", role="implement", parent_grant=grant, reviews=session.execution.id)
     with pytest.raises(ValueError, match="project"):
-        rt.coordinator.dispatch("t", "deven", role="implement", parent_grant=grant, work=work_item("../etc"))
+        dispatch_session(host_context(rt), "t", "deven", role="implement", parent_grant=grant, work=work_item("../etc"))
 
 
-def test_only_a_step_that_succeeded_can_be_accepted_and_accepting_twice_changes_nothing(rt: Runtime) -> None:
+def test_only_a_step_that_succeeded_can_be_accepted_and_accepting_twice_is_refused(rt: Runtime) -> None:
     failed = finish(rt, outcome="failed")
     with pytest.raises(ValueError, match="only a step that succeeded"):
         rt.coordinator.accept(failed.id)
     done = finish(rt)
     first = rt.coordinator.accept(done.id)
-    again = rt.coordinator.accept(done.id)
-    assert first.accepted_at == again.accepted_at
+    # The dispatcher decides once: a second acceptance is refused and changes nothing.
+    with pytest.raises(ExecutionSettled, match="already accepted"):
+        rt.coordinator.accept(done.id)
+    assert rt.coordinator.execution(done.id).accepted_at == first.accepted_at
     assert first.accepted_by == "owner"

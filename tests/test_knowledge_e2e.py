@@ -8,6 +8,8 @@ from pathlib import Path
 
 from resident.clock import ManualClock
 from resident.messages.knowledge import EntryProposed, EntryStaled, EntryVerified
+from resident.runtime.coordination import dispatch_session
+from resident.runtime.runtime import host_context
 from tests.knowledge_helpers import (
     DOCS,
     candidate,
@@ -38,12 +40,14 @@ def test_ingest_search_promote_change_and_leave_context(tmp_path: Path) -> None:
         rt.knowledge.register_repository("resident", repo, members=["deven", "alice", "oliver"])
         grant = owner_grant(rt)
         work = work_item("resident")
-        implement = rt.coordinator.dispatch("one writer", "deven", role="implement", parent_grant=grant, work=work)
+        implement = dispatch_session(
+            host_context(rt), "one writer", "deven", role="implement", parent_grant=grant, work=work)
         step = implement.finish("succeeded", result="complete", files=["writer.py", "docs/deploy.md"],
                                 knowledge_candidate=candidate("One writer per worktree"))
         [proposed] = [e.entry for e in events_of(rt) if isinstance(e, EntryProposed)]
         for role, member in (("review", "alice"), ("audit", "oliver")):
-            examination = rt.coordinator.dispatch(role, member, role=role, parent_grant=grant, reviews=step.id)
+            examination = dispatch_session(
+                host_context(rt), role, member, role=role, parent_grant=grant, reviews=step.id)
             examination.finish("succeeded", result="complete", verdict="approved")
         assert rt.knowledge.entry(proposed.id).state == "candidate"  # not accepted yet
         rt.coordinator.accept(step.id)

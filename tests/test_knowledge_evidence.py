@@ -20,6 +20,8 @@ from resident.messages.coordination import Execution, ExecutionFinished, Executi
 from resident.messages.knowledge import EntrySuperseded, EntryVerified, EvidenceRef
 from resident.messages.store import Commit
 from resident.operations.knowledge import KnowledgeSurface
+from resident.runtime.coordination import dispatch_session
+from resident.runtime.runtime import host_context
 from tests.knowledge_helpers import candidate, entries_of, evidence_chain, open_knowledge, owner_grant, work_item
 from tests.memory_helpers import events_of
 
@@ -69,7 +71,7 @@ def test_a_rejecting_review_is_failed_evidence(rt: Runtime) -> None:
 def test_a_failed_audit_step_is_failed_evidence(rt: Runtime) -> None:
     chain = evidence_chain(rt, auditor=None)
     assert chain.entry is not None
-    audit = rt.coordinator.dispatch("audit", "oliver", role="audit", parent_grant=chain.grant,
+    audit = dispatch_session(host_context(rt), "audit", "oliver", role="audit", parent_grant=chain.grant,
                                     reviews=chain.implementation.id)
     audit.finish("failed", result="complete", error="could not build")
     assert "failed: audit" in refusal(rt, chain.entry.id)
@@ -78,7 +80,7 @@ def test_a_failed_audit_step_is_failed_evidence(rt: Runtime) -> None:
 def test_a_partial_review_is_partial_evidence(rt: Runtime) -> None:
     chain = evidence_chain(rt, reviewer=None)
     assert chain.entry is not None
-    review = rt.coordinator.dispatch("review", "alice", role="review", parent_grant=chain.grant,
+    review = dispatch_session(host_context(rt), "review", "alice", role="review", parent_grant=chain.grant,
                                      reviews=chain.implementation.id)
     review.finish("succeeded", result="partial", verdict="approved")
     assert "partial: review" in refusal(rt, chain.entry.id)
@@ -88,14 +90,15 @@ def test_missing_and_running_examinations_are_incomplete_evidence(rt: Runtime) -
     chain = evidence_chain(rt, auditor=None)
     assert chain.entry is not None
     assert "incomplete: no audit" in refusal(rt, chain.entry.id)
-    rt.coordinator.dispatch("audit", "oliver", role="audit", parent_grant=chain.grant, reviews=chain.implementation.id)
+    dispatch_session(
+        host_context(rt), "audit", "oliver", role="audit", parent_grant=chain.grant, reviews=chain.implementation.id)
     assert "still running" in refusal(rt, chain.entry.id)
 
 
 def test_a_review_of_another_tree_is_mismatched_evidence(rt: Runtime) -> None:
     chain = evidence_chain(rt, reviewer=None)
     assert chain.entry is not None
-    review = rt.coordinator.dispatch("review", "alice", role="review", parent_grant=chain.grant,
+    review = dispatch_session(host_context(rt), "review", "alice", role="review", parent_grant=chain.grant,
                                      reviews=chain.implementation.id, work=work_item(tree="tree-2"))
     review.finish("succeeded", result="complete", verdict="approved")
     reasons = refusal(rt, chain.entry.id)
@@ -118,7 +121,7 @@ def test_the_reviewer_auditing_what_it_reviewed_is_not_independent(rt: Runtime) 
 def test_a_finish_record_that_does_not_match_its_seal_is_forged_evidence(rt: Runtime) -> None:
     chain = evidence_chain(rt, reviewer=None)
     assert chain.entry is not None
-    review = rt.coordinator.dispatch("review", "alice", role="review", parent_grant=chain.grant,
+    review = dispatch_session(host_context(rt), "review", "alice", role="review", parent_grant=chain.grant,
                                      reviews=chain.implementation.id)
     # Written around the coordinator, claiming approval with a seal the runtime never computed.
     rt._internal.write(Commit(events=(ExecutionFinished(

@@ -21,7 +21,9 @@ from resident.api.inprocess import InProcess
 from resident.api.mcp import CONTEXT_TOOL, knowledge_server
 from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token
 from resident.errors import GrantInvalid
-from resident.runtime.coordination import Session
+from resident.runtime.coordination import Session, dispatch_session
+from resident.runtime.runtime import host_context
+from tests.execution_helpers import HeldHarness
 from tests.knowledge_helpers import candidate, evidence_chain, open_knowledge, owner_grant, work_item
 
 
@@ -41,7 +43,7 @@ def rt(tmp_path: Path) -> Iterator[Runtime]:
 
 
 def session(rt: Runtime, member: str, repository: str = "alpha") -> Session:
-    return rt.coordinator.dispatch("work", member, role="implement", parent_grant=owner_grant(rt),
+    return dispatch_session(host_context(rt), "work", member, role="implement", parent_grant=owner_grant(rt),
                                    work=work_item(repository))
 
 
@@ -162,7 +164,37 @@ def test_resident_mcp_serve_answers_a_real_client_over_stdio(rt: Runtime, tmp_pa
 
 
 def test_a_session_dispatched_without_work_is_authorized_for_nothing(rt: Runtime) -> None:
-    bare = rt.coordinator.dispatch("chat", "alice", role="implement", parent_grant=owner_grant(rt))
+    bare = dispatch_session(host_context(rt), "chat", "alice", role="implement", parent_grant=owner_grant(rt))
     result = call(rt, bare.token, {"project_id": "alpha", "repository_id": "alpha"})
     assert result.is_error is True
     assert "NotVisible" in result.content[0].text
+
+
+def test_a_session_started_on_a_task_in_a_registered_repository_gets_its_context(rt: Runtime, tmp_path: Path) -> None:
+    # `session start --task TEXT` (no execution id): the execution gets the work item of the repository it runs in.
+    launch = rt.sessions.start(
+        "alice", harness="command", command=(sys.executable, "-c", "pass"), directory=str(tmp_path / "alpha"),
+        task="fix the writer",
+    )
+    try:
+        work = rt.coordinator.execution(launch.execution).work
+        assert work is not None
+        assert (work.project, work.repository, work.item, work.scope) == ("alpha", "alpha", "fix the writer", ".")
+        assert titles(call(rt, launch.token, {"project_id": "alpha", "repository_id": "alpha"})) == ["alpha shared"]
+        other = call(rt, launch.token, {"project_id": "beta", "repository_id": "beta"})
+        assert other.is_error is True
+        assert "NotVisible" in other.content[0].text
+    finally:
+        rt.sessions.end(launch.session, 0, token=launch.token)
+
+
+def test_a_dispatched_execution_works_on_the_repository_of_its_directory(rt: Runtime, tmp_path: Path) -> None:
+    (tmp_path / "beta" / "pkg").mkdir()
+    held = HeldHarness(tmp_path / "fifos", "beta")
+    execution = rt.coordinator.dispatch("oliver", "tidy the package", harness="command", command=held.command,
+                                        directory=str(tmp_path / "beta" / "pkg"))
+    assert execution.work is not None
+    assert (execution.work.project, execution.work.repository, execution.work.scope) == ("beta", "beta", "pkg")
+    held.started()
+    held.go(0)
+    assert rt.coordinator.wait(execution.id, timeout=60).state == "succeeded"

@@ -32,6 +32,7 @@ from resident.messages.coordination import (
     Execution,
     ExecutionAccepted,
     ExecutionFinished,
+    ExecutionRejected,
     ExecutionStarted,
     Grant,
     GrantIssued,
@@ -183,6 +184,8 @@ def _execution() -> Execution:
         seal="2e" * 32,
         accepted_at=AT + 700.0,
         accepted_by="owner",
+        dispatched_by="samuel",
+        harness="pi",
         session="ses_01hzx3k9q0",
     )
 
@@ -278,6 +281,10 @@ def samples() -> dict[str, Any]:
         CorrectionRecorded(at=AT, correction=_correction()),
         GrantTokenIssued(at=AT, token=_grant_token()),
         ExecutionAccepted(at=AT, id="exec_01hzx3k9q0", by="owner"),
+        ExecutionRejected(
+            at=AT, id="exec_01hzx3k9q0", by="samuel", reason="the retry test still flakes",
+            reassigned_to="exec_01hzx3k9r0",
+        ),
         KnowledgeBankCreated(at=AT, bank=_knowledge_bank()),
         PageAdmitted(at=AT, page=_page()),
         PageSuperseded(at=AT, id="page_01hzx3k9q0", by="page_01hzx3k9r0"),

@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from resident import Runtime
+from tests.api_helpers import UpProcess
 from tests.cli_helpers import Outcome, expect_json, invoke, run_process
-from tests.scripted_model import Script, ScriptedModel, Shell, Text
+from tests.scripted_model import Script, ScriptedModel, Shell, Text, Tool
 from tests.session_helpers import files_holding, requires_sandbox, tree
 
 # Where `.ci/run` installs the harnesses with npm: outside the repository, and outside the user's home,
@@ -147,3 +148,68 @@ def test_a_real_harness_runs_the_member_calls_back_and_its_transcript_is_recover
     # The planted key reached the harness (in the projected task) but not the store or what is shown.
     assert PLANTED not in text
     assert files_holding(home / "store.1", [PLANTED]) == []
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "pi", "codex"])
+def test_a_real_harness_dispatched_runs_in_the_background_and_await_reports_its_write(
+    harness: str, home: Path, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _binary(harness)
+    before = tree(repo)
+    with ScriptedModel(Script([Shell(_callback()), Text(ANSWER)])) as model:
+        argv, variables = LAUNCHES[harness](_binary(harness), model, home, tmp_path)
+        # The runtime runs a dispatched harness itself: the model's address is in `resident up`'s environment.
+        for name, value in variables.items():
+            monkeypatch.setenv(name, value)
+        with UpProcess(home):
+            dispatched = run_process(
+                home, "dispatch", "deven", "--harness", harness, "--dir", str(repo),
+                "--task", f"fix the payments retry test (the staging key {PLANTED} is in the vault)", "--", *argv,
+            )
+            assert dispatched.code == 0, dispatched.describe()
+            execution = dispatched.stdout.strip()
+            awaited = run_process(home, "await", execution, "--timeout", "240", "--json")
+    assert awaited.code == 0, awaited.describe()
+    report = json.loads(awaited.stdout)
+    assert (report["state"], report["exit_code"]) == ("succeeded", 0), report
+    assert [record["summary"] for record in report["records"]] == [NOTE]
+    assert tree(repo) == before, "the projection was not restored exactly"
+    shown = expect_json(invoke(home, "session", "show", report["session"]["id"], "--json"))
+    roles = {turn["role"] for turn in shown["turns"]}
+    assert "other" not in roles, [t["text"][:80] for t in shown["turns"] if t["role"] == "other"]
+    assert not any("<environment_context>" in turn["text"] or "<INSTRUCTIONS>" in turn["text"]
+                   for turn in shown["turns"]), "injected context became turns"
+    assert ANSWER in json.dumps(shown)
+    # The planted key is neither in the store nor in the harness's own copies (redacted in place).
+    assert files_holding(home / "store.1", [PLANTED]) == []
+    assert files_holding(home / "harness", [PLANTED]) == []
+
+
+def test_claude_code_calls_the_runtimes_mcp_tool_for_the_repository_it_works_in(
+    home: Path, repo: Path, tmp_path: Path
+) -> None:
+    binary = _binary("claude-code")
+    config = home / "resident.toml"
+    config.write_text(config.read_text() + "\n[knowledge]\nenabled = true\n")
+    with Runtime.open(home, realm="none") as runtime:
+        runtime.knowledge.register_repository("payments", repo, members=["deven"])
+    ask = {"project_id": "payments", "repository_id": "payments", "query": "retry test"}
+    script = Script([Shell(_callback()), Tool("knowledge_context", ask), Text(ANSWER)])
+    with ScriptedModel(script) as model:
+        argv, variables = _claude_code(binary, model, home, tmp_path)
+        # The projected .mcp.json names the runtime's server; Claude Code loads it when told to.
+        argv += ["--mcp-config", ".mcp.json", "--allowedTools", "Bash", "mcp__resident__knowledge_context"]
+        # Claude Code 2.1 defers MCP tools behind its ToolSearch tool; offered directly, the model can call it.
+        variables["ENABLE_TOOL_SEARCH"] = "false"
+        outcome = run_process(
+            home, "session", "start", "deven", "--harness", "claude-code", "--dir", str(repo),
+            "--task", "fix the payments retry test", "--json", "--", *argv, env=variables,
+        )
+    assert outcome.code == 0, outcome.describe()
+    session = json.loads(outcome.stdout)
+    shown = expect_json(invoke(home, "session", "show", session["id"], "--json"))
+    calls = [turn for turn in shown["turns"] if turn["tool"].endswith("knowledge_context")]
+    assert calls, [(t["role"], t["kind"], t["tool"], t["text"][:300]) for t in shown["turns"]]
+    [result] = [turn for turn in shown["turns"] if turn["kind"] == "tool_result" and turn["call"] == calls[0]["call"]]
+    assert not result["text"].startswith("[error]"), result["text"]
+    assert "entries" in result["text"]

@@ -17,7 +17,9 @@ from resident import Runtime
 from resident.errors import GrantExceeded, InvalidInput, MemoryDisabled, NotVisible, ResidentError, TextInvalid
 from resident.messages.memory import MemoryRecord, Receipt
 from resident.messages.store import GetWriterStatistics, WriterStatistics
+from resident.runtime.coordination import dispatch_session
 from resident.runtime.memory.admissions import MAX_BATCH
+from resident.runtime.runtime import host_context
 from resident.store.tables import RECORDS
 from tests.memory_helpers import WORLDS, open_runtime
 
@@ -125,7 +127,7 @@ def test_with_memory_off_every_item_is_refused_and_nothing_is_written(home: Path
 
 def test_a_session_under_a_grant_writes_only_its_items_within_the_grant(rt: Runtime) -> None:
     grant = rt.coordinator.issue_grant(actions={"remember", "recall"}, scopes={"AGENT_CORE"})
-    session = rt.coordinator.dispatch("notes", "deven", role="implement", parent_grant=grant,
+    session = dispatch_session(host_context(rt), "notes", "deven", role="implement", parent_grant=grant,
                                       actions={"remember"}, scopes={"AGENT_CORE"})
     outcomes = asyncio.run(session.remember_many([
         {"text": "inside the grant"},

@@ -30,7 +30,8 @@ from resident.errors import GrantExceeded, InvalidInput, RecordNotFound
 from resident.messages.memory import MemoryRecord, Scope
 from resident.messages.replication import RecordConflicted
 from resident.messages.store import Commit
-from resident.runtime.coordination import Session
+from resident.runtime.coordination import Session, dispatch_session
+from resident.runtime.runtime import host_context
 from resident.store.tables import RECORDS
 
 MEMBER_SCOPES = ("AGENT_CORE", "AGENT_DYADIC", "WORLD_SHARED")
@@ -48,7 +49,7 @@ def rt(tmp_path: Path) -> Iterator[Runtime]:
 def session_for(rt: Runtime, member: str, *, actions: set[str], scopes: set[str]) -> Session:
     asked = cast("set[Scope]", scopes or {"AGENT_CORE"})  # scope names, checked by the runtime
     grant = rt.coordinator.issue_grant(actions=actions or {"recall"}, scopes=asked)
-    return rt.coordinator.dispatch("work", member, role="implement", parent_grant=grant, actions=actions,
+    return dispatch_session(host_context(rt), "work", member, role="implement", parent_grant=grant, actions=actions,
                                    scopes=scopes)
 
 

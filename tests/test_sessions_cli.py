@@ -18,6 +18,8 @@ import pytest
 from resident import Runtime
 from resident.children.orphans import wait_gone
 from resident.coordination.tokens import GRANT_TOKEN_ENV
+from resident.runtime.coordination import dispatch_session
+from resident.runtime.runtime import host_context
 from resident.store.tables import EXECUTIONS
 from tests.cli_helpers import expect_error, expect_json, invoke, run_process
 from tests.session_fixtures import planted_secrets
@@ -189,7 +191,7 @@ def test_a_member_session_sees_only_its_own_sessions_and_cannot_start_import_or_
         mine = sessions.run(sessions.start("deven", harness="command", command=fake(), directory=str(repo)))
         theirs = sessions.run(sessions.start("alice", harness="command", command=fake(), directory=str(repo)))
         grant = runtime.coordinator.issue_grant(actions={"recall"})
-        token = runtime.coordinator.dispatch("look back", "deven", role="review", parent_grant=grant,
+        token = dispatch_session(host_context(runtime), "look back", "deven", role="review", parent_grant=grant,
                                              actions={"recall"}).token
     assert mine is not None
     assert theirs is not None

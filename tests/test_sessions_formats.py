@@ -93,9 +93,56 @@ def test_codex_reads_messages_reasoning_tool_calls_outputs_and_the_compacted_sum
         ("tool_call", "shell", "call_7Ls3"), ("tool_result", "", "call_7Ls3"),
     ]
     assert texts(turns, kind="summary")[0].startswith("Summary so far: deploy.sh gained --dry-run")
-    # The display mirror (event_msg) and turn boundaries add no turns of their own.
-    assert len(texts(turns, role="user")) == 3
+    # The display mirror (event_msg) and turn boundaries add no turns of their own, and neither does the context
+    # Codex injects (its permissions instructions, the <environment_context> block): the user said two things.
+    assert len(texts(turns, role="user")) == 2
+    assert texts(turns, role="system") == []
     assert not any(t.branch for t in turns)
+
+
+def test_codex_bookkeeping_and_injected_context_are_metadata_and_unknown_kinds_are_counted():
+    lines = [
+        {"timestamp": "2026-03-03T14:20:00Z", "type": "session_meta",
+         "payload": {"id": "019a2d7a-0000-7000-8000-000000000001", "cli_version": "0.171.0"}},
+        {"timestamp": "2026-03-03T14:20:01Z", "type": "turn_context", "payload": {"model": "gpt-5-codex"}},
+        {"timestamp": "2026-03-03T14:20:01Z", "type": "response_item", "payload": {
+            "type": "message", "role": "user",
+            "content": [{"type": "input_text",
+                         "text": "# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>You are deven"}]}},
+        {"timestamp": "2026-03-03T14:20:02Z", "type": "world_state", "payload": {"files": 12}},
+        {"timestamp": "2026-03-03T14:20:02Z", "type": "token_usage_record", "payload": {"input": 900}},
+        {"timestamp": "2026-03-03T14:20:03Z", "type": "response_item", "payload": {
+            "type": "message", "role": "user", "content": [{"type": "input_text", "text": "run the tests"}]}},
+        {"timestamp": "2026-03-03T14:20:04Z", "type": "hologram", "payload": {}},
+    ]
+    data = b"\n".join(json.dumps(line).encode() for line in lines)
+    transcript = recover("codex", [TranscriptFile("x.jsonl", data)], Redactor(KEY))
+    (part,) = transcript.parts
+    assert [(t.role, t.text) for t in transcript.turns if t.role != "other"] == [("user", "run the tests")]
+    assert (part.model, part.harness_version, part.injected, part.bookkeeping) == ("gpt-5-codex", "0.171.0", 1, 3)
+    assert part.unknown_kinds == (("hologram", 1),)
+
+
+def test_claude_code_attachments_and_queue_bookkeeping_are_metadata_not_turns():
+    lines = [
+        {"type": "queue-operation", "operation": "enqueue", "sessionId": "6f1c2d7e-8a9b-4c3d-9e0f-1a2b3c4d5e6f"},
+        {"type": "attachment", "uuid": "a1", "parentUuid": None, "version": "2.1.3",
+         "attachment": {"type": "agent_listing", "content": "x" * 5000}},
+        {"type": "user", "uuid": "u1", "parentUuid": "a1", "version": "2.1.3",
+         "message": {"role": "user", "content": "fix the retry test"}},
+        {"type": "assistant", "uuid": "m1", "parentUuid": "u1",
+         "message": {"role": "assistant", "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": "done"}]}},
+        {"type": "last-prompt", "lastPrompt": "fix the retry test"},
+        {"type": "telemetry-blob", "uuid": "t1"},
+    ]
+    data = b"\n".join(json.dumps(line).encode() for line in lines)
+    transcript = recover("claude-code", [TranscriptFile("x.jsonl", data)], Redactor(KEY))
+    (part,) = transcript.parts
+    assert [(t.role, t.text) for t in transcript.turns if t.role != "other"] == [
+        ("user", "fix the retry test"), ("assistant", "done"),
+    ]
+    assert (part.model, part.harness_version, part.listings, part.bookkeeping) == ("claude-sonnet-4-5", "2.1.3", 1, 3)
+    assert part.unknown_kinds == (("telemetry-blob", 1),)
 
 
 def test_codex_records_the_session_it_was_forked_from():

@@ -3,6 +3,7 @@ home, redaction before anything is stored, attribution, visibility and progress.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -15,10 +16,13 @@ import yaml
 from resident import Runtime
 from resident.errors import HarnessNotFound, InvalidInput, ProjectionRefused, UnknownSession
 from resident.messages.sessions import Harness
+from resident.runtime.coordination import dispatch_session, resume_session
 from resident.runtime.home.doctor import examine
+from resident.runtime.runtime import host_context
+from resident.runtime.sessions.start import resident_command
 from resident.runtime.sessions.transcripts import harness_home
 from resident.runtime.sessions.tree import Manifest, ManifestEntry, ProjectionTree, manifests
-from resident.sessions.projection import MARKER
+from resident.sessions.projection import MARKER, command_line
 from resident.store.tables import EXECUTIONS, SESSION_RAW, SESSION_TURNS, SESSIONS
 from tests.evolution_helpers import add_skills
 from tests.session_fixtures import planted_secrets
@@ -57,9 +61,15 @@ def test_a_claude_code_session_projects_the_member_and_restores_the_repository_e
     assert (repo / "CLAUDE.md").read_text().endswith("@AGENTS.md\n")
     assert "make test" not in (repo / "CLAUDE.md").read_text(), "a CLAUDE.md linked to AGENTS.md is not said twice"
     assert not (repo / "CLAUDE.md").is_symlink()
+    # Claude Code gets the runtime's MCP server, started with the session's environment (no token in the file).
+    mcp = json.loads((repo / ".mcp.json").read_text())
+    assert mcp["mcpServers"]["resident"]["args"][-2:] == ["mcp", "serve"]
+    assert mcp["mcpServers"]["resident"]["command"].startswith("/")
+    assert launch.token not in (repo / ".mcp.json").read_text()
     assert launch.run() == 0
     session = rt.sessions.end(launch.session, 0, token=launch.token)
     assert tree(repo) == before, "the repository is exactly as it was: files, modes, links, folders"
+    assert not (repo / ".mcp.json").exists()
     assert session is not None
     assert session.outcome == "succeeded"
     assert session.turns == 5
@@ -84,7 +94,11 @@ def test_the_work_package_holds_recalled_memories_approved_principles_and_at_mos
         agents = (repo / "AGENTS.md").read_text()
         assert memory.id in agents
         assert "Never sleep in a test; inject the clock." in agents
-        assert "resident recall deven" in agents
+        # The callback names this very `resident` by its absolute path: a harness's PATH may not have it.
+        resident = command_line(resident_command())
+        assert resident.startswith("/")
+        assert f"{resident} recall deven" in agents
+        assert "dispatch" not in agents, "an implementer is not told to coordinate"
         assert launch.execution in agents
         for folder in (".claude/skills", ".agents/skills"):
             projected = sorted(p.name for p in (repo / folder).iterdir())
@@ -228,7 +242,7 @@ def test_bad_requests_are_refused_before_anything_starts(rt: Runtime, tmp_path: 
 
 def test_a_session_takes_over_an_execution_dispatched_earlier_which_then_points_to_it(rt: Runtime, tmp_path: Path):
     grant = rt.coordinator.issue_grant(actions={"recall", "remember"})
-    dispatched = rt.coordinator.dispatch("review the retry fix", "alice", role="review", parent_grant=grant,
+    dispatched = dispatch_session(host_context(rt), "review the retry fix", "alice", role="review", parent_grant=grant,
                                          actions={"recall", "remember"})
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -236,7 +250,7 @@ def test_a_session_takes_over_an_execution_dispatched_earlier_which_then_points_
                                task=dispatched.execution.id)
     with rt._internal.store.reader() as reader:
         assert reader.get(EXECUTIONS, dispatched.execution.id).session == launch.session  # type: ignore[union-attr]
-    resumed = rt.coordinator.session(launch.token)
+    resumed = resume_session(host_context(rt), launch.token)
     assert resumed.execution.id == dispatched.execution.id
     assert resumed.grant.id == dispatched.grant.id
     progress = rt.coordinator.progress()
@@ -258,7 +272,7 @@ def test_a_member_sees_only_its_own_sessions(rt: Runtime, tmp_path: Path):
     assert session is not None
     grant = rt.coordinator.issue_grant(actions={"recall"})
     deven, alice = (
-        rt.with_grant(rt.coordinator.dispatch("look back", member, role="review", parent_grant=grant,
+        rt.with_grant(dispatch_session(host_context(rt), "look back", member, role="review", parent_grant=grant,
                                               actions={"recall"}).token)
         for member in ("deven", "alice")
     )

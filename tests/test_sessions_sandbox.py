@@ -26,7 +26,8 @@ try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name ok"; else echo
 try api cat "$RESIDENT_HOME/api.json"
 try store ls "$RESIDENT_HOME/store.1/data.mdb"
 try other ls "$ALICE_HOME/secret-notes.txt"
-try owner env -u RESIDENT_GRANT_TOKEN "$PYTHON" -m resident.cli member export alice "$PWD/alice.json"
+try owner env -u RESIDENT_GRANT_TOKEN -u RESIDENT_GRANT_FILE \
+  "$PYTHON" -m resident.cli member export alice "$PWD/alice.json"
 try emptied env RESIDENT_GRANT_TOKEN= "$PYTHON" -m resident.cli member export alice "$PWD/alice2.json"
 try recall "$PYTHON" -m resident.cli recall deven "payments retry"
 try remember "$PYTHON" -m resident.cli remember deven "noted from inside the sandbox"

@@ -21,6 +21,7 @@ from resident.ids import new_id
 from resident.knowledge.evidence import seal
 from resident.messages.coordination import (
     AcceptExecution,
+    AwaitExecution,
     CorrectExecution,
     Correction,
     CorrectionRecorded,
@@ -28,6 +29,7 @@ from resident.messages.coordination import (
     Execution,
     ExecutionAccepted,
     ExecutionFinished,
+    ExecutionRejected,
     ExecutionStarted,
     FinishExecution,
     GetProgress,
@@ -37,6 +39,7 @@ from resident.messages.coordination import (
     GrantTokenIssued,
     MemberProgress,
     Progress,
+    RejectExecution,
 )
 from resident.messages.knowledge import EntryProposed
 from resident.messages.principles import PrincipleProposed
@@ -80,6 +83,8 @@ def correction_principle(execution: Execution, correction: Correction) -> tuple[
 class _Recorded:
     reply: Reply | None
     answer: Any
+    # The execution this write ended, whose awaiting callers are answered once it is durable.
+    ended: str = ""
 
 
 class Coordinator(SupervisedActor):
@@ -90,6 +95,9 @@ class Coordinator(SupervisedActor):
         self.config = config
         self.store = store
         self.writer = writer
+        # Callers awaiting a running execution's end, by execution id. Lost with the actor on a restart: their
+        # asks then time out, and they read the record again (`resident await` does).
+        self._awaiting: dict[str, list[Reply]] = {}
 
     def handle(self, message: Any) -> Any:
         match message:
@@ -101,6 +109,10 @@ class Coordinator(SupervisedActor):
                 self._correct(message)
             case AcceptExecution():
                 self._accept(message)
+            case RejectExecution():
+                self._reject(message)
+            case AwaitExecution():
+                return self._await(message)
             case GetProgress():
                 return self._progress()
             case Completed():
@@ -110,16 +122,37 @@ class Coordinator(SupervisedActor):
         return None
 
     def _recorded(self, message: Completed) -> None:
-        """Answer the callers whose events the writer made durable (or refused)."""
-        settle_all(
-            (context.reply, context.answer if error is None else None, error)
-            for context, _value, error in message.outcomes
-            if isinstance(context, _Recorded)
-        )
+        """Answer the callers whose events the writer made durable (or refused), then those awaiting what ended."""
+        recorded = [(c, error) for c, _value, error in message.outcomes if isinstance(c, _Recorded)]
+        settle_all((context.reply, context.answer if error is None else None, error) for context, error in recorded)
+        for context, error in recorded:
+            if context.ended and error is None:
+                self._answer_awaiting(context.ended)
 
-    def _record(self, events: tuple[Any, ...], answer: Any) -> None:
+    def _record(self, events: tuple[Any, ...], answer: Any, ended: str = "") -> None:
         """Write `events`; the caller is answered with `answer` once they are durable."""
-        self.writer.tell(Commit(events=events), ForwardReply(self.context.address, _Recorded(self.defer(), answer)))
+        recorded = _Recorded(self.defer(), answer, ended)
+        self.writer.tell(Commit(events=events), ForwardReply(self.context.address, recorded))
+
+    def _await(self, message: AwaitExecution) -> Execution | None:
+        with self.store.reader() as reader:
+            execution = reader.get(EXECUTIONS, message.id)
+        if execution is None:
+            raise UnknownExecution(f"no execution {message.id}; see `resident executions` for the recorded ones")
+        if execution.outcome != "running":
+            return execution
+        reply = self.defer()
+        if reply is not None:
+            self._awaiting.setdefault(message.id, []).append(reply)
+        return None
+
+    def _answer_awaiting(self, execution_id: str) -> None:
+        waiting = self._awaiting.pop(execution_id, [])
+        if not waiting:
+            return
+        with self.store.reader() as reader:
+            execution = reader.get(EXECUTIONS, execution_id)
+        settle_all((reply, execution, None) for reply in waiting)
 
     def _dispatch(self, message: Dispatch) -> None:
         member = self.config.member(message.member)
@@ -137,6 +170,7 @@ class Coordinator(SupervisedActor):
         execution = Execution(
             id=new_id("exec"), task=message.task, member=member.name, role=message.role, grant=grant.id,
             started_at=now, work=message.work, reviews=message.reviews, fingerprint=message.fingerprint,
+            dispatched_by=message.dispatched_by, harness=message.harness,
         )
         events: tuple[Any, ...] = (
             GrantIssued(at=now, grant=grant),
@@ -153,6 +187,13 @@ class Coordinator(SupervisedActor):
 
     def _accept(self, message: AcceptExecution) -> None:
         self._record((ExecutionAccepted(at=self.clock.time(), id=message.id, by=message.by),), None)
+
+    def _reject(self, message: RejectExecution) -> None:
+        event = ExecutionRejected(
+            at=self.clock.time(), id=message.id, by=message.by, reason=message.reason,
+            reassigned_to=message.reassigned_to,
+        )
+        self._record((event,), None)
 
     def _finish(self, message: FinishExecution) -> None:
         with self.store.reader() as reader:
@@ -172,7 +213,7 @@ class Coordinator(SupervisedActor):
         events: tuple[Any, ...] = (event,)
         if message.proposed is not None:
             events = (*events, EntryProposed(at=event.at, entry=message.proposed))
-        self._record(events, None)
+        self._record(events, None, ended=message.id)
 
     def _correct(self, message: CorrectExecution) -> None:
         with self.store.reader() as reader:

@@ -36,7 +36,16 @@ import msgspec
 import uvicorn
 
 from resident.api.app import MAX_IN_FLIGHT, create_app
-from resident.api.discovery import DISCOVERY_FILE, Discovery, Listen, lock_holder, pid_alive, read_discovery
+from resident.api.challenge import PROOF_KEY_ENV, session_proof_key
+from resident.api.discovery import (
+    API_ADDRESS_ENV,
+    DISCOVERY_FILE,
+    Discovery,
+    Listen,
+    lock_holder,
+    pid_alive,
+    read_discovery,
+)
 from resident.api.events import EventHub, HubSettings
 from resident.api.wire import READ_TIMEOUT
 from resident.children.orphans import process_start
@@ -222,6 +231,13 @@ def serving(
             thread.join()
 
 
+def _callback(discovery: Discovery, session: str) -> dict[str, str]:
+    """How a member session's harness reaches this server without api.json (nothing over a unix socket)."""
+    if discovery.unix_path is not None:
+        return {API_ADDRESS_ENV: "", PROOF_KEY_ENV: ""}
+    return {API_ADDRESS_ENV: discovery.address, PROOF_KEY_ENV: session_proof_key(discovery.token, session)}
+
+
 def _server(
     runtime: Runtime,
     discovery: Discovery,
@@ -246,6 +262,9 @@ def _server(
             server.should_exit = True
 
     hub = EventHub(host_context(runtime), hub_settings, on_runtime_stopped=runtime_stopped)
+    # The harnesses the runtime runs in the background are told this server's address and their session's proof
+    # key, as `resident session start` tells its own: sandboxed, they cannot read api.json.
+    host_context(runtime).executions.callback = lambda session: _callback(discovery, session)
     tasks: list[asyncio.Task[None]] = []
 
     def started() -> None:

@@ -45,6 +45,13 @@ MEMBER_COMMANDS: frozenset[tuple[str, ...]] = frozenset({
     ("cognition", "recall"),
     ("cognition", "context"),
     ("cognition", "capabilities"),
+    # A coordinator's session (its grant holds `dispatch`) coordinates within its grant; the operations refuse
+    # any other member session (GrantExceeded) and a coordinator what it did not dispatch.
+    ("dispatch",),
+    ("executions",),
+    ("await",),
+    ("accept",),
+    ("reject",),
 })
 
 

@@ -66,16 +66,20 @@ def _raise_terminated(_signum: int, _frame: FrameType | None) -> None:
 # its help is asked for), so that starting `resident` costs what the one command needs: importing
 # every module made each command about 90 ms slower. A new command is one line here.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "accept": ("coordinate", "Accept a step that succeeded (once)."),
+    "await": ("coordinate", "Wait for an execution to end: outcome, exit status, summary, records written."),
     "answer": ("engagement", "Answer an owner's question: the member's engagement becomes this."),
     "backup": ("home", "Copy the home to DEST, verifiably."),
     "bench": ("bench", "Measure the runtime on this machine."),
     "cognition": ("cognition", "One recall over memory, knowledge and a bridged Cognition service; capabilities."),
     "correct": ("run", "Record an owner correction on an execution (its skill use scores 0)."),
     "curate": ("session", "Admit excerpts of a member's recovered sessions into its memory."),
+    "dispatch": ("coordinate", "Dispatch a task to a member under a child grant; runs its harness in the background."),
     "doctor": ("maintenance", "Check the home whole: configuration, pages, tables, events, records."),
     "down": ("up", "Stop the runtime `resident up` runs for the home."),
     "engage": ("engagement", "Switch a member's engagement (domain, project, counterpart, activity)."),
     "engagement": ("engagement", "Show a member's engagement state."),
+    "executions": ("coordinate", "Executions, one progress line each (by member and state)."),
     "evolution": ("evolution", "Every change evolution made to a member, with version and basis; roll one back."),
     "init": ("home", "Create the home and its resident.toml, or set its Realm URL."),
     "knowledge": ("knowledge", "Knowledge banks and pages, verified entries, context (needs [knowledge] enabled)."),
@@ -88,6 +92,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "realm": ("realm", "Run the Realm server, enroll homes, or act as its governance side."),
     "recall": ("memory", "Recall MEMBER's memories that best match QUERY."),
     "reconcile": ("replication", "Settle a withheld record: --rollback or --readmit."),
+    "reject": ("coordinate", "Reject a finished step with a reason; --reassign MEMBER dispatches it again."),
     "remember": ("memory", "Store a memory for MEMBER (id and replication state)."),
     "replication": ("replication", "Where records stand with Realm; push now."),
     "report": ("evolution", "Reports: the weekly evolution report."),

@@ -76,9 +76,11 @@ def run_command(
 ) -> None:
     """Run a multi-member coordination plan with live progress, then check its invariants.
 
-    Without PLAN the built-in plan runs: every member writes and recalls memories concurrently,
-    the substrate and a member crash and restart, Realm goes down and comes back, a delegated
-    promotion conflicts and is reconciled, and the governance side invalidates a record.
+    Without PLAN the built-in plan runs: the runtime's fault and durability exercise, not
+    coordination (for that, a coordinator dispatches: `resident dispatch`, `resident await`,
+    examples/coordinate/). Every member writes and recalls memories concurrently, the substrate
+    and a member crash and restart, Realm goes down and comes back, a delegated promotion
+    conflicts and is reconciled, and the governance side invalidates a record.
     Without --home (or $RESIDENT_HOME) the run uses a fresh scratch home, removed after a run that
     succeeded unless --keep. A home the run creates gets memory turned on; an existing home must
     have memory on already. Exits 1 naming the invariant that failed, if one does.

@@ -42,6 +42,8 @@ GRANTABLE_ACTIONS = frozenset(
         "push",
         "review",
         "deploy",
+        # Dispatch work to members under children of this grant, and accept or reject what comes back.
+        "dispatch",
     }
 )
 # Every member at work may fetch and write skills, propose principles for itself, and read and
@@ -59,7 +61,11 @@ ROLE_ACTIONS: dict[str, frozenset[str]] = {
         "test": frozenset({"remember", "recall", "forget", "supersede", "reconcile"}),
         "operate": frozenset({"remember", "recall", "forget", "supersede", "reconcile", "deploy"}),
         "research": frozenset({"remember", "recall", "forget", "supersede", "reconcile"}),
-        "coordinate": frozenset({"remember", "recall", "read_engagement"}),
+        # A coordinator (Samuel) dispatches within its own grant: it holds what it may hand on (memory work and
+        # review), never pushes or deploys, so neither can anything it dispatches.
+        "coordinate": frozenset(
+            {"remember", "recall", "forget", "supersede", "reconcile", "review", "read_engagement", "dispatch"}
+        ),
     }.items()
 }
 

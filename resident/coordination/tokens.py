@@ -16,9 +16,11 @@ import re
 
 from resident.errors import GrantInvalid
 
-__all__ = ["GRANT_TOKEN_ENV", "TOKEN_PREFIX", "check_token", "new_token", "token_digest"]
+__all__ = ["GRANT_FILE_ENV", "GRANT_TOKEN_ENV", "TOKEN_PREFIX", "check_token", "new_token", "token_digest"]
 
 GRANT_TOKEN_ENV = "RESIDENT_GRANT_TOKEN"  # noqa: S105 -- the name of a variable, not a secret
+# A file holding the token, for harnesses whose tools drop variables named like secrets (Codex drops *TOKEN*).
+GRANT_FILE_ENV = "RESIDENT_GRANT_FILE"
 TOKEN_PREFIX = "rgt_"  # noqa: S105 -- a public prefix, not a secret
 # The prefix, then 43 characters of URL-safe base64 (32 bytes); anything else is not a token.
 _TOKEN = re.compile(r"rgt_[A-Za-z0-9_-]{43}")

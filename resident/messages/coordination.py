@@ -11,6 +11,7 @@ from resident.messages.sessions import SessionProgress
 
 __all__ = [
     "AcceptExecution",
+    "AwaitExecution",
     "CorrectExecution",
     "Correction",
     "CorrectionRecorded",
@@ -18,6 +19,7 @@ __all__ = [
     "Execution",
     "ExecutionAccepted",
     "ExecutionFinished",
+    "ExecutionRejected",
     "ExecutionStarted",
     "FinishExecution",
     "GetProgress",
@@ -28,6 +30,7 @@ __all__ = [
     "MemberProgress",
     "Outcome",
     "Progress",
+    "RejectExecution",
     "StepResult",
     "Verdict",
     "WorkItem",
@@ -111,6 +114,15 @@ class Execution(Record, frozen=True):
     accepted_by: str = ""
     # The member session that works on this execution (`resident session`), once one started.
     session: str = ""
+    # Who dispatched it (the owner, or the member whose session dispatched it) and the harness the runtime
+    # runs it in ("" when a member takes it up with `resident session start --task EXEC`).
+    dispatched_by: str = ""
+    harness: str = ""
+    # A finished step the dispatcher rejected: when, by whom, why, and the execution it was reassigned to.
+    rejected_at: float | None = None
+    rejected_by: str = ""
+    rejection: str = ""
+    reassigned_to: str = ""
 
 
 class Correction(Record, frozen=True):
@@ -156,6 +168,15 @@ class ExecutionAccepted(Event, frozen=True, tag="execution.accepted"):
     by: str = "owner"
 
 
+class ExecutionRejected(Event, frozen=True, tag="execution.rejected"):
+    """The dispatcher rejected a finished step, saying why (and, when it reassigned the task, to which execution)."""
+
+    id: str
+    by: str = "owner"
+    reason: str = ""
+    reassigned_to: str = ""
+
+
 class CorrectionRecorded(Event, frozen=True, tag="correction.recorded"):
     correction: Correction
 
@@ -179,6 +200,8 @@ class Dispatch(Message, frozen=True, tag="coordinator.dispatch"):
     work: WorkItem | None = None
     reviews: str = ""
     fingerprint: str = ""
+    dispatched_by: str = ""
+    harness: str = ""
 
 
 class FinishExecution(Message, frozen=True, tag="coordinator.finish"):
@@ -196,6 +219,19 @@ class FinishExecution(Message, frozen=True, tag="coordinator.finish"):
 class AcceptExecution(Message, frozen=True, tag="coordinator.accept"):
     id: str
     by: str = "owner"
+
+
+class RejectExecution(Message, frozen=True, tag="coordinator.reject"):
+    id: str
+    reason: str
+    by: str = "owner"
+    reassigned_to: str = ""
+
+
+class AwaitExecution(Message, frozen=True, tag="coordinator.await"):
+    """Answered with the execution once it is no longer running (at once if it already ended)."""
+
+    id: str
 
 
 class CorrectExecution(Message, frozen=True, tag="coordinator.correct"):

@@ -94,6 +94,14 @@ class TranscriptPart(Record, frozen=True):
     turns: int = 0
     unparsed: int = 0
     truncated: bool = False
+    # What the harness said of itself, kept as metadata rather than turns: the model, the harness's version,
+    # tool/agent/skill listings, bookkeeping and injected-context lines, and record kinds no parser knew.
+    model: str = ""
+    harness_version: str = ""
+    listings: int = 0
+    bookkeeping: int = 0
+    injected: int = 0
+    unknown_kinds: tuple[tuple[str, int], ...] = ()
 
 
 class SessionRecord(Record, frozen=True):

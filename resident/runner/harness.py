@@ -18,6 +18,7 @@ names); the execution ends with the command's status and the task with the sessi
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import secrets
 import shutil
@@ -41,7 +42,7 @@ from resident.messages.sessions import Harness
 from resident.realm.client import RealmClient
 from resident.realm.process import RealmProcess
 from resident.runtime import Runtime
-from resident.runtime.coordination import Session
+from resident.runtime.coordination import Session, dispatch_session
 from resident.runtime.runtime import host_chaos, host_context
 from resident.store.tables import EXECUTIONS, RECORDS
 
@@ -172,7 +173,7 @@ class RunHarness:
         grant = await asyncio.to_thread(
             self.runtime.coordinator.issue_grant,
             actions={"remember", "recall", "forget", "supersede", "reconcile", "write_back", "push", "deploy", "review",
-                     *EVOLUTION_ACTIONS},
+                     "dispatch", *EVOLUTION_ACTIONS},
         )
         try:
             await asyncio.gather(*(self._play(task, grant) for task in self.plan.tasks))
@@ -186,7 +187,8 @@ class RunHarness:
         progress = self.metrics.tasks[task.id]
         try:
             session = await asyncio.to_thread(
-                self.runtime.coordinator.dispatch, task.task, task.member, role=task.role, parent_grant=grant
+                functools.partial(dispatch_session, host_context(self.runtime)),
+                    task.task, task.member, role=task.role, parent_grant=grant
             )
         except ResidentError as error:
             progress.state, progress.error = "failed", f"dispatch: {error}"

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from resident.coordination.tokens import GRANT_TOKEN_ENV
+from resident.coordination.tokens import GRANT_FILE_ENV, GRANT_TOKEN_ENV
 from resident.errors import GrantExceeded, InvalidInput, OwnerOnlyAction
 
 if TYPE_CHECKING:
@@ -27,13 +28,22 @@ if TYPE_CHECKING:
 
 __all__ = ["Caller", "presented_token", "refuse_member_session"]
 
+_MAX_TOKEN_FILE = 1_024
 # How a presented grant reached the runtime, for the refusal's message.
 _FROM_ENVIRONMENT = f"${GRANT_TOKEN_ENV} is set"
 
 
 def presented_token(environ: Mapping[str, str]) -> str | None:
-    """The grant token the environment presents (an empty value is presented too, and is invalid)."""
-    return environ.get(GRANT_TOKEN_ENV)
+    """The grant token the environment presents (an empty value is presented too, and is invalid): the variable,
+    else the file `$RESIDENT_GRANT_FILE` names (what a harness whose tools drop `*TOKEN*` names passes on)."""
+    token = environ.get(GRANT_TOKEN_ENV)
+    if token is not None or not environ.get(GRANT_FILE_ENV):
+        return token
+    try:
+        # A token is short: what is longer, or not ASCII, is presented as it reads and refused as invalid.
+        return Path(environ[GRANT_FILE_ENV]).read_bytes()[:_MAX_TOKEN_FILE].decode("ascii", "replace").strip()
+    except OSError:
+        return ""
 
 
 def refuse_member_session(token: str | None, what: str, how: str = _FROM_ENVIRONMENT) -> None:

@@ -27,9 +27,9 @@ from resident.supervisor import Address, ThreadReply
 if TYPE_CHECKING:
     from resident.runtime.caller import Caller
     from resident.runtime.cognition.bridge import Bridge
-    from resident.runtime.coordination import Session
     from resident.runtime.engagement import Judging
     from resident.runtime.memory.admissions import Admissions
+    from resident.runtime.sessions.runner import ExecutionRunner
 
 __all__ = ["Call", "Context", "PendingWrites", "Revalidation"]
 
@@ -83,14 +83,12 @@ class Context:
     knowledge: Address | None
     # How long a successful check of a verified entry's dependencies counts, in seconds of the clock.
     revalidation: Revalidation
-    # The coordinator's live sessions, objects of this process: dispatching one (`rt.coordinator.dispatch`'s
-    # arguments), and resuming the one a grant token stands for (`GrantInvalid` when it stands for none).
-    dispatch: Callable[..., Session]
-    resume: Callable[[str], Session]
     # Starts the actor of a member that just joined this home by import (name, role, worlds).
     add_member: Callable[[str, str, tuple[str, ...]], None]
     # The bridge to an independent Cognition service (`[cognition]`; off unless configured).
     cognition: Bridge
+    # Runs dispatched executions' sessions in the background (`resident.runtime.sessions.runner`).
+    executions: ExecutionRunner
 
     @property
     def config(self) -> Config:

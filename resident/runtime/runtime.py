@@ -42,12 +42,13 @@ from resident.runtime.caller import Caller
 from resident.runtime.chaos import Chaos
 from resident.runtime.cognition.bridge import open_bridge
 from resident.runtime.context import Context, Revalidation
-from resident.runtime.coordination import CoordinatorControl
+from resident.runtime.coordination import resume_session
 from resident.runtime.engagement import Judging
 from resident.runtime.executor import LocalExecutor
 from resident.runtime.home import maintenance
 from resident.runtime.memory.admissions import Admissions
 from resident.runtime.replication import home_realm_token
+from resident.runtime.sessions.runner import ExecutionRunner
 from resident.runtime.wiring import Wiring, build_wiring
 from resident.store.backup import rejudge_restored
 from resident.store.home import (
@@ -143,11 +144,10 @@ class Runtime(Facade):
         self._close_lock = threading.Lock()
         # What the services use; the capabilities not yet declared as operations reach it here too.
         self._services = self._context(store, wiring)
+        self._services.executions.bind(self._services)
         # The executor of this process's surfaces; the API server runs each request through it too.
         self._local = LocalExecutor(self._services, self._session_caller)
         super().__init__(self._local)
-        # Dispatch hands out live sessions of this process, besides the declared operations.
-        self.coordinator: CoordinatorControl = CoordinatorControl(self, self._local)
 
     def _context(self, store: Store, wiring: Wiring) -> Context:
         return Context(
@@ -157,10 +157,7 @@ class Runtime(Facade):
             config_now=lambda: self._config, check_open=self._check_open, statistics=self._tree_statistics,
             skills=wiring.skills, natives={}, judging=Judging(), knowledge=wiring.knowledge,
             revalidation=Revalidation(DEFAULT_TTL),
-            # The coordinator is made after its context: looked up when called.
-            dispatch=lambda *args, **options: self.coordinator.dispatch(*args, **options),  # noqa: PLW0108 - a lambda, not the bound method: the coordinator is made after this context
-            resume=lambda token: self.coordinator.session(token),  # noqa: PLW0108 - a lambda, not the bound method: the coordinator is made after this context
-            add_member=self._add_member,
+            add_member=self._add_member, executions=ExecutionRunner(),
             cognition=open_bridge(self.home, self._config.cognition, self._clock),
         )
 
@@ -168,7 +165,7 @@ class Runtime(Facade):
         return self._tree.statistics()
 
     def _session_caller(self, token: str) -> Caller:
-        return Caller(self.coordinator.session(token))
+        return Caller(resume_session(self._services, token))
 
     # -- opening and closing ----------------------------------------------------------------------
 
@@ -234,6 +231,7 @@ class Runtime(Facade):
             # At connect the bridge asks the service what it offers (within its deadline; a service not up yet is
             # asked again at first use).
             runtime._services.cognition.connect()
+            runtime._services.executions.start()
         except BaseException:
             damage = store.damage() if store is not None else None
             if store is not None:
@@ -255,6 +253,7 @@ class Runtime(Facade):
                 return
             self._closed = True
         try:
+            self._services.executions.close()
             self._tree.stop(timeout=timeout)
         finally:
             for address in self._internal.wiring.addresses.values():

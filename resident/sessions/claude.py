@@ -34,11 +34,17 @@ from resident.sessions.lines import Line
 
 __all__ = ["BOOKKEEPING", "entry_of", "meta_of", "parse"]
 
-# Line types that hold no turn of the conversation (titles are read from some of them).
+# Line types that hold no turn of the conversation (titles are read from some of them). An `attachment` is what
+# Claude Code attaches to a prompt for the model (agent, skill and tool listings, several KB each) and
+# `tools-used` lists tools; both are counted as listings. 2.1.x also records each API request it made
+# (`api-request`, its `-blob` and `-shape`), an `atis-latch` and its `cost-state`: never what was said.
+LISTINGS = frozenset({"attachment", "tools-used"})
 BOOKKEEPING = frozenset({
     "file-history-snapshot", "file-history-delta", "queue-operation", "custom-title", "agent-name", "ai-title",
-    "mode", "last-prompt", "pr-link",
-})
+    "mode", "last-prompt", "pr-link", "atis-latch", "api-request", "api-request-blob", "api-request-shape",
+    "cost-state",
+}) | LISTINGS
+_KNOWN = frozenset({"user", "assistant", "summary", "system"}) | BOOKKEEPING
 
 
 def _user(line: dict[str, Any], message: Any, at: float | None) -> list[Draft]:
@@ -122,6 +128,17 @@ def entry_of(line: dict[str, Any]) -> Entry:
 def _read_meta(meta: Meta, line: dict[str, Any], titles: dict[str, str]) -> None:
     meta.external_id = meta.external_id or clean_id(line.get("sessionId"))
     meta.cwd = meta.cwd or string(line.get("cwd"))
+    meta.version = meta.version or string(line.get("version"))
+    kind = line.get("type")
+    message = line.get("message")
+    if kind == "assistant" and isinstance(message, dict):
+        meta.model = meta.model or string(message.get("model"))
+    if kind in LISTINGS:
+        meta.listings += 1
+    if kind in BOOKKEEPING:
+        meta.bookkeeping += 1
+    elif kind not in _KNOWN:
+        meta.count_unknown(kind)
     at = epoch(line.get("timestamp"))
     if at is not None and (meta.started_at is None or at < meta.started_at):
         meta.started_at = at

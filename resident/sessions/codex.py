@@ -37,9 +37,15 @@ _ITEMS = frozenset({
     "message", "reasoning", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output",
     "local_shell_call", "web_search_call",
 })
-_BOOKKEEPING = frozenset({"turn_context", "event_msg"})
-# `developer` and `system` messages are instructions, not the conversation's two sides.
+# The terminal UI's mirror, turn boundaries, the model's view of the world and token counts: never turns.
+_BOOKKEEPING = frozenset({"turn_context", "event_msg", "world_state", "token_usage_record"})
 _ROLES: dict[str, TurnRole] = {"assistant": "assistant", "user": "user"}
+# What Codex injects into the conversation itself, as user or developer messages: the projected AGENTS.md and
+# the user's instructions, its environment block, its permissions and skills instructions. Context, not turns.
+_INJECTED_PREFIXES = (
+    "<INSTRUCTIONS>", "<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<permissions",
+    "<skills", "<user_shell_command>",
+)
 
 
 def _output(value: Any) -> str:
@@ -84,6 +90,26 @@ def _session_meta(meta: Meta, payload: dict[str, Any]) -> None:
     meta.cwd = meta.cwd or string(payload.get("cwd"))
     meta.started_at = meta.started_at if meta.started_at is not None else epoch(payload.get("timestamp"))
     meta.forked_from = meta.forked_from or clean_id(payload.get("forked_from_id"))
+    meta.version = meta.version or string(payload.get("cli_version"))
+    meta.model = meta.model or string(payload.get("model"))
+
+
+def _injected(item: dict[str, Any]) -> bool:
+    """Whether a message is context Codex injected: a developer or system message (its instructions), or a user
+    message that is one of its wrappers (the projected AGENTS.md, the environment block)."""
+    if item.get("type") != "message":
+        return False
+    role = string(item.get("role"))
+    if role in ("developer", "system"):
+        return True
+    return role == "user" and text_of(item.get("content")).lstrip().startswith(_INJECTED_PREFIXES)
+
+
+def _response_item(meta: Meta, item: dict[str, Any], at: float | None) -> Entry:
+    if _injected(item):
+        meta.injected += 1
+        return Entry()
+    return Entry(drafts=_item(item, at), conversational=True)
 
 
 def _entry(meta: Meta, line: dict[str, Any]) -> Entry:
@@ -94,16 +120,20 @@ def _entry(meta: Meta, line: dict[str, Any]) -> Entry:
         _session_meta(meta, payload)
         return Entry()
     if kind == "response_item" and isinstance(payload, dict):
-        return Entry(drafts=_item(payload, at), conversational=True)
+        return _response_item(meta, payload, at)
     if kind == "compacted" and isinstance(payload, dict):
         return Entry(drafts=[Draft("summary", "summary", string(payload.get("message")), at=at)])
     if kind in _BOOKKEEPING:
+        meta.bookkeeping += 1
+        if kind == "turn_context" and isinstance(payload, dict):
+            meta.model = meta.model or string(payload.get("model"))
         return Entry()
     if kind in _ITEMS:
-        return Entry(drafts=_item(line, at), conversational=True)  # an item written bare, before the envelope
+        return _response_item(meta, line, at)  # an item written bare, before the envelope
     if kind is None and "id" in line and "timestamp" in line:
         _session_meta(meta, line)  # the bare meta line of an early rollout
         return Entry()
+    meta.count_unknown(kind if kind is not None else line.get("record_type"))
     return Entry(drafts=[raw_draft(line, at)])
 
 

@@ -40,6 +40,9 @@ __all__ = [
 # A tool call's input is shown compactly and cut here: the raw transcript keeps all of it.
 MAX_TOOL_INPUT_CHARS = 4_000
 MAX_RAW_CHARS = 2_000
+# A hostile file could name a new kind on every line: only so many are counted by name.
+_MAX_UNKNOWN_KINDS = 50
+_MAX_KIND_CHARS = 60
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}")
 
 
@@ -75,6 +78,21 @@ class Meta:
     cwd: str = ""
     started_at: float | None = None
     forked_from: str = ""
+    # What the harness said of itself (never turns): the model, its own version, how many tool, agent or
+    # skill listings it attached, how many lines of its bookkeeping and of injected context (instructions,
+    # environment blocks, the projected AGENTS.md) it wrote, and the record kinds this parser does not know.
+    model: str = ""
+    version: str = ""
+    listings: int = 0
+    bookkeeping: int = 0
+    injected: int = 0
+    unknown: dict[str, int] = field(default_factory=dict)
+
+    def count_unknown(self, kind: object) -> None:
+        """Count a record kind the parser does not know (its name as the file spells it, bounded)."""
+        name = kind if isinstance(kind, str) and kind else "(none)"
+        if len(self.unknown) < _MAX_UNKNOWN_KINDS or name[:_MAX_KIND_CHARS] in self.unknown:
+            self.unknown[name[:_MAX_KIND_CHARS]] = self.unknown.get(name[:_MAX_KIND_CHARS], 0) + 1
 
 
 @dataclass(slots=True)

@@ -6,6 +6,9 @@
   project's instructions, and the file is restored when the session ends.
 * `CLAUDE.md` (Claude Code only) — the repository's own, if any, then `@AGENTS.md`, Claude Code's
   import, so both harness families read one text.
+* `.mcp.json` (Claude Code only, where the repository has none) — the runtime's MCP server
+  (`resident mcp serve`, read-only: `knowledge_context`), run by the harness with the session's environment,
+  so the grant token reaches it without being written into the repository.
 * `.claude/skills/<name>/SKILL.md` and `.agents/skills/<name>/SKILL.md` for at most ten skills — the
   front matter the harness chooses by (name, description) and a body that loads the skill through
   `resident skills read NAME`. The runtime holds the skill's text: a use counts only when a session
@@ -19,6 +22,7 @@ never written raw into a file a harness will read.
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -29,6 +33,8 @@ __all__ = [
     "AGENTS_FILE",
     "CLAUDE_FILE",
     "MARKER",
+    "MCP_FILE",
+    "MCP_SERVER",
     "SKILL_DIRS",
     "ProjectedFile",
     "Remembered",
@@ -38,6 +44,9 @@ __all__ = [
 
 AGENTS_FILE = "AGENTS.md"
 CLAUDE_FILE = "CLAUDE.md"
+MCP_FILE = ".mcp.json"
+# The name the runtime's MCP server has in a harness's configuration.
+MCP_SERVER = "resident"
 SKILL_DIRS = (".claude/skills", ".agents/skills")
 MARKER = "<!-- resident: projected for this session; removed when it ends -->"
 
@@ -68,6 +77,9 @@ class WorkPackage:
     actions: tuple[str, ...] = ()
     # The repository's own instruction files (name → text), kept above what is projected.
     originals: dict[str, str] = field(default_factory=dict)
+    # The command line of this `resident` (an absolute path): what the member calls back with, whatever the
+    # harness's PATH holds.
+    resident: tuple[str, ...] = ("resident",)
 
 
 @dataclass(frozen=True)
@@ -104,19 +116,44 @@ def _skills(package: WorkPackage) -> list[str]:
     return lines + [f"- `{name}` — {_line(description)}" for name, description in package.skills]
 
 
+def command_line(argv: tuple[str, ...]) -> str:
+    """`argv` as one shell command line (each part quoted where it needs to be)."""
+    return " ".join(shlex.quote(printable(part)) for part in argv)
+
+
 def _callbacks(package: WorkPackage) -> list[str]:
     member = package.member
     allowed = ", ".join(package.actions) or "nothing"
-    return [
-        f"`$RESIDENT_GRANT_TOKEN` and `$RESIDENT_HOME` are set: the `resident` command acts as {member}, within",
-        f"this session's grant (it allows: {allowed}). For example:",
+    resident = command_line(package.resident)
+    lines = [
+        f"`$RESIDENT_GRANT_TOKEN` and `$RESIDENT_HOME` are set: this command acts as {member}, within this",
+        f"session's grant (it allows: {allowed}). Call it by this exact path (your PATH may not have it):",
         "",
-        f'- `resident recall {member} "QUERY"` — what you remember',
-        f'- `resident remember {member} "WHAT YOU LEARNED"` — remember it',
-        "- `resident skills read NAME`, `resident skills search QUERY` — your skills",
-        "- `resident engagement show`, `resident engage --domain work --project NAME` — what you are engaged in",
-        '- `resident principles propose "RULE" --basis "WHY"` — propose a principle (the owner decides)',
+        f"    {resident}",
+        "",
+        f'- `{resident} recall {member} "QUERY"` — what you remember',
+        f'- `{resident} remember {member} "WHAT YOU LEARNED"` — remember it',
+        f"- `{resident} skills read NAME`, `{resident} skills search QUERY` — your skills",
+        f"- `{resident} engagement show`, `{resident} engage --domain work --project NAME` — what you are engaged in",
+        f'- `{resident} principles propose "RULE" --basis "WHY"` — propose a principle (the owner decides)',
     ]
+    if "dispatch" in package.actions:
+        lines += [
+            "",
+            "You coordinate: you may dispatch work to members within your own grant, and settle what comes back.",
+            "",
+            f'- `{resident} dispatch MEMBER --task "TEXT" --harness pi --dir DIR` — prints the execution id',
+            f"- `{resident} executions`, `{resident} await EXECUTION --timeout 600` — progress and outcomes",
+            f'- `{resident} accept EXECUTION`, `{resident} reject EXECUTION --reason "WHY" --reassign MEMBER`',
+        ]
+    return lines
+
+
+def mcp_text(package: WorkPackage) -> str:
+    """The projected `.mcp.json`: the runtime's MCP server, started by the harness with the session's environment."""
+    program, *arguments = package.resident
+    servers = {MCP_SERVER: {"type": "stdio", "command": program, "args": [*arguments, "mcp", "serve"]}}
+    return json.dumps({"mcpServers": servers}, indent=2) + "\n"
 
 
 def agents_text(package: WorkPackage) -> str:
@@ -177,6 +214,8 @@ def plan_projection(package: WorkPackage) -> list[ProjectedFile]:
     files = [ProjectedFile(AGENTS_FILE, agents_text(package).encode("utf-8"))]
     if package.harness == "claude-code":
         files.append(ProjectedFile(CLAUDE_FILE, claude_text(package).encode("utf-8")))
+        if not package.originals.get(MCP_FILE):
+            files.append(ProjectedFile(MCP_FILE, mcp_text(package).encode("utf-8")))
     for name, description in package.skills:
         data = skill_text(package.member, name, description).encode("utf-8")
         files += [ProjectedFile(f"{folder}/{name}/SKILL.md", data) for folder in SKILL_DIRS]

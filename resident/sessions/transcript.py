@@ -82,6 +82,12 @@ def recover(harness: Harness, files: Sequence[TranscriptFile], redactor: Redacto
                 turns=len(numbered),
                 unparsed=sum(line.value is None for line in lines),
                 truncated=file.truncated or cut,
+                model=meta.model[:_TEXT_LIMIT],
+                harness_version=meta.version[:_TEXT_LIMIT],
+                listings=meta.listings,
+                bookkeeping=meta.bookkeeping,
+                injected=meta.injected,
+                unknown_kinds=tuple(sorted(meta.unknown.items())),
             )
         )
     return RecoveredTranscript(

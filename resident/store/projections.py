@@ -15,6 +15,7 @@ import msgspec
 
 from resident.errors import (
     EntryNotFound,
+    ExecutionSettled,
     InvalidInput,
     MemoryDisabled,
     PromotionRefused,
@@ -28,6 +29,7 @@ from resident.messages.coordination import (
     Execution,
     ExecutionAccepted,
     ExecutionFinished,
+    ExecutionRejected,
     ExecutionStarted,
     GrantIssued,
     GrantTokenIssued,
@@ -425,17 +427,45 @@ def _execution_finished(view: View, event: ExecutionFinished) -> None:
     view.put(EXECUTIONS, event.id, finished)
 
 
+def _unsettled(execution: Execution) -> None:
+    """`ExecutionSettled` once the dispatcher accepted or rejected the step: it decides once."""
+    if execution.accepted_at is not None:
+        raise ExecutionSettled(f"execution {execution.id} was already accepted by {execution.accepted_by}")
+    if execution.rejected_at is not None:
+        raise ExecutionSettled(f"execution {execution.id} was already rejected by {execution.rejected_by}")
+
+
 def _acceptable(view: View, event: ExecutionAccepted) -> bool:
     execution = _execution(view, event.id)
     if execution.outcome != "succeeded":
         raise InvalidInput(f"execution {event.id} is {execution.outcome}; only a step that succeeded can be accepted")
-    return execution.accepted_at is None
+    _unsettled(execution)
+    return True
 
 
 @projection(ExecutionAccepted, check=_acceptable)
 def _accepted(view: View, event: ExecutionAccepted) -> None:
     accepted = msgspec.structs.replace(_execution(view, event.id), accepted_at=event.at, accepted_by=event.by)
     view.put(EXECUTIONS, event.id, accepted)
+
+
+def _rejectable(view: View, event: ExecutionRejected) -> bool:
+    execution = _execution(view, event.id)
+    if execution.outcome == "running":
+        raise InvalidInput(f"execution {event.id} is still running; await it (`resident await {event.id}`) first")
+    _unsettled(execution)
+    if event.reassigned_to and view.get(EXECUTIONS, event.reassigned_to) is None:
+        raise UnknownExecution(f"no execution {event.reassigned_to} to reassign {event.id} to")
+    return True
+
+
+@projection(ExecutionRejected, check=_rejectable)
+def _rejected(view: View, event: ExecutionRejected) -> None:
+    rejected = msgspec.structs.replace(
+        _execution(view, event.id), rejected_at=event.at, rejected_by=event.by, rejection=event.reason,
+        reassigned_to=event.reassigned_to,
+    )
+    view.put(EXECUTIONS, event.id, rejected)
 
 
 @projection(CorrectionRecorded, check=lambda view, event: bool(_execution(view, event.correction.execution)))

@@ -29,6 +29,8 @@ from resident.messages.store import Commit
 from resident.runtime.caller import Caller
 from resident.runtime.context import Call, Context
 from resident.runtime.coordination import finish, result_digest
+from resident.runtime.sessions.harness_config import restore_harness_home
+from resident.runtime.sessions.harness_copies import settle_copies
 from resident.runtime.sessions.liveness import live
 from resident.runtime.sessions.transcripts import file_cwd, layout, read_transcript, redaction_key, scan, session_files
 from resident.runtime.sessions.tree import (
@@ -41,6 +43,7 @@ from resident.runtime.sessions.tree import (
     save_manifest,
     sessions_root,
 )
+from resident.sessions.background import read_exit_status
 from resident.sessions.redaction import Redactor
 from resident.sessions.transcript import MAX_FILE_BYTES, TranscriptFile, recover
 from resident.store.tables import EXECUTIONS, SESSIONS
@@ -147,6 +150,7 @@ def end_session(
         save_manifest(home, manifest)
         tree = ProjectionTree(home, manifest)
         notes += tree.restore()
+        notes += restore_harness_home(manifest, folder)
         unrestored = tree.unrestored
     elif record is not None and record.state == "running":
         unrestored = [
@@ -164,6 +168,10 @@ def end_session(
             notes.append("its manifest was lost, so its transcript could not be found")
         redactor = Redactor(redaction_key(home), injected)
         transcript = recover(record.harness, files, redactor)
+        # The harness's own copies: redacted the same way (a fresh count), kept, or removed, as configured.
+        notes += settle_copies(
+            manifest, files, Redactor(redaction_key(home), injected), context.config.harness_transcripts
+        ) if manifest is not None else []
         # The note quotes failures and paths the harness chose: stored like the transcript, redacted.
         note = redactor.redact("; ".join([error, *notes] if error else notes)[:4000])
         event = SessionRecovered(
@@ -204,7 +212,9 @@ def recover_stale(context: Context, session_id: str | None = None) -> list[Sessi
             continue
         if live(manifest):
             continue
-        record = end_session(context, manifest.session, None, died=True)
+        # A session the execution runner ran in the background left its harness's exit status, if it ended.
+        status = read_exit_status(sessions_root(context.home) / manifest.session)
+        record = end_session(context, manifest.session, status, died=status is None)
         if record is not None:
             ended.append(record)
     return ended

@@ -15,14 +15,14 @@ import asyncio
 import logging
 import os
 import shutil
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import platformdirs
 
 from resident.children.orphans import process_start
 from resident.coordination.grants import ROLE_ACTIONS
-from resident.coordination.tokens import GRANT_TOKEN_ENV, new_token, token_digest
+from resident.coordination.tokens import GRANT_FILE_ENV, GRANT_TOKEN_ENV, new_token, token_digest
 from resident.errors import GrantExceeded, HarnessNotFound, InvalidInput, ProjectionRefused, ResidentError
 from resident.ids import new_id
 from resident.memory.banks import bank_name
@@ -35,23 +35,22 @@ from resident.messages.sessions_calls import Launched, StartSession
 from resident.messages.store import Commit
 from resident.processes import pid_alive
 from resident.runtime.context import Call, Context
-from resident.runtime.coordination import issue_grant
+from resident.runtime.coordination import Session, dispatch_session, issue_grant, resume_session
 from resident.runtime.principles import principles_of
 from resident.runtime.sessions.end import end_session
+from resident.runtime.sessions.harness_config import configure_codex, write_grant_file
 from resident.runtime.sessions.liveness import live
 from resident.runtime.sessions.sandbox import sandboxed
 from resident.runtime.sessions.transcripts import HARNESS_ENV, harness_home, layout, redaction_key, scan
 from resident.runtime.sessions.tree import Manifest, ProjectionTree, manifests, save_manifest, session_dir
+from resident.runtime.sessions.work import work_item
 from resident.runtime.skills.library import chosen_skills
-from resident.sessions.projection import AGENTS_FILE, CLAUDE_FILE, Remembered, WorkPackage, plan_projection
+from resident.sessions.projection import AGENTS_FILE, CLAUDE_FILE, MCP_FILE, Remembered, WorkPackage, plan_projection
 from resident.sessions.redaction import Redactor
 from resident.store.home import HOME_ENV
 from resident.store.tables import EXECUTIONS
 
-if TYPE_CHECKING:
-    from resident.runtime.coordination import Session
-
-__all__ = ["DEFAULT_COMMANDS", "check_harness", "start"]
+__all__ = ["DEFAULT_COMMANDS", "check_harness", "harness_command", "resident_command", "start", "working_directory"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,13 +64,21 @@ SESSION_ENV = "RESIDENT_SESSION"
 MEMBER_ENV = "RESIDENT_MEMBER"
 
 
+def resident_command() -> tuple[str, ...]:
+    """This `resident`, by absolute path: the console script beside this Python, else this Python running it."""
+    script = Path(sys.executable).with_name("resident")
+    if script.is_file() and os.access(script, os.X_OK):
+        return (str(script),)
+    return (sys.executable, "-m", "resident.cli")
+
+
 def check_harness(value: str) -> Harness:
     if value not in HARNESSES:
         raise InvalidInput(f"unknown harness {value!r}; harnesses: {', '.join(HARNESSES)}")
     return value
 
 
-def _command(harness: Harness, command: tuple[str, ...], path: str | None) -> tuple[str, ...]:
+def harness_command(harness: Harness, command: tuple[str, ...], path: str | None) -> tuple[str, ...]:
     argv = command or DEFAULT_COMMANDS.get(harness, ())
     if not argv:
         raise InvalidInput("the command harness needs the command to run, after `--`")
@@ -84,7 +91,7 @@ def _command(harness: Harness, command: tuple[str, ...], path: str | None) -> tu
     return (str(Path(program).absolute()), *argv[1:]) if os.sep in argv[0] else argv
 
 
-def _directory(value: str) -> Path:
+def working_directory(value: str) -> Path:
     directory = Path(os.path.realpath(Path(value).expanduser()))
     if not directory.is_dir():
         raise InvalidInput(f"{value} is not a folder; give the repository to work in with --dir")
@@ -136,7 +143,7 @@ def _attach(context: Context, execution_id: str, member: str) -> Session:
                          issued_at=context.clock.time()),
     )
     context.write(Commit(events=(issued,)))
-    return context.resume(token)
+    return resume_session(context, token)
 
 
 def _execution(
@@ -157,7 +164,10 @@ def _execution(
         raise InvalidInput("a session's grant lasts from 60 seconds to 30 days (--ttl SECONDS)")
     grant = issue_grant(context, call, IssueGrant(actions=ROLE_ACTIONS[request.role], ttl=request.ttl))
     engagement = EngagementContext(task=text, directory=str(directory), harness=harness)
-    session = context.dispatch(text, manifest.member, role=request.role, parent_grant=grant, context=engagement)
+    session = dispatch_session(
+        context, text, manifest.member, role=request.role, parent_grant=grant, engagement=engagement,
+        work=work_item(context, directory, text, harness),
+    )
     # Dispatched for this session alone: if the session cannot start, its execution fails with it.
     manifest.owns_execution = True
     return session, text
@@ -179,7 +189,7 @@ def _work_package(context: Context, session: Session, task: str, harness: Harnes
     memories, note = _remembered(session, task)
     skills = chosen_skills(context, member, task[:1000])
     principles = principles_of(context, member=member, state="approved")
-    files = (AGENTS_FILE, CLAUDE_FILE) if harness == "claude-code" else (AGENTS_FILE,)
+    files = (AGENTS_FILE, CLAUDE_FILE, MCP_FILE) if harness == "claude-code" else (AGENTS_FILE,)
     originals = {name: tree.existing_text(name) for name in files}
     if originals.get(CLAUDE_FILE) == originals[AGENTS_FILE]:
         # A CLAUDE.md that is AGENTS.md (a link, or a copy) already reaches Claude Code through the import.
@@ -188,7 +198,7 @@ def _work_package(context: Context, session: Session, task: str, harness: Harnes
         member=member, role=context.config.member(member).role, harness=harness, session=tree.manifest.session,
         execution=session.execution.id, task=task, memories=memories, memory_note=note,
         principles=tuple(p.text for p in principles), skills=tuple((s.name, s.description) for s in skills),
-        actions=session.grant.actions, originals=originals,
+        actions=session.grant.actions, originals=originals, resident=resident_command(),
     )
 
 
@@ -202,8 +212,8 @@ def start(context: Context, call: Call, request: StartSession) -> Launched:
     member = context.config.member(request.member).name
     harness = check_harness(request.harness)
     search_path = os.environ.get("PATH") if request.search_path is None else request.search_path
-    argv = _command(harness, tuple(request.command), search_path)
-    directory = _directory(request.directory)
+    argv = harness_command(harness, tuple(request.command), search_path)
+    directory = working_directory(request.directory)
     manifest = _claim(context, member, harness, directory, request.process)
     try:
         return _start(context, call, request, manifest, harness=harness, argv=argv, directory=directory)
@@ -245,13 +255,23 @@ def _start(
         manifest.harness_home = str(own)
         manifest.snapshot = scan(own / layout(harness).folder, harness)
         where = str(own)
+    # The token also in a file of the harness's own folder, for tools whose environment drops `*TOKEN*` names.
+    grant_file = write_grant_file(
+        session_dir(home, manifest.session) if harness == "command" else Path(where), manifest.session, session.token
+    )
+    manifest.grant_file = str(grant_file)
+    save_manifest(home, manifest)
+    if harness == "codex":
+        manifest.codex_config = configure_codex(
+            Path(where), session_dir(home, manifest.session), resident_command(), grant_file, home
+        )
     manifest.state = "running"
     save_manifest(home, manifest)
     if request.sandbox:
         argv = _sandboxed(home, argv, directory, Path(where).parent if harness == "command" else Path(where))
     variables = {
         GRANT_TOKEN_ENV: session.token, HOME_ENV: str(home), SESSION_ENV: manifest.session, MEMBER_ENV: manifest.member,
-        HARNESS_ENV[harness]: where,
+        HARNESS_ENV[harness]: where, GRANT_FILE_ENV: str(grant_file),
     }
     return Launched(
         session=manifest.session, member=manifest.member, harness=harness, execution=session.execution.id, argv=argv,

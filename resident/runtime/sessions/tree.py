@@ -103,6 +103,10 @@ class Manifest(msgspec.Struct):
     folders: list[str] = msgspec.field(default_factory=list)
     snapshot: dict[str, tuple[int, int, int]] = msgspec.field(default_factory=dict)
     notes: list[str] = msgspec.field(default_factory=list)
+    # The session's grant token file (`$RESIDENT_GRANT_FILE`), and what the Codex home's config.toml was before
+    # the session added to it ("absent", "kept" in the session's folder, or "" when it was not touched).
+    grant_file: str = ""
+    codex_config: str = ""
 
 
 def is_session_id(value: str) -> bool:

@@ -1,0 +1,1 @@
+"""Samuel coordinates for real: `python -m examples.coordinate` (see `__main__`)."""
