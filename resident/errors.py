@@ -39,6 +39,7 @@ __all__ = [
     "InvalidArguments",
     "InvalidInput",
     "KnowledgeDisabled",
+    "KnowledgeIndexing",
     "MapFull",
     "MemoryDisabled",
     "NotAHome",
@@ -215,6 +216,10 @@ class DeadLetter(ActorUnavailable):
 
 class SubstrateUnavailable(ActorUnavailable):
     """The memory substrate is restarting or down and did not answer in time."""
+
+
+class KnowledgeIndexing(ActorUnavailable):
+    """The knowledge index is being built in the background; a search is answered once it is ready."""
 
 
 class RuntimeStopped(ResidentError, RuntimeError):

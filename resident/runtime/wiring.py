@@ -180,13 +180,13 @@ def build_wiring(
 
 
 def _knowledge_spec(store: Store) -> ChildSpec:
-    """The knowledge indexer: restarted with backoff; a rebuild of the index may precede its first answer."""
+    """The knowledge indexer: restarted with backoff; its start only opens the index (a rebuild or
+    catch-up runs in the background), so the default start timeout holds for any home."""
     return ChildSpec(
         Address("knowledge", default_timeout=DEFAULT_TIMEOUT),
         KnowledgeIndexer,
         kwargs={"store": store},
         backoff=Backoff(min=0.05, max=5.0, jitter=0.2, reset_after=30.0),
-        start_timeout=600.0,
         # Closing the index waits for its segment merges.
         shutdown_timeout=60.0,
     )
