@@ -37,7 +37,7 @@ from resident.messages.store import Commit
 from resident.messages.supervision import SupervisorStatistics
 from resident.operations.memory import MemberSurface
 from resident.operations.runtime_facade import Facade
-from resident.realm.client import realm_base_url
+from resident.realm.urls import realm_base_url
 from resident.runtime.caller import Caller
 from resident.runtime.chaos import Chaos
 from resident.runtime.context import Context, Revalidation

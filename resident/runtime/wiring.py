@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from resident.actors.coordinator import Coordinator
 from resident.actors.embedding import EmbeddingWorker
-from resident.actors.knowledge import KnowledgeIndexer
 from resident.actors.member import MemberActor
 from resident.actors.replication import Replication, ReplicationSettings
 from resident.actors.skills import SkillLibrary
@@ -181,7 +180,12 @@ def build_wiring(
 
 def _knowledge_spec(store: Store) -> ChildSpec:
     """The knowledge indexer: restarted with backoff; its start only opens the index (a rebuild or
-    catch-up runs in the background), so the default start timeout holds for any home."""
+    catch-up runs in the background), so the default start timeout holds for any home.
+
+    Its module (tantivy) is loaded only for a home with knowledge on.
+    """
+    from resident.actors.knowledge import KnowledgeIndexer  # noqa: PLC0415 - loaded on first use, see above
+
     return ChildSpec(
         Address("knowledge", default_timeout=DEFAULT_TIMEOUT),
         KnowledgeIndexer,
