@@ -44,6 +44,7 @@ from resident.runtime.context import Context, Revalidation
 from resident.runtime.coordination import CoordinatorControl
 from resident.runtime.engagement import Judging
 from resident.runtime.executor import LocalExecutor
+from resident.runtime.heap import release_freed_heap
 from resident.runtime.home import maintenance
 from resident.runtime.memory.admissions import Admissions
 from resident.runtime.replication import home_realm_token
@@ -229,6 +230,8 @@ class Runtime(Facade):
                 owns_clock=owns_clock, wiring=wiring,
             )
             runtime._tree.start()
+            # The substrate's rebuild freed its temporaries: give that heap back (`heap.py`).
+            release_freed_heap()
         except BaseException:
             damage = store.damage() if store is not None else None
             if store is not None:
