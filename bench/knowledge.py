@@ -15,6 +15,9 @@
 * **context** — `rt.knowledge.context` for a member with 20 verified entries (made by real
   implementation, review, audit and acceptance records), once within the TTL (no probe) and once
   with every entry's source file probed and its check written (TTL 0).
+* **opening** — the last round's home is opened again: until `Runtime.open` returns and until its
+  first search is answered; then with its index deleted, until `Runtime.open` returns (the index is
+  rebuilt in the background, so this must not grow with the pages) and until the index is ready.
 * **engines** (`--engines`) — the comparison that chose the index engine, at the first size: the
   bare index of each candidate over the same pages fed memory's analysis (tantivy, SQLite FTS5 as
   a derived file, an inverted index of (term, page) keys in LMDB, and memory's in-memory numpy BM25,
@@ -50,12 +53,13 @@ import numpy as np
 
 from resident import Runtime
 from resident.knowledge.pages import split_document
-from resident.knowledge.search_index import IndexedPage, SearchIndex
+from resident.knowledge.search_index import INDEX_DIR, IndexedPage, SearchIndex
 from resident.knowledge.tokens import query_tokens, token_texts
 from resident.memory.keyword import KeywordIndex
 from resident.memory.stored_terms import split_terms
 from resident.memory.text import term_ids, term_ids_batch
 from resident.messages.coordination import WorkItem
+from resident.store.home import current_store_dir
 
 if not __package__:
     # Run as `python bench/knowledge.py`: make the repository root importable for the sibling module.
@@ -154,6 +158,26 @@ def search_both(runtime: Runtime, database: sqlite3.Connection, queries: Sequenc
     }
 
 
+def opening(home: Path, query: str) -> dict[str, float]:
+    """What opening a grown home costs: with its index (until `Runtime.open` returns, until the first
+    search is answered), and with its index gone (until open returns, until the index is ready)."""
+    started = time.perf_counter()
+    with Runtime.open(home, realm="none") as runtime:
+        opened = time.perf_counter() - started
+        runtime.knowledge.search("bench", query, 10)
+        first = time.perf_counter() - started
+    shutil.rmtree(current_store_dir(home) / INDEX_DIR)
+    started = time.perf_counter()
+    with Runtime.open(home, realm="none") as runtime:
+        opened_bare = time.perf_counter() - started
+        # A poll of the status, only to see when the background rebuild is done.
+        while runtime.knowledge.index_status().state != "ready":
+            time.sleep(0.05)
+        ready = time.perf_counter() - started
+    return {"open_s": opened, "first_search_s": first, "open_without_index_s": opened_bare,
+            "index_ready_s": ready}
+
+
 @dataclass(frozen=True)
 class Ingest:
     """One ingest run: pages taken in, wall seconds, and CPU seconds of the whole process."""
@@ -197,12 +221,15 @@ def run_size(size: int, workdir: Path, queries: Sequence[str], rounds: int) -> d
         assert runtime is not None
         assert database is not None
         search = search_both(runtime, database, queries)
+        runtime.close()
+        opened = opening(workdir / f"home-{size}-{rounds - 1}", queries[0])
     finally:
         for closable in (runtime, database):
             if closable is not None:
                 closable.close()
     mine, peer = _summary(ours), _summary(theirs)
     return {
+        "opening": opened,
         "pages": size,
         "rounds": rounds,
         "load_average": load,
@@ -401,6 +428,10 @@ def main() -> None:
               f"{theirs['ingest_cpu_us_per_page']:.0f} µs/page, {entry['cpu_ratio']:.2f}x)   "
               f"search p50/p99 {ours['p50_ms']:.1f}/{ours['p99_ms']:.1f} vs fts5 "
               f"{theirs['p50_ms']:.1f}/{theirs['p99_ms']:.1f} ms   hits {entry['queries_with_hits']}")
+        opened = entry["opening"]
+        print(f"{'':>7} opening: open {opened['open_s']:.2f} s, first search {opened['first_search_s']:.2f} s; "
+              f"index gone: open {opened['open_without_index_s']:.2f} s, index ready "
+              f"{opened['index_ready_s']:.1f} s")
     context = report["context"]
     print(f"context, {context['entries']} verified entries: fresh p50/p99 {context['fresh']['p50_ms']:.1f}/"
           f"{context['fresh']['p99_ms']:.1f} ms, revalidating {context['revalidating']['p50_ms']:.1f}/"

@@ -42,6 +42,7 @@ __all__ = [
     "InvalidArguments",
     "InvalidInput",
     "KnowledgeDisabled",
+    "KnowledgeIndexing",
     "MapFull",
     "MemoryDisabled",
     "NotAHome",
@@ -218,6 +219,10 @@ class DeadLetter(ActorUnavailable):
 
 class SubstrateUnavailable(ActorUnavailable):
     """The memory substrate is restarting or down and did not answer in time."""
+
+
+class KnowledgeIndexing(ActorUnavailable):
+    """The knowledge index is being built in the background; a search is answered once it is ready."""
 
 
 class RuntimeStopped(ResidentError, RuntimeError):

@@ -17,6 +17,7 @@ from resident.memory.visibility import can_see
 from resident.messages.engagement import EngagementContext, EngagementDecision
 from resident.messages.memory import Activation, Principal
 from resident.store.tables import RECORDS
+from resident.store.usage import with_usage
 from tests.evolution_helpers import evolving, session
 from tests.replication_support import wait_until
 
@@ -124,7 +125,8 @@ def test_a_restricted_recall_finds_k_allowed_records_below_many_it_may_not_retur
 
     def counts() -> dict[str, int]:
         with rt._internal.store.reader() as reader:
-            return {record_id: reader.get(RECORDS, record_id).recall_count for record_id in [*allowed, *hidden]}
+            served = [with_usage(reader, reader.get(RECORDS, record_id)) for record_id in [*allowed, *hidden]]
+            return {record.id: record.recall_count for record in served if record is not None}
 
     # The hits it returned count as recalled; those the engagement dropped were never served, and are
     # counted in the same usage commit if at all, so once the first show the second are settled.

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,16 +22,18 @@ import lmdb
 import pytest
 
 from resident import Runtime
-from resident.actors.replication import Replication
+from resident.actors import replication as replication_module
+from resident.actors.replication import Replication, _IndexNext
 from resident.clock import ManualClock
 from resident.messages.replication import GetReplicationStatus, PendingIndexBuilt, ReplicationCounts
 from resident.realm.process import RealmProcess, start_realm
+from resident.runtime import wiring
 from resident.store import store as store_module
 from resident.store.environment import MAX_DBS
 from resident.store.home import current_store_dir
 from resident.store.store import Store
 from resident.store.tables import INDEXED_KEY, PENDING, REALM_CURSOR, REFUSED
-from resident.supervisor import ForwardReply
+from resident.supervisor import ChildSpec, ForwardReply
 from tests.faultproxy import FaultProxy
 from tests.replication_support import (
     FAST,
@@ -192,6 +195,78 @@ def test_replication_starts_while_the_writer_holds_the_index_and_counts_wait_for
         assert error is None
         assert answer.pending == 3
         assert counts(runtime).pending == 3
+
+
+def indexed(store: Store) -> bool:
+    with store.reader() as reader:
+        return reader.get(REALM_CURSOR, INDEXED_KEY) is not None
+
+
+def test_a_home_whose_memory_is_switched_on_is_indexed_so_no_later_start_walks_its_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    with open_runtime(home, "none", enable=False) as runtime:
+        assert not indexed(runtime._internal.store)
+        runtime.memory.enable()
+        assert indexed(runtime._internal.store)
+        runtime.member("deven").remember("a note of a home indexed from its first record")
+    stepped: list[str | None] = []
+    monkeypatch.setattr(Replication, "_index_step", lambda _actor, after: stepped.append(after))
+    with open_runtime(home, "none") as runtime:
+        assert counts(runtime).pending == 1
+        store = runtime._internal.store
+        assert store.replay() == store.state_tables()
+    assert stepped == []
+
+
+def test_replication_answers_its_start_before_an_older_home_is_indexed_and_pushes_meanwhile(
+    tmp_path: Path, realm: RealmProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    older = home_of_before_the_index(home, 12)
+    # Steps of 5 records; every step after the first waits for the clock, so the test holds a home
+    # that takes longer to index than the start timeout allows (made small: a start that walked
+    # every record first would fail the open), without the home being big.
+    monkeypatch.setattr(replication_module, "INDEX_STEP", 5)
+    monkeypatch.setattr(wiring, "ChildSpec", functools.partial(ChildSpec, start_timeout=1.0))
+    index_step = Replication._index_step
+    held: list[str] = []
+
+    def slow_steps(actor: Replication, after: str | None) -> None:
+        if after is not None and after not in held:
+            held.append(after)
+            actor.schedule(60.0, _IndexNext(after))
+            return
+        index_step(actor, after)
+
+    monkeypatch.setattr(Replication, "_index_step", slow_steps)
+    clock = ManualClock()
+    with open_runtime(home, realm.url, clock=clock) as runtime:
+        store = runtime._internal.store
+        wait_until(lambda: held, 10.0, "the first step of the index")
+        assert not indexed(store)
+        # Records written meanwhile are pushed, and so are those the first step indexed.
+        fresh = runtime.member("deven").remember("a note written while replication indexes").id
+        first = sorted(older)[:5]
+        wait_until(
+            lambda: {local_records(runtime)[i].replication for i in [fresh, *first]} == {"synced"}, 10.0,
+            "the pushes while indexing",
+        )
+        # A record not indexed yet is reported as it is, never as synced.
+        assert record_status(runtime, sorted(older)[-1]).state == "pending"
+        asked = Collected()
+        runtime._internal.wiring.replication.tell(GetReplicationStatus(), ForwardReply(asked, "counts"))
+        assert record_status(runtime, fresh).state == "synced"  # handled after the request above
+        assert asked.told == []  # counts wait for the index they are read from
+        clock.advance(60.0)
+        wait_until(lambda: len(held) == 2, 10.0, "the second step")
+        clock.advance(60.0)
+        wait_until(lambda: asked.told, 10.0, "the counts")
+        assert indexed(store)
+        assert runtime.replication.sync(timeout=15.0).pending == 0
+        assert {local_records(runtime)[i].replication for i in older} == {"synced"}
+        assert store.replay() == store.state_tables()
 
 
 def requesting(runtime: Runtime) -> ReplicationCounts | None:

@@ -57,9 +57,10 @@ def test_a_rotted_value_read_at_start_is_store_corrupted_naming_the_table_and_ke
     home = tmp_path / "home"
     records = make_home(home, 3)
     row, _ = stored(home, records[1])
-    # The row's `summary` key becomes `yrammus`: the value no longer decodes as a record, and the
-    # actors that read every record as they start cannot start.
-    rot_text(home, row, "summary")
+    # The row's `lifecycle` key becomes `elcycefil`: the value no longer decodes as a record, and the
+    # substrate, which reads every record's indexed fields (`lifecycle` among them) as it starts,
+    # cannot start. (Replication no longer reads the records at start: its index is kept with them.)
+    rot_text(home, row, "lifecycle")
     with pytest.raises(StoreCorrupted, match=f"records/{records[1].id} does not decode") as caught:
         Runtime.open(home)
     assert "resident salvage DEST" in caught.value.message

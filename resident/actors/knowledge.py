@@ -18,11 +18,22 @@ never a cursor that covers them, so the next start stages them again.
 A page admitted by one of the events read is indexed as its `PageAdmitted` event carries it, which
 is what the projection inserted; a page superseded by one of them is re-read from LMDB.
 
-`setup()` opens the index before the first request is handled (the address holds requests
-meanwhile). An index that is missing, of another format, or whose cursor names an event this store
-does not hold (a restored or copied store) is rebuilt from the pages in LMDB; so is one that
-`Reindex` asks to drop. A crash mid-rebuild leaves an index without a cursor, which the next start
-rebuilds again.
+`setup()` only opens the index: nothing it does grows with the home. An index that is missing, of
+another format, or whose cursor names an event this store does not hold (a restored or copied
+store) is rebuilt from the pages in LMDB, and one that is behind is caught up, both *in the
+background*: in steps of `REBUILD_BATCH` pages or `CATCH_UP_EVENTS` events, each a `_Build` message
+the indexer tells itself, so the start ping and every request are answered between steps. Until the
+index is ready a search is refused with `KnowledgeIndexing` (never a wrong "nothing found"; a
+catch-up within `SEARCH_CATCH_UP_STEPS` steps of its end is finished for the search instead), status
+says `indexing`, and a catch-up or reindex that asks for an answer gets it once the index is ready.
+`Reindex` drops the index and rebuilds it the same way. A crash mid-rebuild leaves an index without
+a cursor, which the next start rebuilds again.
+
+A rebuild reads the pages in steps, each its own short read, from the cursor of the log's last
+event when it began; the catch-up that follows takes in every event after that cursor. A page
+admitted meanwhile may then be read by a later step and also admitted by an event the catch-up
+reads, so events up to the end of the rebuild (`_overlap`) replace their admitted pages rather than
+add them.
 """
 
 from __future__ import annotations
@@ -30,8 +41,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
+from resident.errors import ActorUnavailable, KnowledgeIndexing
 from resident.knowledge.search_index import INDEX_DIR, Cursor, IndexedPage, SearchIndex
 from resident.messages.events import AnyEvent, encode_event
 from resident.messages.knowledge import (
@@ -48,9 +61,9 @@ from resident.messages.knowledge import (
 )
 from resident.store.store import Reader, Store
 from resident.store.tables import PAGES
-from resident.supervisor import ChildContext, SupervisedActor
+from resident.supervisor import ChildContext, Reply, SupervisedActor, settle_all
 
-__all__ = ["REBUILD_BATCH", "STAGE_LIMIT", "KnowledgeIndexer"]
+__all__ = ["CATCH_UP_EVENTS", "REBUILD_BATCH", "STAGE_LIMIT", "KnowledgeIndexer"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +74,16 @@ REBUILD_BATCH = 20_000
 # Staged pages after which a catch-up commits even if not asked to: bounds what a crash makes the
 # next start index again, and how much the writer holds beyond its memory budget's segments.
 STAGE_LIMIT = 20_000
+# Events read per catch-up batch at most, pages or not: bounds one step of a catch-up in a home
+# whose log is mostly memory events.
+CATCH_UP_EVENTS = 50_000
+# Steps of a background catch-up a search may take itself before it is refused as indexing.
+SEARCH_CATCH_UP_STEPS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class _Build:
+    """Take the next step of the rebuild or catch-up in progress (told by the indexer to itself)."""
 
 
 def _event_digest(event: AnyEvent) -> str:
@@ -85,6 +108,14 @@ class KnowledgeIndexer(SupervisedActor):
         self._staged_pages = 0
         self._rebuilt = False
         self._rebuild_seconds = 0.0
+        # The work in progress before the index is ready (None: ready), and where it stands.
+        self._building: Literal["rebuild", "catch_up"] | None = None
+        self._rebuild_from: Cursor = self._cursor
+        self._rebuild_after: str | None = None
+        self._rebuild_started = 0.0
+        self._overlap = 0
+        # Callers of a catch-up or reindex, answered once the index is ready.
+        self._waiting: list[Reply] = []
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -93,16 +124,22 @@ class KnowledgeIndexer(SupervisedActor):
         self._index = index
         cursor = None if created else index.cursor()
         if cursor is None or not self._holds(cursor):
-            self._rebuild()
+            self._start_rebuild()
             return
         self._cursor = cursor
-        self._catch_up()
+        self._start_catch_up()
 
     def teardown(self) -> None:
+        self._release("the knowledge indexer stopped before the index was ready; the runtime is closing")
         self._close()
 
-    def on_crash(self, error: BaseException) -> None:  # noqa: ARG002 - the cause is already logged
+    def on_crash(self, error: BaseException) -> None:
+        self._release(f"the knowledge indexer restarted ({type(error).__name__}); ask again")
         self._close()
+
+    def _release(self, why: str) -> None:
+        waiting, self._waiting = self._waiting, []
+        settle_all((reply, None, ActorUnavailable(why)) for reply in waiting)
 
     def _close(self) -> None:
         # Staged documents go with the writer; the committed cursor still precedes them.
@@ -123,29 +160,122 @@ class KnowledgeIndexer(SupervisedActor):
             case SearchPages():
                 return self._search(message)
             case CatchUpIndex(commit=commit):
-                self._catch_up(commit=commit)
-                return self._status()
+                return self._asked_to_catch_up(commit=commit)
             case Reindex():
-                self._rebuild()
-                return self._status()
+                self._start_rebuild()
+                self._answer_when_ready()
             case GetIndexStatus():
-                self._commit()
+                if self._building is None:
+                    self._commit()
                 return self._status()
+            case _Build():
+                self._build_step()
             case _:
                 return super().handle(message)
+        return None
 
     def _search(self, message: SearchPages) -> PagesFound:
+        # A catch-up a few steps from its end (the usual one: a process stopped after its last
+        # commit) is finished for the search, as a ready index catches up before each search.
+        for _ in range(SEARCH_CATCH_UP_STEPS):
+            if self._building == "catch_up":
+                self._catch_up_step()
+        if self._building is not None:
+            raise KnowledgeIndexing(
+                f"the knowledge index is being built ({self._progress()}); search again shortly "
+                "(`resident knowledge status` says when it is ready)"
+            )
         self._catch_up()
         hits = self._require_index().search(message.bank, message.query, message.states, message.k)
         return PagesFound(hits=tuple(PageHit(id=page, score=score) for page, score in hits), seq=self._cursor.seq)
 
+    def _asked_to_catch_up(self, *, commit: bool) -> IndexStatus | None:
+        if self._building is None:
+            self._catch_up(commit=commit)
+            return self._status()
+        # The build in progress reaches every event committed before this request.
+        self._answer_when_ready()
+        return None
+
+    def _answer_when_ready(self) -> None:
+        reply = self.defer()
+        if reply is not None:
+            self._waiting.append(reply)
+
+    def _progress(self) -> str:
+        if self._building == "rebuild":
+            return f"{self._require_index().pages()} pages indexed so far"
+        return f"caught up to event {(self._staged or self._cursor).seq}"
+
     def _status(self) -> IndexStatus:
         return IndexStatus(
             pages=self._require_index().pages(), seq=self._cursor.seq, rebuilt=self._rebuilt,
-            rebuild_seconds=self._rebuild_seconds,
+            rebuild_seconds=self._rebuild_seconds, state="ready" if self._building is None else "indexing",
         )
 
-    # -- catching up and rebuilding ---------------------------------------------------------------
+    # -- building in the background ---------------------------------------------------------------
+
+    def _start_rebuild(self) -> None:
+        """Drop the index and rebuild it from every page in LMDB, a step at a time."""
+        self._rebuild_started = time.perf_counter()
+        self._close()  # drops whatever was staged: the rebuild reads every page
+        self._index = SearchIndex.create(self.store.path / INDEX_DIR, threads=self._threads)
+        with self.store.reader() as reader:
+            self._rebuild_from = self._last_event(reader)
+        self._rebuild_after = None
+        self._begin("rebuild")
+
+    def _start_catch_up(self) -> None:
+        self._begin("catch_up")
+
+    def _begin(self, work: Literal["rebuild", "catch_up"]) -> None:
+        already = self._building is not None
+        self._building = work
+        if not already:
+            self.actor_ref.tell(_Build())
+
+    def _build_step(self) -> None:
+        if self._building == "rebuild":
+            self._rebuild_step()
+        elif self._building == "catch_up":
+            self._catch_up_step()
+        if self._building is not None:
+            self.actor_ref.tell(_Build())
+
+    def _rebuild_step(self) -> None:
+        """Index the next `REBUILD_BATCH` pages; after the last, commit the cursor and catch up from it."""
+        index = self._require_index()
+        with self.store.reader() as reader:
+            rows = reader.items_after(PAGES, self._rebuild_after, REBUILD_BATCH)
+            last = self._last_event(reader)
+        batch = [_indexed(page) for _, page in rows]
+        if len(rows) == REBUILD_BATCH:
+            index.apply((), batch, None)
+            self._rebuild_after = rows[-1][0]
+            return
+        index.apply((), batch, self._rebuild_from)
+        self._cursor = self._rebuild_from
+        self._overlap = last.seq
+        self._rebuilt = True
+        self._building = "catch_up"
+
+    def _catch_up_step(self) -> None:
+        if self._stage_batch():
+            if self._staged_pages >= STAGE_LIMIT:
+                self._commit()
+            return
+        self._commit()
+        self._building = None
+        if self._rebuilt and self._rebuild_started:
+            self._rebuild_seconds = time.perf_counter() - self._rebuild_started
+            self._rebuild_started = 0.0
+            logger.info("knowledge index rebuilt: %d pages in %.2f s", self._require_index().pages(),
+                        self._rebuild_seconds)
+        waiting, self._waiting = self._waiting, []
+        status = self._status()
+        settle_all((reply, status, None) for reply in waiting)
+
+    # -- catching up ------------------------------------------------------------------------------
 
     def _holds(self, cursor: Cursor) -> bool:
         """Whether this store's event log has, at the cursor, the very event the index took in last."""
@@ -172,13 +302,14 @@ class KnowledgeIndexer(SupervisedActor):
         self._cursor, self._staged, self._staged_pages = self._staged, None, 0
 
     def _stage_batch(self) -> bool:
-        """Stage the pages of the next events (up to `REBUILD_BATCH` of them); whether there were any."""
+        """Stage the pages of the next events (up to `REBUILD_BATCH` pages, `CATCH_UP_EVENTS` events); any?"""
         index = self._require_index()
         admitted: dict[str, Page] = {}
         changed: set[str] = set()
+        first = (self._staged or self._cursor).seq + 1
         last: tuple[int, AnyEvent] | None = None
         with self.store.reader() as reader:
-            for seq, event in reader.events(since=(self._staged or self._cursor).seq + 1):
+            for read, (seq, event) in enumerate(reader.events(since=first), start=1):
                 last = (seq, event)
                 match event:
                     case PageAdmitted(page=page):
@@ -187,7 +318,7 @@ class KnowledgeIndexer(SupervisedActor):
                         changed.add(page_id)
                     case _:
                         pass
-                if len(admitted) + len(changed) >= REBUILD_BATCH:
+                if len(admitted) + len(changed) >= REBUILD_BATCH or read >= CATCH_UP_EVENTS:
                     break
             if last is None:
                 return False
@@ -196,31 +327,13 @@ class KnowledgeIndexer(SupervisedActor):
         pages += [page for page_id, page in admitted.items() if page_id not in changed]
         pages.sort(key=lambda page: page.id)
         # A page admitted after the cursor is not in the index yet, even if changed since: only
-        # pages the index may already hold are replaced (see `SearchIndex.stage`).
-        index.stage(changed - admitted.keys(), [_indexed(page) for page in pages])
+        # pages the index may already hold are replaced (see `SearchIndex.stage`). Right after a
+        # rebuild, one admitted before its end may be there already (read by a later step).
+        replaced = changed | admitted.keys() if first <= self._overlap else changed - admitted.keys()
+        index.stage(replaced, [_indexed(page) for page in pages])
         self._staged = Cursor(seq=last[0], digest=_event_digest(last[1]))
         self._staged_pages += len(pages)
         return True
-
-    def _rebuild(self) -> None:
-        """A fresh index of every page in LMDB, its cursor written only with the last batch."""
-        started = time.perf_counter()
-        self._close()  # drops whatever was staged: the rebuild reads every page
-        index = SearchIndex.create(self.store.path / INDEX_DIR, threads=self._threads)
-        self._index = index
-        with self.store.reader() as reader:
-            cursor = self._last_event(reader)
-            batch: list[IndexedPage] = []
-            for _, page in reader.items(PAGES):
-                batch.append(_indexed(page))
-                if len(batch) >= REBUILD_BATCH:
-                    index.apply((), batch, None)
-                    batch = []
-        index.apply((), batch, cursor)
-        self._cursor = cursor
-        self._rebuilt = True
-        self._rebuild_seconds = time.perf_counter() - started
-        logger.info("knowledge index rebuilt: %d pages in %.2f s", index.pages(), self._rebuild_seconds)
 
     @staticmethod
     def _last_event(reader: Reader) -> Cursor:

@@ -46,6 +46,7 @@ from resident.store.admission_reads import StoredReads
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.store import Store
 from resident.store.tables import MEMORY_CONFIG, RECORDS
+from resident.store.usage import with_usage
 from resident.supervisor import Address, ChildContext, Completed, SupervisedActor
 
 __all__ = ["MemberActor"]
@@ -113,7 +114,7 @@ class MemberActor(SupervisedActor):
     def _get(self, message: GetRecord) -> MemoryRecord:
         self._require_memory()
         with self.store.reader() as reader:
-            record = reader.get(RECORDS, message.id)
+            record = with_usage(reader, reader.get(RECORDS, message.id))
         return readable_record(self._principal(message.delegation), message.id, record)
 
     def _require_memory(self) -> None:

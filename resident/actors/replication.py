@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resident.actors.io_worker import Done, IoWorker
 from resident.actors.replication_poll import Poller
@@ -41,7 +41,7 @@ from resident.errors import (
     RealmUnavailable,
     RecordNotFound,
 )
-from resident.messages.memory import MemoryRecord, RecordAdmitted
+from resident.messages.memory import AWAITING_REALM, MemoryRecord, RecordAdmitted
 from resident.messages.realm import (
     DEFAULT_PAGE_LIMIT,
     MAX_REPLICATE_RECORDS,
@@ -63,7 +63,6 @@ from resident.messages.replication import (
     SyncNow,
 )
 from resident.messages.store import Commit, Published
-from resident.realm.client import RealmClient
 from resident.store.store import Store
 from resident.store.tables import INDEXED_KEY, PENDING, REALM_CURSOR, RECORDS, REFUSED, REPLICATION
 from resident.supervisor import (
@@ -77,11 +76,16 @@ from resident.supervisor import (
     settle_all,
 )
 
+if TYPE_CHECKING:
+    from resident.realm.client import RealmClient
+
 __all__ = ["NO_REALM_NOTE", "Replication", "ReplicationSettings", "realm_record"]
 
 logger = logging.getLogger(__name__)
 
 NO_REALM_NOTE = "no Realm is configured, so records stay pending; run `resident init --realm URL`"
+# Records read per step of building the pending index of an older home (one short read, one commit).
+INDEX_STEP = 5_000
 ID_OWNED_REASON = "its id belongs to another home at Realm; readmit it (a new version gets a new id)"
 
 
@@ -130,6 +134,14 @@ class ReplicationSettings:
             batch_records=self.batch_records, batch_bytes=self.batch_bytes, max_attempts=self.max_attempts,
             backoff=self.backoff,
         )
+
+
+def _realm_client_class() -> type[RealmClient]:
+    """The HTTP client of Realm, loaded only for a home that has a Realm (httpx costs ~15 MB and a
+    quarter second at import; a home without a Realm never talks HTTP)."""
+    from resident.realm.client import RealmClient  # noqa: PLC0415 - loaded on first use, see above
+
+    return RealmClient
 
 
 def realm_record(record: MemoryRecord) -> RealmRecord:
@@ -210,9 +222,20 @@ class _Verdicts:
 
 @dataclass(frozen=True, slots=True)
 class _Indexed:
-    """Context of the commit of the pending index that `incarnation` built as it started."""
+    """Context of the commit of one step of the pending index that `incarnation` builds as it starts.
+
+    `after` is the last record the step read, or None when the step was the last.
+    """
 
     incarnation: int
+    after: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _IndexNext:
+    """Index the records after `after` (the next step of the pending index, told to this incarnation)."""
+
+    after: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +257,7 @@ class Replication(SupervisedActor):
         realm_url: str | None,
         settings: ReplicationSettings | None = None,
         realm_token: str | None = None,
-        client_factory: Callable[..., RealmClient] = RealmClient,
+        client_factory: Callable[..., RealmClient] | None = None,
     ) -> None:
         super().__init__(context)
         self.store = store
@@ -267,30 +290,41 @@ class Replication(SupervisedActor):
             return
         self._index_older_records()
         if self.realm_url is not None:
-            self._client = self._client_factory(self.realm_url, self.settings.request_timeout, token=self._token)
+            factory = self._client_factory or _realm_client_class()
+            self._client = factory(self.realm_url, self.settings.request_timeout, token=self._token)
             self._io = IoWorker(self.name, self._from_worker)
             self._queue_push()
             self._poll_due.now()
 
     def _index_older_records(self) -> None:
-        """Build the pending index for records admitted before it existed (once per home).
+        """Start building the pending index for records admitted before it existed (once per home).
 
-        The commit is told, not waited for, so a slow writer cannot hold up this start. Until it is
-        answered, counts and syncs wait (both read the index), and the records it adds are pushed
-        once it is (`_index_committed`).
+        Nothing here is proportional to the home's size: a home without the index gets it in
+        steps of `INDEX_STEP` records (`_index_step`), each a message this actor tells itself and a
+        commit it is told the end of, so the start ping, status and pushes of new records are
+        answered between steps. A home whose memory was switched on after the index existed is
+        marked indexed by that switch (`store/projections.py`), so it never needs the walk. Until
+        the last step is committed, counts and syncs wait (both read the index), and the records it
+        adds are pushed as each step is committed (`_index_committed`).
         """
         with self.store.reader() as reader:
             if reader.get(REALM_CURSOR, INDEXED_KEY) is not None or reader.count(RECORDS) == 0:
                 return
-            awaiting = tuple(i for i, r in reader.items(RECORDS) if r.replication in ("pending", "pending_review"))
-            refused = tuple(i for i, r in reader.items(RECORDS) if r.replication in ("conflict", "invalidated"))
-        event = PendingIndexBuilt(at=self.clock.time(), awaiting=awaiting, refused=refused)
         self._indexing = True
-        indexed = _Indexed(self.context.incarnation)
-        self.writer.tell(Commit(events=(event,)), ForwardReply(self.context.address, indexed))
+        self._index_step(None)
 
-    def _index_committed(self, error: BaseException | None) -> None:
-        self._indexing = False
+    def _index_step(self, after: str | None) -> None:
+        """Index the next `INDEX_STEP` records after `after`; the last step marks the index whole."""
+        with self.store.reader() as reader:
+            rows = reader.items_after(RECORDS, after, INDEX_STEP)
+        awaiting = tuple(i for i, r in rows if r.replication in AWAITING_REALM)
+        refused = tuple(i for i, r in rows if r.replication in ("conflict", "invalidated"))
+        last = rows[-1][0] if len(rows) == INDEX_STEP else None
+        event = PendingIndexBuilt(at=self.clock.time(), awaiting=awaiting, refused=refused, complete=last is None)
+        step = _Indexed(self.context.incarnation, last)
+        self.writer.tell(Commit(events=(event,)), ForwardReply(self.context.address, step))
+
+    def _index_committed(self, step: _Indexed, error: BaseException | None) -> None:
         if isinstance(error, DiskFull | MapFull):
             # A home on a full disk still opens for reading (status, recall): the index is built at
             # the next start with room, and until then nothing new is admitted to push anyway.
@@ -298,6 +332,11 @@ class Replication(SupervisedActor):
         elif error is not None:
             # As a start that failed: the next incarnation builds the index again.
             raise error
+        elif step.after is not None:
+            self.actor_ref.tell(_IndexNext(step.after))
+            self._queue_push()  # the records this step indexed may go now
+            return
+        self._indexing = False
         waiting, self._awaiting_index = self._awaiting_index, []
         self._answer_counts(waiting)
         self._queue_push()
@@ -329,6 +368,8 @@ class Replication(SupervisedActor):
         match message:
             case Published():
                 self._published(message)
+            case _IndexNext(after=after):
+                self._index_step(after)
             case _Push():
                 self._push_soon.done()
                 self._start_push()
@@ -375,7 +416,7 @@ class Replication(SupervisedActor):
                 case _PollCommitted(incarnation=incarnation) if incarnation == mine:
                     self._poll_committed(context, error)
                 case _Indexed(incarnation=incarnation) if incarnation == mine:
-                    self._index_committed(error)
+                    self._index_committed(context, error)
         self._answer_waiters()
 
     # -- pushing ----------------------------------------------------------------------------------

@@ -68,7 +68,6 @@ from resident.messages.memory import (
     RecallHit,
     RecordAdmitted,
     RecordRetracted,
-    RecordsRecalled,
     RecordSuperseded,
     SubstrateStatus,
     TextsEmbedded,
@@ -80,6 +79,7 @@ from resident.messages.store import Commit, Published
 from resident.store.projections import MEMORY_OFF_MESSAGE
 from resident.store.store import Store
 from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS, TERMS, VECTORS
+from resident.store.usage import usage_entries
 from resident.supervisor import (
     Address,
     Backoff,
@@ -832,9 +832,10 @@ class Substrate(SupervisedActor):
     def _flush_usage(self) -> None:
         if not self._recalled:
             return
-        ids, self._recalled = tuple(sorted(self._recalled)), []
-        # Usage counts are best effort: no caller waits, and a lost batch only undercounts.
-        self.writer.tell(Commit(events=(RecordsRecalled(at=self.clock.time(), ids=ids),)))
+        ids, self._recalled = self._recalled, []
+        # Usage counts are best effort: no caller waits, and a lost batch only undercounts. They are
+        # counted in place, with no event, so reads do not grow the log (`resident.store.usage`).
+        self.writer.tell(Commit(events=(), usage=usage_entries(ids, self.clock.time())))
 
     # -- status -----------------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.index import DEFAULT_SEMANTIC_WEIGHT
-from resident.memory.llama import LlamaEmbedder, validate_loopback_url
 from resident.memory.local import LocalEmbedder, check_installed
 
 __all__ = ["LOCAL", "check_embedder_spec", "embedder_name", "make_embedder", "runs_inline", "semantic_weight"]
@@ -34,7 +33,23 @@ def check_embedder_spec(spec: str) -> str:
     if word == LOCAL:
         check_installed()
         return LOCAL
-    return validate_loopback_url(spec.strip())
+    return _loopback_url(spec.strip())
+
+
+# The llama loopback client (`resident.memory.llama`) is loaded only for a llama spec: it brings
+# httpx (about 15 MB and a quarter second at import), which a home on `hash` or `local` never needs.
+
+
+def _loopback_url(spec: str) -> str:
+    from resident.memory.llama import validate_loopback_url  # noqa: PLC0415 - loaded on first use, see above
+
+    return validate_loopback_url(spec)
+
+
+def _llama_embedder(url: str) -> Embedder:
+    from resident.memory.llama import LlamaEmbedder  # noqa: PLC0415 - loaded on first use, see above
+
+    return LlamaEmbedder(url)
 
 
 def make_embedder(spec: str) -> Embedder:
@@ -43,7 +58,7 @@ def make_embedder(spec: str) -> Embedder:
         return HashEmbedder()
     if spec == LOCAL:
         return LocalEmbedder()
-    return LlamaEmbedder(validate_loopback_url(spec))
+    return _llama_embedder(_loopback_url(spec))
 
 
 def embedder_name(spec: str) -> str:
@@ -52,7 +67,7 @@ def embedder_name(spec: str) -> str:
         return HashEmbedder().name
     if spec == LOCAL:
         return LocalEmbedder.name
-    return "llama:" + validate_loopback_url(spec)
+    return "llama:" + _loopback_url(spec)
 
 
 def runs_inline(spec: str) -> bool:

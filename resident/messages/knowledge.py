@@ -342,12 +342,18 @@ class GetIndexStatus(Message, frozen=True, tag="knowledge.index.status.get"):
 
 
 class IndexStatus(Message, frozen=True, tag="knowledge.index.status"):
-    """What the derived index holds: indexed pages, the last event it has seen, its last rebuild."""
+    """What the derived index holds: indexed pages, the last event it has seen, its last rebuild.
+
+    `state` is `indexing` while the index is rebuilt or caught up in the background (after a start
+    that found it missing, stale or behind, or a reindex): searches are refused with
+    `KnowledgeIndexing` until it is `ready`.
+    """
 
     pages: int
     seq: int
     rebuilt: bool
     rebuild_seconds: float
+    state: Literal["ready", "indexing"] = "ready"
 
 
 class SearchHit(Message, frozen=True, tag="knowledge.search.hit"):

@@ -37,6 +37,7 @@ __all__ = [
     "Principal",
     "Recall",
     "RecallHit",
+    "RecallUsage",
     "Receipt",
     "Reconcile",
     "Reconciled",
@@ -173,6 +174,18 @@ class MemoryRecord(Record, frozen=True):
     retraction_reason: str = ""
 
 
+class RecallUsage(Record, frozen=True):
+    """How often recall served a record since usage left the event log, and when it last did.
+
+    Counted in place by the writer (`resident.store.usage`), one row per record however often it
+    is read; a record's served `recall_count` is its own (from `RecordsRecalled` events of older
+    homes, or an import) plus `count`.
+    """
+
+    count: int = 0
+    last_at: float | None = None
+
+
 class MemoryConfig(Record, frozen=True):
     """The admitted memory provider; absent (or `enabled=False`) means memory is off."""
 
@@ -217,6 +230,9 @@ class RecordRetracted(Event, frozen=True, tag="record.retracted"):
 
 
 class RecordsRecalled(Event, frozen=True, tag="records.recalled"):
+    """Records recall served (once per time served). No longer written: usage is counted in place
+    (`RecallUsage`); kept so that the logs of older homes replay."""
+
     ids: tuple[str, ...]
 
 

@@ -130,12 +130,14 @@ class RecordsRestored(Event, frozen=True, tag="replication.restored"):
 class PendingIndexBuilt(Event, frozen=True, tag="replication.indexed"):
     """The pending and refusal indexes were built for records admitted before they existed.
 
-    Written once per home, by the first replication actor that finds no index; applying it again
-    (a replay) changes nothing, since the projections of the records' own events built the same.
+    Written by the first replication actor that finds no index, in steps of a bounded number of
+    records (`complete=False`), the last step marking the index whole (`complete=True`). Applying it
+    again (a replay) changes nothing, since the projections of the records' own events built the same.
     """
 
     awaiting: tuple[str, ...] = ()
     refused: tuple[str, ...] = ()
+    complete: bool = True
 
 
 # -- commands and replies ------------------------------------------------------------------------

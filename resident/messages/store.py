@@ -36,6 +36,9 @@ class Commit(Message, frozen=True, tag="commit"):
     vectors: tuple[tuple[str, bytes], ...] = ()
     # Each record's keyword term ids (`resident.memory.stored_terms`), so a rebuild need not analyse it.
     terms: tuple[tuple[str, bytes], ...] = ()
+    # Recall usage to count in place, with no event (`resident.store.usage`): (record id, times
+    # served, when last served). A record that does not exist is not counted.
+    usage: tuple[tuple[str, int, float], ...] = ()
     # What the writer answers once the write is durable, instead of its `Committed`: a remember's
     # receipt, so the caller hears from the writer itself and no stage has to pass the answer on.
     answer: Receipt | None = None

@@ -37,7 +37,7 @@ from resident.messages.store import Commit
 from resident.messages.supervision import SupervisorStatistics
 from resident.operations.memory import MemberSurface
 from resident.operations.runtime_facade import Facade
-from resident.realm.client import realm_base_url
+from resident.realm.urls import realm_base_url
 from resident.runtime.caller import Caller
 from resident.runtime.chaos import Chaos
 from resident.runtime.cognition.bridge import open_bridge
@@ -45,6 +45,7 @@ from resident.runtime.context import Context, Revalidation
 from resident.runtime.coordination import resume_session
 from resident.runtime.engagement import Judging
 from resident.runtime.executor import LocalExecutor
+from resident.runtime.heap import release_freed_heap
 from resident.runtime.home import maintenance
 from resident.runtime.memory.admissions import Admissions
 from resident.runtime.replication import home_realm_token
@@ -232,6 +233,8 @@ class Runtime(Facade):
             # asked again at first use).
             runtime._services.cognition.connect()
             runtime._services.executions.start()
+            # The substrate's rebuild freed its temporaries: give that heap back (`heap.py`).
+            release_freed_heap()
         except BaseException:
             damage = store.damage() if store is not None else None
             if store is not None:

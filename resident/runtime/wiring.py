@@ -21,7 +21,6 @@ from pathlib import Path
 from resident.actors.cognition_service import CognitionService
 from resident.actors.coordinator import Coordinator
 from resident.actors.embedding import EmbeddingWorker
-from resident.actors.knowledge import KnowledgeIndexer
 from resident.actors.member import MemberActor
 from resident.actors.replication import Replication, ReplicationSettings
 from resident.actors.skills import SkillLibrary
@@ -205,13 +204,18 @@ def _cognition_spec(home: Path, config: Config) -> ChildSpec:
 
 
 def _knowledge_spec(store: Store) -> ChildSpec:
-    """The knowledge indexer: restarted with backoff; a rebuild of the index may precede its first answer."""
+    """The knowledge indexer: restarted with backoff; its start only opens the index (a rebuild or
+    catch-up runs in the background), so the default start timeout holds for any home.
+
+    Its module (tantivy) is loaded only for a home with knowledge on.
+    """
+    from resident.actors.knowledge import KnowledgeIndexer  # noqa: PLC0415 - loaded on first use, see above
+
     return ChildSpec(
         Address("knowledge", default_timeout=DEFAULT_TIMEOUT),
         KnowledgeIndexer,
         kwargs={"store": store},
         backoff=Backoff(min=0.05, max=5.0, jitter=0.2, reset_after=30.0),
-        start_timeout=600.0,
         # Closing the index waits for its segment merges.
         shutdown_timeout=60.0,
     )

@@ -132,6 +132,11 @@ def _switching_on_changes(view: View, event: MemorySwitchedOn) -> bool:
 
 @projection(MemorySwitchedOn, check=_switching_on_changes)
 def _switch_on(view: View, event: MemorySwitchedOn) -> None:
+    if view.get(MEMORY_CONFIG, "memory") is None:
+        # Memory switched on for the first time: no record can exist before it, and every record
+        # admitted from now on is indexed by its own event, so replication's index covers the home
+        # and no start ever has to walk its records to build it.
+        view.put(REALM_CURSOR, INDEXED_KEY, RealmCursor(seq=1))
     view.put(
         MEMORY_CONFIG,
         "memory",
@@ -362,7 +367,8 @@ def _pending_indexed(view: View, event: PendingIndexBuilt) -> None:
         record = view.get(RECORDS, record_id)
         if record is not None:
             _index_replication(view, record, event.at)
-    view.put(REALM_CURSOR, INDEXED_KEY, RealmCursor(seq=1))
+    if event.complete:
+        view.put(REALM_CURSOR, INDEXED_KEY, RealmCursor(seq=1))
 
 
 # -- coordination --------------------------------------------------------------------------------

@@ -67,6 +67,26 @@ class Reader:
                 text = key_bytes.decode("utf-8")
                 yield text, self._decode(table, text, value)
 
+    def items_after(self, table: Table[T], after: str | None, limit: int) -> list[tuple[str, T]]:
+        """Up to `limit` (key, value) pairs whose keys sort after `after` (from the first key when None).
+
+        A walk in bounded steps: each step is one short read, so a walk over a big table can be
+        spread over many messages of an actor that must keep answering between them.
+        """
+        found: list[tuple[str, T]] = []
+        with self._txn.cursor(db=self._dbs[table.name]) as cursor:
+            start = b"" if after is None else after.encode("utf-8")
+            if not cursor.set_range(start):
+                return found
+            for key, value in cursor:
+                text = bytes(key).decode("utf-8")
+                if after is not None and text == after:
+                    continue
+                found.append((text, self._decode(table, text, value)))
+                if len(found) >= limit:
+                    break
+        return found
+
     def raw_columns(self, table: Table[Any], prefix: bytes = b"") -> tuple[list[bytes], list[Buffer]]:
         """Every key and every encoded value of `table`, as two lists in key order.
 

@@ -64,7 +64,8 @@ from resident.store.home import CURRENT_FILE, current_store_dir, finish_restore,
 from resident.store.projection_table import project
 from resident.store.reader import Buffer, Reader, event_key
 from resident.store.replay import replay_rows
-from resident.store.tables import EVENTS, META, SCHEMA_VERSION, STATE_TABLES, TABLES, TERMS, VECTORS
+from resident.store.tables import EVENTS, META, RECORDS, SCHEMA_VERSION, STATE_TABLES, TABLES, TERMS, USAGE, VECTORS
+from resident.store.usage import count_usage
 from resident.store.view import TxnView
 
 __all__ = [
@@ -440,6 +441,8 @@ def _apply_write(
         txn.put(key.encode("utf-8"), vector, db=vectors_db)
     for key, term_ids in write.terms:
         txn.put(key.encode("utf-8"), term_ids, db=terms_db)
+    if write.usage:
+        count_usage(txn, dbs[RECORDS.name], dbs[USAGE.name], write.usage)
     return (Committed(last_seq=seq - 1 if applied else None, applied=len(applied)), None, tuple(applied)), seq
 
 

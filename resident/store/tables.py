@@ -2,8 +2,9 @@
 
 Values are msgpack-encoded `resident.messages` structs, one type per table, so a decode error
 means corruption or an incompatible writer, never an ambiguity. Tables marked `derived` hold
-caches that can be recomputed (embedding vectors, the keyword terms of each record's text);
-every other table is state that the event log rebuilds exactly.
+caches that can be recomputed (embedding vectors, the keyword terms of each record's text); tables
+marked `counted` are counters the writer updates in place with no event (recall usage), which a
+replay leaves as they are; every other table is state that the event log rebuilds exactly.
 
 Schema rules: adding a table, or a defaulted field to a stored struct, keeps `SCHEMA_VERSION`;
 renaming or removing either, or changing what a field means, bumps it.
@@ -22,7 +23,7 @@ from resident.messages.events import AnyEvent
 from resident.messages.evolution import EvolutionChange, MemberEvolution
 from resident.messages.knowledge import DigestRef, KnowledgeBank, KnowledgeEntry, Page, Repository, SourceRecord
 from resident.messages.members import MemberEntry
-from resident.messages.memory import Bank, MemoryConfig, MemoryRecord
+from resident.messages.memory import Bank, MemoryConfig, MemoryRecord, RecallUsage
 from resident.messages.principles import Principle
 from resident.messages.replication import (
     AwaitingRealm,
@@ -72,6 +73,7 @@ __all__ = [
     "SKILL_SESSIONS",
     "STATE_TABLES",
     "TABLES",
+    "USAGE",
     "VECTORS",
     "Table",
 ]
@@ -88,6 +90,7 @@ class Table(Generic[T]):
     name: str
     value_type: Any
     derived: bool = False
+    counted: bool = False
     raw: bool = False
     _encoder: msgspec.msgpack.Encoder = field(default_factory=msgspec.msgpack.Encoder, repr=False)
     _decoder: msgspec.msgpack.Decoder[Any] = field(init=False, repr=False)
@@ -114,6 +117,8 @@ BANKS: Table[Bank] = Table("banks", Bank)
 RECORDS: Table[MemoryRecord] = Table("records", MemoryRecord)
 VECTORS: Table[bytes] = Table("vectors", bytes, derived=True, raw=True)
 TERMS: Table[bytes] = Table("terms", bytes, derived=True, raw=True)
+# Recall usage per record id, counted in place (`resident.store.usage`): a read grows no log.
+USAGE: Table[RecallUsage] = Table("usage", RecallUsage, counted=True)
 MEMBERS: Table[MemberEntry] = Table("members", MemberEntry)
 REPLICATION: Table[ReplicationStatus] = Table("replication", ReplicationStatus)
 REALM_CURSOR: Table[RealmCursor] = Table("realm_cursor", RealmCursor)
@@ -157,14 +162,14 @@ KNOWLEDGE_REPOSITORIES: Table[Repository] = Table("knowledge_repositories", Repo
 KNOWLEDGE_ENTRIES: Table[KnowledgeEntry] = Table("knowledge_entries", KnowledgeEntry)
 
 TABLES: tuple[Table[Any], ...] = (
-    META, EVENTS, MEMORY_CONFIG, BANKS, RECORDS, VECTORS, TERMS, MEMBERS, REPLICATION, REALM_CURSOR,
+    META, EVENTS, MEMORY_CONFIG, BANKS, RECORDS, VECTORS, TERMS, USAGE, MEMBERS, REPLICATION, REALM_CURSOR,
     REALM_INVALIDATIONS,
     GRANTS, EXECUTIONS, CORRECTIONS, GRANT_TOKENS, PENDING, REFUSED,
     SKILLS, SKILL_HOLDINGS, SKILL_SESSIONS, MEMBER_EVOLUTION, EVOLUTION, PRINCIPLES, ENGAGEMENT, ENGAGEMENT_QUESTIONS,
     KNOWLEDGE_BANKS, PAGES, PAGE_SOURCES, PAGE_DIGESTS, KNOWLEDGE_REPOSITORIES, KNOWLEDGE_ENTRIES,
     SESSIONS, SESSION_TURNS, SESSION_RAW, SESSION_SOURCES,
 )
-# State the event log rebuilds: everything except the log itself, metadata and derived caches.
+# State the event log rebuilds: everything except the log itself, metadata, derived caches and counters.
 STATE_TABLES: tuple[Table[Any], ...] = tuple(
-    t for t in TABLES if not t.derived and t.name not in ("meta", "events")
+    t for t in TABLES if not t.derived and not t.counted and t.name not in ("meta", "events")
 )

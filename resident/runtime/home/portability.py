@@ -32,7 +32,8 @@ from resident.runtime.knowledge.ingest import held_in_bank
 from resident.runtime.memory.switch import wait_indexed
 from resident.runtime.sessions.portability import exported_sessions, imported_sessions, sessions_checksum
 from resident.store.store import Reader
-from resident.store.tables import BANKS, KNOWLEDGE_BANKS, KNOWLEDGE_ENTRIES, PAGES, RECORDS, SCHEMA_VERSION
+from resident.store.tables import BANKS, KNOWLEDGE_BANKS, KNOWLEDGE_ENTRIES, PAGES, RECORDS, SCHEMA_VERSION, USAGE
+from resident.store.usage import served_usage
 
 __all__ = ["export", "import_member"]
 
@@ -46,7 +47,7 @@ def export(context: Context, _call: Call, request: ExportQuery) -> MemberExport:
     member = config.member(request.member)
     with context.store.reader() as reader:
         banks = [bank for _, bank in reader.items(BANKS)]
-        records = [record for _, record in reader.items(RECORDS)]
+        records = [served_usage(record, reader.get(USAGE, record_id)) for record_id, record in reader.items(RECORDS)]
         knowledge = _member_knowledge(reader, member.name) if config.knowledge.enabled else None
     for record in records:
         if portable(member.name, record) and not is_intact(record):

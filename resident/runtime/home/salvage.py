@@ -63,8 +63,10 @@ from resident.store.tables import (
     MEMORY_CONFIG,
     REALM_CURSOR,
     RECORDS,
+    USAGE,
     Table,
 )
+from resident.store.usage import served_usage
 from resident.store.view import DictView
 
 __all__ = ["salvage"]
@@ -183,12 +185,16 @@ def _merged(damaged: Damaged, table: Table[T], rebuilt: DictView, kept: _Kept) -
 def _keep_records(damaged: Damaged, rebuilt: DictView, kept: _Kept) -> None:
     replayed = {key.decode("utf-8"): RECORDS.decode(raw) for key, raw in rebuilt.items(RECORDS)}
     live = _rows(damaged, RECORDS, kept, probe=(record_id.encode("utf-8") for record_id in replayed))
+    # Recall usage is counted beside the records, not in the log: what of it still reads is kept.
+    usage = _rows(damaged, USAGE, kept)
     for record_id in sorted({key.decode("utf-8") for key in live} | replayed.keys()):
         candidates = (_decoded(RECORDS, live.get(record_id.encode("utf-8")), kept, record_id.encode("utf-8")),
                       replayed.get(record_id))
         verified = next((c for c in candidates if c is not None and c.id == record_id and not record_problem(c)), None)
         if verified is not None:
-            kept.records[record_id] = verified
+            kept.records[record_id] = served_usage(
+                verified, _decoded(USAGE, usage.get(record_id.encode("utf-8")), kept, record_id.encode("utf-8"))
+            )
             if candidates[0] is not None and verified is not candidates[0]:
                 kept.damage.append(f"record {record_id}: its stored row does not verify; the version its events "
                                    "rebuild was kept")
