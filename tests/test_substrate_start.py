@@ -20,6 +20,7 @@ import pytest
 from resident import Runtime
 from resident.actors import index_build
 from resident.actors import substrate as substrate_actor
+from resident.actors.index_snapshot import snapshot_path
 from resident.memory import rebuild
 from resident.memory.index import RecallIndex
 from resident.memory.rebuild import StoredColumns
@@ -61,6 +62,9 @@ def _grown_home(home: Path) -> tuple[str, str]:
         texts.append("the quarterly ledger export moved to the eastern warehouse")
         outcomes = rt.member("deven").remember_many([{"text": text} for text in texts])
         rt.memory.wait_indexed()
+        snapshot = snapshot_path(rt._internal.store.path)
+    # Without its persisted copy, the index is built from the store at the next start.
+    snapshot.unlink()
     receipts = [outcome for outcome in outcomes if isinstance(outcome, Receipt)]
     assert len(receipts) == RECORDS
     # Records are read in key (id) order: the greatest id is in the build's last chunk.
@@ -113,7 +117,9 @@ def test_a_recall_during_the_build_finds_a_record_the_build_has_not_read_yet(
     text, last_id = _grown_home(home)
     with open_runtime(home) as rt:
         expected = _recall_ids(rt, "ledger export warehouse")
+        snapshot = snapshot_path(rt._internal.store.path)
     assert expected[:1] == [last_id]
+    snapshot.unlink()
 
     build = held(2)
     with open_runtime(home) as rt:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from resident.actors.index_build import IndexBuild
+from resident.actors.index_snapshot import Snapshot, load_snapshot, save_snapshot, snapshot_path
 from resident.errors import InvalidInput, MemoryDisabled, SubstrateUnavailable
 from resident.memory.embedders import embedder_name, runs_inline, semantic_weight
 from resident.memory.embedding import Embedder, HashEmbedder
@@ -120,6 +122,9 @@ FILL_DEADLINE_PER_TEXT = 2.0
 INDEX_DELAY = 0.02
 USAGE_FLUSH_SECONDS = 0.25
 USAGE_BATCH = 64
+# The index is persisted again once this many records were added since it last was (besides after
+# a build and at a stop), so that a restart replays at most about that many records' events.
+SNAPSHOT_EVERY = 50_000
 # Terms written back for records stored without them go in commits of this many (a home written
 # before terms were stored has all its records to fill in at its first rebuild).
 TERMS_FILL_BATCH = 5_000
@@ -153,6 +158,11 @@ class _IndexQueued:
 @dataclass(frozen=True, slots=True)
 class _BuildChunk:
     """Index the next chunk of the home's stored records (the build after a start or a switch)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _SaveIndex:
+    """Persist the index (`resident.actors.index_snapshot`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +321,14 @@ class Substrate(SupervisedActor):
         self._index = RecallIndex()
         self._build: IndexBuild | None = None
         self._build_wake = self.wake_up(_BuildChunk())
+        # The last event of the store's log the index reflects, where its persisted copy lives, and
+        # how many records were added since it was last persisted.
+        self._covered_seq = 0
+        self._snapshot = snapshot_path(store.path)
+        self._unsaved = 0
+        self._save_wake = self.wake_up(_SaveIndex())
+        self._index_from = ""
+        self._replayed = 0
         # Durable records the index has not taken in yet: those to read from the store, those to
         # analyse, and those ready to add; and their ids, so that a record is indexed once.
         self._unread: list[MemoryRecord] = []
@@ -342,11 +360,20 @@ class Substrate(SupervisedActor):
         # Text analysis builds its Unicode tables on first use, which takes a second or more.
         # Requests wait for `setup` anyway; without this the first remember or recall would.
         term_ids(_WARM_UP_TEXT)
-        self._start_build()
+        with self.store.reader() as reader:
+            self._banks = dict(reader.items(BANKS))
 
     def started(self) -> None:
-        # The start ping is answered: the index is built from here on, a chunk per turn.
-        self._build_wake.now()
+        """The start ping is answered: the persisted index is loaded and the events after it replayed,
+        or, without a fitting one, the index is built from the store a chunk per turn."""
+        with self.store.reader() as reader:
+            last = reader.last_event()
+        loaded = load_snapshot(self._snapshot, embedder=self._embedder.name, last_seq=last[0] if last else 0)
+        if loaded is None:
+            self._start_build()
+            self._build_wake.now()
+            return
+        self._resume(loaded)
 
     def teardown(self) -> None:
         # Records not taken in yet are analysed now, so their terms and vectors reach the writer
@@ -360,6 +387,8 @@ class Substrate(SupervisedActor):
         stopped = SubstrateUnavailable("the substrate stopped before every memory had its vector")
         settle_all([(reply, None, stopped) for reply in waiters])
         self._flush_usage()
+        if self._unsaved:
+            self._save_index()
 
     def on_crash(self, error: BaseException) -> None:  # noqa: ARG002 - the cause is already logged
         # Waiting recalls were never answered: the next incarnation takes them, in order. Records
@@ -387,6 +416,10 @@ class Substrate(SupervisedActor):
         """Index the home from LMDB from the next `_BuildChunk` on; vectors of another embedder count as missing."""
         with self.store.reader() as reader:
             self._banks = dict(reader.items(BANKS))
+            last = reader.last_event()
+        # The build reads every record as committed at this event or later.
+        self._covered_seq = last[0] if last else 0
+        self._index_from = "store"
         self._index = RecallIndex()
         self._build = IndexBuild(self.store, self._index, self._embedder.name)
         self._filler.filling.clear()
@@ -415,8 +448,58 @@ class Substrate(SupervisedActor):
             return
         self._rebuild_seconds = build.seconds
         logger.info("substrate indexed %d records in %.2f s", len(self._index), build.seconds)
+        self._save_wake.now()
         self._fill_soon()
         self._settle_vector_waiters()
+
+    def _resume(self, loaded: Snapshot) -> None:
+        """Take the persisted index, and replay the store's events after it into it."""
+        started = time.perf_counter()
+        self._index, self._build = loaded.index, None
+        self._covered_seq = loaded.seq
+        self._index_from = "snapshot"
+        with self.store.reader() as reader:
+            events = list(reader.events(loaded.seq + 1))
+        self._replayed = len(events)
+        if events:
+            admitted = frozenset(event.record.id for _, event in events if isinstance(event, RecordAdmitted))
+            self._published(Published(tuple(event for _, event in events), admitted, events[-1][0]))
+            self._refill(
+                [record_id for _, event in events if isinstance(event, VectorsFilled) for record_id in event.ids]
+            )
+        index = self._indexed()
+        self._rebuild_seconds = time.perf_counter() - started
+        logger.info(
+            "substrate loaded %d records and replayed %d events in %.2f s",
+            len(index),
+            len(events),
+            self._rebuild_seconds,
+        )
+        self._fill_soon()
+        self._settle_vector_waiters()
+
+    def _refill(self, ids: Sequence[str]) -> None:
+        """Index the stored vectors of `ids` (filled in after the persisted index was written)."""
+        name, index = self._embedder.name, self._indexed()
+        with self.store.reader() as reader:
+            found = [(i, stored_vector(reader.raw(VECTORS, vector_key(name, i)), name)) for i in ids if i in index]
+        rows = [(i, vector) for i, vector in found if vector is not None and len(vector) == index.vector_dim]
+        if rows:
+            index.set_vectors([i for i, _ in rows], np.stack([vector for _, vector in rows]))
+
+    def _save_index(self) -> None:
+        """Persist the whole index (not while it is being built); a failure only costs a longer restart."""
+        if self._build is not None and not self._build.done:
+            return
+        index = self._indexed()
+        started = time.perf_counter()
+        try:
+            save_snapshot(self._snapshot, index, embedder=self._embedder.name, seq=self._covered_seq)
+        except OSError as error:
+            logger.warning("recall index not persisted (%s); the next start rebuilds or replays more", error)
+            return
+        self._unsaved = 0
+        logger.info("substrate persisted %d records in %.2f s", len(index), time.perf_counter() - started)
 
     # -- messages ---------------------------------------------------------------------------------
 
@@ -437,6 +520,9 @@ class Substrate(SupervisedActor):
             case _BuildChunk():
                 self._build_wake.done()
                 self._build_chunk()
+            case _SaveIndex():
+                self._save_wake.done()
+                self._save_index()
             case _IndexQueued():
                 self._index_wake.done()
                 self._indexed()
@@ -539,6 +625,9 @@ class Substrate(SupervisedActor):
         name = self._embedder.name
         matrix, present = _stack([item.vector if item.embedder == name else None for item in fresh])
         self._index.add([_entry(item.record, item.text) for item in fresh], matrix, present, _joined_terms(fresh))
+        self._unsaved += len(fresh)
+        if self._unsaved >= SNAPSHOT_EVERY:
+            self._save_wake.now()
         if present is None or not present.all():
             self._fill_soon()
 
@@ -551,6 +640,7 @@ class Substrate(SupervisedActor):
     # -- changes committed -------------------------------------------------------------------------
 
     def _published(self, message: Published) -> None:
+        self._covered_seq = max(self._covered_seq, message.last_seq)
         for event in message.events:
             match event:
                 case BankCreated(bank=bank):
@@ -911,6 +1001,8 @@ class Substrate(SupervisedActor):
             largest_batch=self._largest_batch,
             spec=embedder.spec,
             embedder_late=since is not None and now - since >= QUERY_WAIT,
+            index_from=self._index_from,
+            replayed=self._replayed,
         )
 
 

@@ -11,6 +11,9 @@ the allowed rows first, so every search scans all rows and picks the allowed one
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -38,6 +41,23 @@ class VectorIndex:
         self._columns: npt.NDArray[np.float32] | None = None
         if dim is not None:
             self._columns = np.zeros((dim, _MIN_CAPACITY), dtype=np.float32)
+
+    def state(self) -> dict[str, npt.NDArray[Any]]:
+        """Arrays that `from_state` makes the same index of again (a persisted index's vectors)."""
+        columns = self._columns[:, : self._count] if self._columns is not None else np.zeros((0, 0), np.float32)
+        return {"present": self._present[: self._count], "columns": columns}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, npt.NDArray[Any]]) -> VectorIndex:
+        present, columns = state["present"], state["columns"]
+        index = cls()
+        index._dim = int(columns.shape[0]) if columns.size else None
+        index._reserve(len(present))
+        index._present[: len(present)] = present
+        if index._columns is not None:
+            index._columns[:, : len(present)] = columns
+        index._count = len(present)
+        return index
 
     @property
     def dim(self) -> int | None:
