@@ -16,6 +16,7 @@ keeps whichever came first (`index_columns` skips ids it holds).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +28,7 @@ from resident.memory.stored_vectors import vector_prefix
 from resident.store.store import Store
 from resident.store.tables import RECORDS, TERMS, VECTORS
 
-__all__ = ["BUILD_CHUNK", "IndexBuild"]
+__all__ = ["BUILD_CHUNK", "IndexBuild", "index_stored"]
 
 # Records read and indexed per turn: about a tenth of a second of the actor's time on this machine,
 # so a request waits at most that long behind the build.
@@ -83,3 +84,30 @@ class IndexBuild:
     def _finished(self) -> None:
         self.done = True
         self.seconds = time.perf_counter() - self.started
+
+
+def index_stored(store: Store, index: RecallIndex, embedder: str, ids: Iterable[str]) -> Unstored:
+    """Add the stored records `ids` that `index` lacks, as the build would (a persisted index's tail).
+
+    Their terms are read as stored rather than analysed again, as a build's are; the terms of those
+    stored without are returned, to be stored.
+    """
+    keys = sorted({record_id.encode("utf-8") for record_id in ids if record_id not in index})
+    if not keys:
+        return []
+    prefix = vector_prefix(embedder)
+    with store.reader(zero_copy=True) as reader:
+        found = [(key, reader.raw(RECORDS, key.decode("utf-8"))) for key in keys]
+        record_keys = [key for key, value in found if value is not None]
+        records = [value for _, value in found if value is not None]
+        terms = [(key, reader.raw(TERMS, key.decode("utf-8"))) for key in record_keys]
+        vectors = [(key, reader.raw(VECTORS, (prefix + key).decode("utf-8"))) for key in record_keys]
+        columns = StoredColumns(
+            record_keys,
+            records,
+            [key for key, value in terms if value is not None],
+            [value for _, value in terms if value is not None],
+            [key for key, value in vectors if value is not None],
+            [value for _, value in vectors if value is not None],
+        )
+        return index_columns(index, columns, embedder)

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from resident.actors.index_build import IndexBuild
+from resident.actors.index_build import IndexBuild, index_stored
 from resident.actors.index_snapshot import Snapshot, load_snapshot, save_snapshot, snapshot_path
 from resident.errors import InvalidInput, MemoryDisabled, SubstrateUnavailable
 from resident.memory.embedders import embedder_name, runs_inline, semantic_weight
@@ -462,8 +462,14 @@ class Substrate(SupervisedActor):
             events = list(reader.events(loaded.seq + 1))
         self._replayed = len(events)
         if events:
-            admitted = frozenset(event.record.id for _, event in events if isinstance(event, RecordAdmitted))
-            self._published(Published(tuple(event for _, event in events), admitted, events[-1][0]))
+            admitted = [event.record.id for _, event in events if isinstance(event, RecordAdmitted)]
+            # The records admitted since are indexed from their stored terms and vectors, as a build
+            # would; the events then change what changed since (an admission finds its record indexed).
+            unstored = index_stored(self.store, self._index, self._embedder.name, admitted)
+            if unstored:
+                self._store_derived(unstored)
+            self._unsaved += len(admitted)
+            self._published(Published(tuple(event for _, event in events), frozenset(admitted), events[-1][0]))
             self._refill(
                 [record_id for _, event in events if isinstance(event, VectorsFilled) for record_id in event.ids]
             )
