@@ -366,6 +366,7 @@ class Substrate(SupervisedActor):
     def started(self) -> None:
         """The start ping is answered: the persisted index is loaded and the events after it replayed,
         or, without a fitting one, the index is built from the store a chunk per turn."""
+        started = time.perf_counter()
         with self.store.reader() as reader:
             last = reader.last_event()
         loaded = load_snapshot(self._snapshot, embedder=self._embedder.name, last_seq=last[0] if last else 0)
@@ -373,7 +374,7 @@ class Substrate(SupervisedActor):
             self._start_build()
             self._build_wake.now()
             return
-        self._resume(loaded)
+        self._resume(loaded, started)
 
     def teardown(self) -> None:
         # Records not taken in yet are analysed now, so their terms and vectors reach the writer
@@ -452,9 +453,8 @@ class Substrate(SupervisedActor):
         self._fill_soon()
         self._settle_vector_waiters()
 
-    def _resume(self, loaded: Snapshot) -> None:
-        """Take the persisted index, and replay the store's events after it into it."""
-        started = time.perf_counter()
+    def _resume(self, loaded: Snapshot, started: float) -> None:
+        """Take the persisted index (loaded since `started`), and replay the store's events after it into it."""
         self._index, self._build = loaded.index, None
         self._covered_seq = loaded.seq
         self._index_from = "snapshot"
