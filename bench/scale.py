@@ -703,6 +703,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=QUERIES, help=f"timed recalls per size (default {QUERIES})")
     parser.add_argument("--max-load-minutes", type=float, default=MAX_LOAD_MINUTES,
                         help="skip a size whose load would take longer by the last rate")
+    parser.add_argument("--no-local", action="store_true",
+                        help="skip the local model's vectors (a copy of the home, re-indexed: long at 1M)")
     parser.add_argument("--keep-page-cache", action="store_true",
                         help="do not drop the page cache before the cold open (it needs root and slows the machine)")
     parser.add_argument("--measure-open", type=Path, default=None, help=argparse.SUPPRESS)
@@ -713,7 +715,7 @@ def main() -> None:
         return
     sizes = QUICK_SIZES if args.quick else tuple(args.records or SIZES)
     report = run(sizes, base=args.dir, home=args.home, queries=args.queries, max_load_minutes=args.max_load_minutes,
-                 drop_caches=not args.keep_page_cache, on_size=_progress)
+                 drop_caches=not args.keep_page_cache, local=False if args.no_local else None, on_size=_progress)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
