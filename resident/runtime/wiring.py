@@ -129,6 +129,9 @@ def build_wiring(
                 backoff=Backoff(min=0.01, max=2.0, jitter=0.2, reset_after=30.0),
                 # The index is built after the start ping is answered: the start is the same at any size.
                 start_timeout=substrate_actor.START_TIMEOUT,
+                # A stop persists the index (a few seconds at a million memories); a process that dies
+                # meanwhile leaves the previous copy whole.
+                shutdown_timeout=60.0,
             ),
             ChildSpec(
                 embedder,
