@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from resident.actors import index_snapshot
 from resident.actors.index_snapshot import load_snapshot, save_snapshot
 from resident.memory.index import IndexEntry, RecallIndex
 
@@ -23,8 +24,12 @@ WORDS = ("ledger", "export", "warehouse", "coffee", "rota", "audit", "keys", "st
 def _entries(first: int, count: int) -> list[IndexEntry]:
     return [
         IndexEntry(
-            id=f"mem_{n:06d}", bank=f"bank{n % 3}", lifecycle="active", replication="pending",
-            occurred_at=float(n), recorded_at=float(n),
+            id=f"mem_{n:06d}",
+            bank=f"bank{n % 3}",
+            lifecycle="active",
+            replication="pending",
+            occurred_at=float(n),
+            recorded_at=float(n),
             text=" ".join(WORDS[(n * k) % len(WORDS)] for k in range(1, 5)),
         )
         for n in range(first, first + count)
@@ -36,7 +41,11 @@ def _search(index: RecallIndex, vector: np.ndarray) -> list[tuple[str, float]]:
     return [(hit.id, round(hit.score, 5)) for hit in hits]
 
 
-def test_a_loaded_index_searches_grows_and_fills_like_the_one_persisted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mapped_bytes", [1, 1 << 40], ids=["every array mapped", "only the vectors mapped"])
+def test_a_loaded_index_searches_grows_and_fills_like_the_one_persisted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mapped_bytes: int
+) -> None:
+    monkeypatch.setattr(index_snapshot, "_MAPPED_BYTES", mapped_bytes)
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((300, DIM)).astype(np.float32)
     has = np.ones(300, dtype=bool)
@@ -85,7 +94,7 @@ def test_a_persisted_index_with_a_truncated_vectors_file_is_not_loaded(tmp_path:
     index.add(_entries(0, 100), np.ones((100, DIM), dtype=np.float32))
     path = tmp_path / "store.recall-index.npz"
     save_snapshot(path, index, embedder="hash", seq=1)
-    (vectors,) = tmp_path.glob("*.vectors.npy")
+    (vectors,) = tmp_path.glob("*.vectors.columns.npy")
     data = vectors.read_bytes()
     vectors.write_bytes(data[: len(data) // 2])
     assert load_snapshot(path, embedder="hash", last_seq=1) is None

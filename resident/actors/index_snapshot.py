@@ -1,19 +1,21 @@
 """The substrate's recall index persisted beside the store, so a restart replays a tail instead of rebuilding.
 
 A snapshot is a file next to the store's directory (`<store>.recall-index.npz`): the index's
-arrays (`RecallIndex.state`) but its vectors, and a header naming the file of the vectors beside
-it (`<store>.recall-index.npz.<token>.vectors.npy`, memory-mapped at load, so a million hash
-vectors cost page cache rather than the process's own memory), the format, the embedder whose vectors it holds,
+small arrays (`RecallIndex.state`), and a header naming the files of its large ones beside it
+(`<store>.recall-index.npz.<token>.<array>.npy`: the vectors, the postings, the forward index,
+memory-mapped copy-on-write at load, so a restart reads none of them and a million hash vectors
+cost page cache rather than the process's own memory), the format, the embedder whose vectors it holds,
 the keyword analysis that made its terms, and `seq`, the last event of the store's log it reflects.
 A substrate that finds a snapshot fitting its store loads it and replays the events after `seq`;
 any other (missing, unreadable, of another embedder or analysis, or claiming events the log does
 not have) is ignored and the index is built from LMDB as if there were none.
 
-Each file is written to a temporary file, flushed to disk, and renamed into place, the vectors
-first (under a new name) and the main file last, then the directory is flushed: a process killed
+Each file is written to a temporary file, flushed to disk, and renamed into place, the large
+arrays first (under a new token) and the main file last, then the directory is flushed: a process killed
 while writing leaves the previous snapshot whole (or none) and stray temporary files, which the
 next write removes. Every member of the main file is checked against its CRC as it is read, and
-the vectors' file against the shape the header gives, so a damaged snapshot does not load either.
+the mapped files against the shapes the index needs, so a torn one does not load either (their
+contents are not checksummed: reading them all would cost what mapping saves).
 """
 
 from __future__ import annotations
@@ -36,8 +38,11 @@ __all__ = ["FORMAT", "Snapshot", "load_snapshot", "save_snapshot", "snapshot_pat
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 2
+FORMAT = 3
 _HEADER = "header"
+_VECTORS = "vectors.columns"
+# Arrays of at least this many bytes are kept in files of their own, and mapped at load.
+_MAPPED_BYTES = 1 << 20
 _COPY_COLUMNS = 65_536
 
 
@@ -47,8 +52,9 @@ class _Header(msgspec.Struct, frozen=True):
     terms_tag: str
     seq: int
     names: dict[str, list[str]]
-    # The file of the vectors (dim x records float32, `.npy`) beside this one; "" when none.
-    vectors: str = ""
+    # The arrays kept in files of their own beside this one (`<this>.<token>.<key>.npy`).
+    token: str = ""
+    mapped: list[str] = msgspec.field(default_factory=list)
 
 
 class Snapshot(msgspec.Struct, frozen=True):
@@ -66,14 +72,22 @@ def snapshot_path(store_path: Path) -> Path:
 def save_snapshot(path: Path, index: RecallIndex, *, embedder: str, seq: int) -> None:
     """Persist `index`, which reflects the store's events up to `seq`, replacing any earlier snapshot.
 
-    The vectors go to a file of their own first, named anew each time, so that the next start can
-    map it instead of reading it (a million hash vectors are 1 GB); the main file, renamed into place
-    last, names it. Vector files no main file names any more are removed afterwards.
+    Arrays of `_MAPPED_BYTES` or more (the vectors, the postings, the forward index) go to files of
+    their own first, named with a token new each time, so that the next start maps them instead of
+    reading them; the main file, renamed into place last, names the token. Files of another token
+    are removed afterwards.
     """
     arrays, names = index.state()
+    token = os.urandom(6).hex()
     base, grown = arrays.pop("vectors.base"), arrays.pop("vectors.grown")
-    vectors = _save_vectors(path, base, grown) if base.size or grown.size else ""
-    header = _Header(FORMAT, embedder, TERMS_TAG.decode("ascii"), seq, names, vectors)
+    mapped: list[str] = []
+    if base.size or grown.size:
+        _save_columns(_mapped_path(path, token, _VECTORS), base, grown)
+        mapped.append(_VECTORS)
+    for key in [key for key, value in arrays.items() if value.nbytes >= _MAPPED_BYTES]:
+        _save_columns(_mapped_path(path, token, key), arrays.pop(key))
+        mapped.append(key)
+    header = _Header(FORMAT, embedder, TERMS_TAG.decode("ascii"), seq, names, token, mapped)
     encoded: dict[str, npt.NDArray[Any]] = {_HEADER: np.frombuffer(msgspec.json.encode(header), dtype=np.uint8)}
     encoded.update(arrays)
     temporary = path.with_name(f"{path.name}.tmp")
@@ -84,31 +98,33 @@ def save_snapshot(path: Path, index: RecallIndex, *, embedder: str, seq: int) ->
         os.fsync(file.fileno())
     temporary.replace(path)
     _sync_directory(path.parent)
-    for stale in path.parent.glob(f"{path.name}.*.vectors.npy*"):
-        if stale.name != vectors:
+    for stale in path.parent.glob(f"{path.name}.*.npy*"):
+        if not stale.name.startswith(f"{path.name}.{token}."):
             stale.unlink(missing_ok=True)
 
 
-def _save_vectors(path: Path, base: npt.NDArray[np.float32], grown: npt.NDArray[np.float32]) -> str:
-    """Write the columns `base` then `grown` as one `.npy` file beside `path`; its name."""
-    name = f"{path.name}.{os.urandom(6).hex()}.vectors.npy"
-    final = path.with_name(name)
-    temporary = final.with_name(f"{name}.tmp")
-    dim = base.shape[0] if base.size else grown.shape[0]
-    joined = np.lib.format.open_memmap(
-        temporary, mode="w+", dtype=np.float32, shape=(dim, base.shape[1] + grown.shape[1])
-    )
-    # A block of columns at a time: a plain concatenation would hold a second copy of them all.
-    for source, at in ((base, 0), (grown, base.shape[1])):
-        for lo in range(0, source.shape[1], _COPY_COLUMNS):
-            hi = min(lo + _COPY_COLUMNS, source.shape[1])
-            joined[:, at + lo : at + hi] = source[:, lo:hi]
+def _mapped_path(path: Path, token: str, key: str) -> Path:
+    return path.with_name(f"{path.name}.{token}.{key}.npy")
+
+
+def _save_columns(final: Path, first: npt.NDArray[Any], second: npt.NDArray[Any] | None = None) -> None:
+    """Write `first` (then `second`, side by side along the last axis) as one `.npy` file at `final`."""
+    temporary = final.with_name(f"{final.name}.tmp")
+    parts = [first] if second is None else [first, second]
+    shape = (*first.shape[:-1], sum(part.shape[-1] for part in parts))
+    joined = np.lib.format.open_memmap(temporary, mode="w+", dtype=first.dtype, shape=shape)
+    at = 0
+    # A block at a time: a plain concatenation would hold a second copy of them all.
+    for part in parts:
+        for lo in range(0, part.shape[-1], _COPY_COLUMNS):
+            hi = min(lo + _COPY_COLUMNS, part.shape[-1])
+            joined[..., at + lo : at + hi] = part[..., lo:hi]
+        at += part.shape[-1]
     joined.flush()
     del joined
     with temporary.open("rb+") as file:
         os.fsync(file.fileno())
     temporary.replace(final)
-    return name
 
 
 def _sync_directory(directory: Path) -> None:
@@ -131,12 +147,11 @@ def load_snapshot(path: Path, *, embedder: str, last_seq: int) -> Snapshot | Non
                 logger.info("recall index snapshot %s not used: %s", path, unfit)
                 return None
             arrays = {key: stored[key] for key in stored.files if key != _HEADER}
-        if header.vectors:
-            # Copy-on-write: pages are read from the file as searched; a vector set later is a
-            # private copy of its page, never written back to the file.
-            arrays["vectors.columns"] = np.load(path.with_name(header.vectors), mmap_mode="c", allow_pickle=False)
-        else:
-            arrays["vectors.columns"] = np.zeros((0, 0), dtype=np.float32)
+        # Copy-on-write maps: pages are read from the files as used; a vector set later is a
+        # private copy of its page, never written back.
+        for key in header.mapped:
+            arrays[key] = np.load(_mapped_path(path, header.token, key), mmap_mode="c", allow_pickle=False)
+        arrays.setdefault(_VECTORS, np.zeros((0, 0), dtype=np.float32))
         return Snapshot(RecallIndex.from_state(arrays, header.names), header.seq)
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, msgspec.DecodeError, InvalidInput) as error:
         logger.warning(

@@ -173,8 +173,12 @@ class KeywordIndex:
         index._lengths[:count] = state["lengths"]
         index._row_starts[: count + 1] = state["row_starts"]
         row_terms = state["row_terms"]
-        index._row_terms = np.zeros(max(len(row_terms), _MIN_CAPACITY * 16), dtype=np.uint64)
-        index._row_terms[: len(row_terms)] = row_terms
+        if len(row_terms) >= _MIN_CAPACITY * 16:
+            # Kept as given (a memory map of a persisted index): full, so the next add copies it to grow.
+            index._row_terms = row_terms
+        else:
+            index._row_terms = np.zeros(_MIN_CAPACITY * 16, dtype=np.uint64)
+            index._row_terms[: len(row_terms)] = row_terms
         index._count = count
         index._total_length = float(np.sum(state["lengths"], dtype=np.float64))
         if len(state["rows"]):
