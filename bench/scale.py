@@ -26,7 +26,8 @@ from one run. Everything a member does goes through the public API:
   (recall fuses keywords with the cosine, which counts 0.05 beside keywords for hash vectors and
   0.75 for a model's, so this is not an approximate-search figure today; it is the baseline one).
 * **crash** — in the warm child, `rt._internal.chaos.crash("substrate")` and the time until a
-  recall sent right behind it is answered (the next substrate rebuilds its index from LMDB first).
+  recall sent right behind it is answered (the next substrate loads its persisted index and replays
+  the log after it, or builds its index from LMDB without one; the report says which).
 * **memory** — RSS of the measuring process split into anonymous (`RssAnon`: the Python heap, the
   index's numpy arrays) and file-backed (`RssFile`: LMDB's map and the shared libraries), from
   /proc/self/status, after the first recall (cold) and after the timed recalls (warm); and the
@@ -367,14 +368,17 @@ def exact_scan(
     return latencies, tops
 
 
-def _crash_to_answer(rt: Runtime, query: str) -> dict[str, float]:
+def _crash_to_answer(rt: Runtime, query: str) -> dict[str, float | str]:
     asker = rt.member(ASKER)
     started = time.perf_counter()
     rt._internal.chaos.crash("substrate", reason="bench: scale")
     asker.recall(query, timeout=TIMEOUT)
     answered = time.perf_counter() - started
     status: SubstrateStatus = rt._internal.wiring.substrate.ask(GetSubstrateStatus(), TIMEOUT)
-    return {"crash_to_recall_s": answered, "crash_rebuild_s": status.rebuild_seconds}
+    return {
+        "crash_to_recall_s": answered, "crash_rebuild_s": status.rebuild_seconds,
+        "crash_index_from": status.index_from, "crash_replayed": status.replayed,
+    }
 
 
 def measure_open(home: Path, phase: str, queries: int) -> dict[str, Any]:
@@ -398,6 +402,7 @@ def measure_open(home: Path, phase: str, queries: int) -> dict[str, Any]:
         status: SubstrateStatus = rt._internal.wiring.substrate.ask(GetSubstrateStatus(), TIMEOUT)
         result["records"] = status.records
         result["rebuild_s"] = status.rebuild_seconds
+        result["index_from"], result["replayed"] = status.index_from, status.replayed
         result["embedder"] = rt.memory.status().embedder
         if phase == "cold":
             result["rss"] = rss()
@@ -642,7 +647,9 @@ def notes(report: dict[str, Any]) -> list[str]:
             what = entry["phase"] + (f" ({cache})" if entry["phase"] == "cold" else "")
             if entry.get("ok"):
                 lines.append(f"{size}: {what}: Runtime.open {entry['open_s']:.2f} s, first recall at "
-                             f"{entry['first_recall_s']:.2f} s; slowest starts {_starts(entry)}")
+                             f"{entry['first_recall_s']:.2f} s (index from {entry.get('index_from') or '?'}, "
+                             f"{entry.get('replayed', 0)} events replayed, {entry.get('rebuild_s', 0.0):.2f} s); "
+                             f"slowest starts {_starts(entry)}")
             else:
                 lines.append(f"{size}: {what}: FAILED after {entry.get('open_s', 0.0):.1f} s: {entry.get('error')}")
                 if entry.get("starts"):
@@ -654,7 +661,7 @@ def notes(report: dict[str, Any]) -> list[str]:
         if warm.get("ok"):
             lines.append(f"{size}: hash: {warm['mean_hits']:.1f} hits a recall, overlap with the exact top 10 "
                          f"{warm['overlap_at_10']:.2f}; crash -> recall {warm['crash_to_recall_s']:.2f} s "
-                         f"(rebuild {warm['crash_rebuild_s']:.2f} s); "
+                         f"(index from {warm.get('crash_index_from') or '?'} in {warm['crash_rebuild_s']:.2f} s); "
                          f"peak RSS {warm['rss'].get('peak_mib', 0):.0f} MiB")
         if local.get("ok"):
             lines.append(f"{size}: local: the model's query alone {local['model_query_p50_ms']:.1f} / "
@@ -696,6 +703,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=QUERIES, help=f"timed recalls per size (default {QUERIES})")
     parser.add_argument("--max-load-minutes", type=float, default=MAX_LOAD_MINUTES,
                         help="skip a size whose load would take longer by the last rate")
+    parser.add_argument("--no-local", action="store_true",
+                        help="skip the local model's vectors (a copy of the home, re-indexed: long at 1M)")
     parser.add_argument("--keep-page-cache", action="store_true",
                         help="do not drop the page cache before the cold open (it needs root and slows the machine)")
     parser.add_argument("--measure-open", type=Path, default=None, help=argparse.SUPPRESS)
@@ -706,7 +715,7 @@ def main() -> None:
         return
     sizes = QUICK_SIZES if args.quick else tuple(args.records or SIZES)
     report = run(sizes, base=args.dir, home=args.home, queries=args.queries, max_load_minutes=args.max_load_minutes,
-                 drop_caches=not args.keep_page_cache, on_size=_progress)
+                 drop_caches=not args.keep_page_cache, local=False if args.no_local else None, on_size=_progress)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from resident import Runtime
+from resident.actors.index_snapshot import snapshot_path
 from resident.ids import new_id
 from resident.memory.embedding import HashEmbedder
 from resident.memory.index import IndexEntry, RecallIndex
@@ -66,8 +67,12 @@ def test_remembered_records_get_their_terms_stored_and_a_rebuild_from_them_ranks
         assert raw.startswith(TERMS_TAG)
         assert sorted(np.frombuffer(raw[len(TERMS_TAG) :], dtype="<u8").tolist()) == sorted(term_ids(text).tolist())
     assert all(live[query] for query in QUERIES)
+    # From the persisted index, then built from the stored terms.
     with open_runtime(home) as reopened:
         assert _scores(reopened) == _approx(live)
+    _forget_index(home)
+    with open_runtime(home) as rebuilt:
+        assert _scores(rebuilt) == _approx(live)
 
 
 def _commit_directly(rt: Runtime, bank: str, text: str) -> str:
@@ -97,6 +102,13 @@ def _forget_terms(home: Path, ids: list[str]) -> None:
     with open_home(home) as store, store._env.begin(write=True) as txn:
         for record_id in ids:
             assert txn.delete(record_id.encode(), db=store._dbs[TERMS.name])
+    _forget_index(home)
+
+
+def _forget_index(home: Path) -> None:
+    """Drop the persisted recall index, so that the next start builds it from the store."""
+    with open_home(home) as store:
+        snapshot_path(store.path).unlink(missing_ok=True)
 
 
 def test_records_stored_without_terms_get_them_and_missing_or_stale_terms_are_analysed_at_rebuild(

@@ -17,11 +17,12 @@ query's vector at most `QUERY_WAIT` seconds, and not at all while the worker is 
 (some request outstanding longer than that): it then answers from the keyword index and whatever
 vectors are indexed. The filler retries a failing embedder on a growing schedule.
 
-LMDB is the truth and the in-memory `RecallIndex` a cache: `setup()` rebuilds it from the store
-(`resident.memory.rebuild`) before the first request is handled (the address buffers requests
-meanwhile), and every recall result is re-read from LMDB and selected for serving by
-`resident.memory.serving`, so a record withheld or retracted a moment ago is never returned even
-if the index has not heard of the change yet. A record committed but not yet analysed when the
+LMDB is the truth and the in-memory `RecallIndex` a cache, built from the store after the start
+ping is answered, a chunk at a time between other messages (`resident.actors.index_build`): no
+start waits on work the size of the home. A recall or status asked before the build is done
+finishes it first, so it answers from every record. Every recall result is re-read from LMDB and
+selected for serving by `resident.memory.serving`, so a record withheld or retracted a moment ago
+is never returned even if the index has not heard of the change yet. A record committed but not yet analysed when the
 substrate stops is found at the next rebuild without stored terms and analysed then. Vectors are
 stored per embedder (`resident.memory.stored_vectors`): switching embedders rebuilds the index with
 the new one's vectors and fills in the rest in the background; switching back finds the old ones
@@ -40,16 +41,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from resident.actors.index_build import IndexBuild, index_stored
+from resident.actors.index_snapshot import Snapshot, load_snapshot, save_snapshot, snapshot_path
 from resident.errors import InvalidInput, MemoryDisabled, SubstrateUnavailable
 from resident.memory.embedders import embedder_name, runs_inline, semantic_weight
 from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.index import IndexEntry, RecallIndex
 from resident.memory.integrity import corruption_error
-from resident.memory.rebuild import StoredColumns, rebuild_index
 from resident.memory.records import MAX_QUERY_CHARS, clean_query, indexed_text
 from resident.memory.serving import Served, select_served
 from resident.memory.stored_terms import encode_terms, is_current, split_terms
-from resident.memory.stored_vectors import encode_vector, stored_vector, vector_key, vector_prefix
+from resident.memory.stored_vectors import encode_vector, stored_vector, vector_key
 from resident.memory.text import Analysis, Terms, analyse, term_ids, term_ids_batch, terms_of
 from resident.memory.visibility import can_see_bank
 from resident.messages.bounds import MAX_RECALL_K
@@ -59,6 +61,7 @@ from resident.messages.memory import (
     EmbeddingFailed,
     EmbedTexts,
     GetSubstrateStatus,
+    Lifecycle,
     MemoryRecord,
     MemorySwitchedOff,
     MemorySwitchedOn,
@@ -69,6 +72,7 @@ from resident.messages.memory import (
     RecordAdmitted,
     RecordRetracted,
     RecordSuperseded,
+    ReplicationState,
     SubstrateStatus,
     TextsEmbedded,
     VectorsFilled,
@@ -92,10 +96,13 @@ from resident.supervisor import (
     settle_all,
 )
 
-__all__ = ["MAX_QUERY_CHARS", "MAX_RECALL_K", "QUERY_WAIT", "Substrate"]
+__all__ = ["MAX_QUERY_CHARS", "MAX_RECALL_K", "QUERY_WAIT", "START_TIMEOUT", "Substrate"]
 
 logger = logging.getLogger(__name__)
 
+# How long the substrate's start may take: reading its settings and warming up the text analysis,
+# never indexing the home (see `resident.actors.index_build`).
+START_TIMEOUT = 15.0
 # How long a recall waits for its query's vector from the embedding worker before it answers
 # without one. A model on this machine embeds a question in 20-150 ms, even under load.
 QUERY_WAIT = 0.5
@@ -115,6 +122,9 @@ FILL_DEADLINE_PER_TEXT = 2.0
 INDEX_DELAY = 0.02
 USAGE_FLUSH_SECONDS = 0.25
 USAGE_BATCH = 64
+# The index is persisted again once this many records were added since it last was (besides after
+# a build and at a stop), so that a restart replays at most about that many records' events.
+SNAPSHOT_EVERY = 50_000
 # Terms written back for records stored without them go in commits of this many (a home written
 # before terms were stored has all its records to fill in at its first rebuild).
 TERMS_FILL_BATCH = 5_000
@@ -143,6 +153,16 @@ def _entry(record: MemoryRecord, text: str = "") -> IndexEntry:
 @dataclass(frozen=True, slots=True)
 class _IndexQueued:
     """Analyse and index the durable records queued since the last time."""
+
+
+@dataclass(frozen=True, slots=True)
+class _BuildChunk:
+    """Index the next chunk of the home's stored records (the build after a start or a switch)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _SaveIndex:
+    """Persist the index (`resident.actors.index_snapshot`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +319,16 @@ class Substrate(SupervisedActor):
         self._enabled = False
         self._embedder = _EmbedderState()
         self._index = RecallIndex()
+        self._build: IndexBuild | None = None
+        self._build_wake = self.wake_up(_BuildChunk())
+        # The last event of the store's log the index reflects, where its persisted copy lives, and
+        # how many records were added since it was last persisted.
+        self._covered_seq = 0
+        self._snapshot = snapshot_path(store.path)
+        self._unsaved = 0
+        self._save_wake = self.wake_up(_SaveIndex())
+        self._index_from = ""
+        self._replayed = 0
         # Durable records the index has not taken in yet: those to read from the store, those to
         # analyse, and those ready to add; and their ids, so that a record is indexed once.
         self._unread: list[MemoryRecord] = []
@@ -330,7 +360,21 @@ class Substrate(SupervisedActor):
         # Text analysis builds its Unicode tables on first use, which takes a second or more.
         # Requests wait for `setup` anyway; without this the first remember or recall would.
         term_ids(_WARM_UP_TEXT)
-        self._rebuild()
+        with self.store.reader() as reader:
+            self._banks = dict(reader.items(BANKS))
+
+    def started(self) -> None:
+        """The start ping is answered: the persisted index is loaded and the events after it replayed,
+        or, without a fitting one, the index is built from the store a chunk per turn."""
+        started = time.perf_counter()
+        with self.store.reader() as reader:
+            last = reader.last_event()
+        loaded = load_snapshot(self._snapshot, embedder=self._embedder.name, last_seq=last[0] if last else 0)
+        if loaded is None:
+            self._start_build()
+            self._build_wake.now()
+            return
+        self._resume(loaded, started)
 
     def teardown(self) -> None:
         # Records not taken in yet are analysed now, so their terms and vectors reach the writer
@@ -344,6 +388,8 @@ class Substrate(SupervisedActor):
         stopped = SubstrateUnavailable("the substrate stopped before every memory had its vector")
         settle_all([(reply, None, stopped) for reply in waiters])
         self._flush_usage()
+        if self._unsaved:
+            self._save_index()
 
     def on_crash(self, error: BaseException) -> None:  # noqa: ARG002 - the cause is already logged
         # Waiting recalls were never answered: the next incarnation takes them, in order. Records
@@ -367,26 +413,99 @@ class Substrate(SupervisedActor):
         )
         self._filler.clear_request()
 
-    def _rebuild(self) -> None:
-        """Build the in-memory index from LMDB; vectors of another embedder count as missing."""
-        started = time.perf_counter()
-        name = self._embedder.name
-        # Zero-copy: the records, vectors and terms are read straight from the map (a few hundred
-        # MB at 100k records) and must be used before the read transaction ends.
-        with self.store.reader(zero_copy=True) as reader:
+    def _start_build(self) -> None:
+        """Index the home from LMDB from the next `_BuildChunk` on; vectors of another embedder count as missing."""
+        with self.store.reader() as reader:
             self._banks = dict(reader.items(BANKS))
-            record_keys, records = reader.raw_columns(RECORDS)
-            term_keys, terms = reader.raw_columns(TERMS)
-            vector_keys, vectors = reader.raw_columns(VECTORS, vector_prefix(name))
-            rebuilt = rebuild_index(StoredColumns(record_keys, records, term_keys, terms, vector_keys, vectors), name)
-        if rebuilt.unstored_terms:
-            self._store_derived(rebuilt.unstored_terms)
-        self._index = rebuilt.index
+            last = reader.last_event()
+        # The build reads every record as committed at this event or later.
+        self._covered_seq = last[0] if last else 0
+        self._index_from = "store"
+        self._index = RecallIndex()
+        self._build = IndexBuild(self.store, self._index, self._embedder.name)
         self._filler.filling.clear()
-        self._rebuild_seconds = time.perf_counter() - started
-        logger.info("substrate indexed %d records in %.2f s", len(self._index), self._rebuild_seconds)
+
+    def _build_chunk(self) -> None:
+        build = self._build
+        if build is None or build.done:
+            return
+        self._built(build.step())
+        if not build.done:
+            self._build_wake.now()
+
+    def _complete(self) -> RecallIndex:
+        """The index with every stored and queued record in it: the build finishes first if it has not."""
+        build = self._build
+        if build is not None and not build.done:
+            self._built(build.finish())
+        return self._indexed()
+
+    def _built(self, unstored: list[tuple[str, npt.NDArray[np.uint64]]]) -> None:
+        """A chunk was indexed: store the terms it analysed; once the build is done, fill vectors in."""
+        if unstored:
+            self._store_derived(unstored)
+        build = self._build
+        if build is None or not build.done:
+            return
+        self._rebuild_seconds = build.seconds
+        logger.info("substrate indexed %d records in %.2f s", len(self._index), build.seconds)
+        self._save_wake.now()
         self._fill_soon()
         self._settle_vector_waiters()
+
+    def _resume(self, loaded: Snapshot, started: float) -> None:
+        """Take the persisted index (loaded since `started`), and replay the store's events after it into it."""
+        self._index, self._build = loaded.index, None
+        self._covered_seq = loaded.seq
+        self._index_from = "snapshot"
+        with self.store.reader() as reader:
+            events = list(reader.events(loaded.seq + 1))
+        self._replayed = len(events)
+        if events:
+            admitted = [event.record.id for _, event in events if isinstance(event, RecordAdmitted)]
+            # The records admitted since are indexed from their stored terms and vectors, as a build
+            # would; the events then change what changed since (an admission finds its record indexed).
+            unstored = index_stored(self.store, self._index, self._embedder.name, admitted)
+            if unstored:
+                self._store_derived(unstored)
+            self._unsaved += len(admitted)
+            self._published(Published(tuple(event for _, event in events), frozenset(admitted), events[-1][0]))
+            self._refill(
+                [record_id for _, event in events if isinstance(event, VectorsFilled) for record_id in event.ids]
+            )
+        index = self._indexed()
+        self._rebuild_seconds = time.perf_counter() - started
+        logger.info(
+            "substrate loaded %d records and replayed %d events in %.2f s",
+            len(index),
+            len(events),
+            self._rebuild_seconds,
+        )
+        self._fill_soon()
+        self._settle_vector_waiters()
+
+    def _refill(self, ids: Sequence[str]) -> None:
+        """Index the stored vectors of `ids` (filled in after the persisted index was written)."""
+        name, index = self._embedder.name, self._indexed()
+        with self.store.reader() as reader:
+            found = [(i, stored_vector(reader.raw(VECTORS, vector_key(name, i)), name)) for i in ids if i in index]
+        rows = [(i, vector) for i, vector in found if vector is not None and len(vector) == index.vector_dim]
+        if rows:
+            index.set_vectors([i for i, _ in rows], np.stack([vector for _, vector in rows]))
+
+    def _save_index(self) -> None:
+        """Persist the whole index (not while it is being built); a failure only costs a longer restart."""
+        if self._build is not None and not self._build.done:
+            return
+        index = self._indexed()
+        started = time.perf_counter()
+        try:
+            save_snapshot(self._snapshot, index, embedder=self._embedder.name, seq=self._covered_seq)
+        except OSError as error:
+            logger.warning("recall index not persisted (%s); the next start rebuilds or replays more", error)
+            return
+        self._unsaved = 0
+        logger.info("substrate persisted %d records in %.2f s", len(index), time.perf_counter() - started)
 
     # -- messages ---------------------------------------------------------------------------------
 
@@ -404,6 +523,12 @@ class Substrate(SupervisedActor):
                 self._embedded(message)
             case EmbeddingFailed():
                 self._embedding_failed(message)
+            case _BuildChunk():
+                self._build_wake.done()
+                self._build_chunk()
+            case _SaveIndex():
+                self._save_wake.done()
+                self._save_index()
             case _IndexQueued():
                 self._index_wake.done()
                 self._indexed()
@@ -506,6 +631,9 @@ class Substrate(SupervisedActor):
         name = self._embedder.name
         matrix, present = _stack([item.vector if item.embedder == name else None for item in fresh])
         self._index.add([_entry(item.record, item.text) for item in fresh], matrix, present, _joined_terms(fresh))
+        self._unsaved += len(fresh)
+        if self._unsaved >= SNAPSHOT_EVERY:
+            self._save_wake.now()
         if present is None or not present.all():
             self._fill_soon()
 
@@ -518,6 +646,7 @@ class Substrate(SupervisedActor):
     # -- changes committed -------------------------------------------------------------------------
 
     def _published(self, message: Published) -> None:
+        self._covered_seq = max(self._covered_seq, message.last_seq)
         for event in message.events:
             match event:
                 case BankCreated(bank=bank):
@@ -525,9 +654,9 @@ class Substrate(SupervisedActor):
                 case RecordAdmitted(record=record):
                     self._admitted(record, stored=record.id in message.stored_terms)
                 case RecordSuperseded(id=record_id):
-                    self._indexed().set_lifecycle(record_id, "superseded")
+                    self._set_state(record_id, lifecycle="superseded")
                 case RecordRetracted(id=record_id):
-                    self._indexed().set_lifecycle(record_id, "retracted")
+                    self._set_state(record_id, lifecycle="retracted")
                 case MemorySwitchedOn(embedder=spec):
                     self._enabled = True
                     if spec != self._embedder.spec:
@@ -536,14 +665,31 @@ class Substrate(SupervisedActor):
                     self._enabled = False
                 case RecordsSynced(ids=ids):
                     for record_id in ids:
-                        self._indexed().set_replication(record_id, "synced")
+                        self._set_state(record_id, replication="synced")
                 case RecordsRestored(ids=ids):
                     for record_id in ids:
-                        self._indexed().set_replication(record_id, "pending")
+                        self._set_state(record_id, replication="pending")
                 case RecordConflicted(id=record_id):
-                    self._indexed().set_replication(record_id, "conflict")
+                    self._set_state(record_id, replication="conflict")
                 case RecordInvalidated(id=record_id):
-                    self._indexed().set_replication(record_id, "invalidated")
+                    self._set_state(record_id, replication="invalidated")
+
+    def _set_state(
+        self, record_id: str, *, lifecycle: Lifecycle | None = None, replication: ReplicationState | None = None
+    ) -> None:
+        """Apply a committed change of a record's state to the index.
+
+        While the build runs, a record it has not read yet is left alone: the build reads the record
+        as committed, with this change in it.
+        """
+        index = self._indexed()
+        build = self._build
+        if record_id not in index and build is not None and not build.done:
+            return
+        if lifecycle is not None:
+            index.set_lifecycle(record_id, lifecycle)
+        if replication is not None:
+            index.set_replication(record_id, replication)
 
     def _admitted(self, record: MemoryRecord, *, stored: bool) -> None:
         """Queue a new record for the index: analysed here, or (when its commit stored its terms, as
@@ -558,7 +704,8 @@ class Substrate(SupervisedActor):
         """Index with another embedder's vectors: those stored already count, the rest are filled in."""
         self._indexed()
         self._use_embedder(spec)
-        self._rebuild()
+        self._start_build()
+        self._build_wake.now()
 
     def _read_stored(self) -> None:
         """Queue records committed with their terms (an import, a direct commit) with their stored vectors.
@@ -668,7 +815,8 @@ class Substrate(SupervisedActor):
         self._settle_vector_waiters()
 
     def _settle_vector_waiters(self) -> None:
-        if self._vector_waiters and not self._indexed().missing_vector_count():
+        building = self._build is not None and not self._build.done
+        if self._vector_waiters and not building and not self._indexed().missing_vector_count():
             waiters, self._vector_waiters = self._vector_waiters, []
             settle_all([(reply, None, None) for reply in waiters])
 
@@ -733,6 +881,7 @@ class Substrate(SupervisedActor):
         search = self._checked(message)
         if not search.banks:
             return []
+        self._complete()
         embedder = self._embedder
         if embedder.inline is not None:
             return self._search(search, embedder.inline.embed([search.query])[0])
@@ -787,7 +936,7 @@ class Substrate(SupervisedActor):
 
     def _search(self, search: _Search, vector: npt.NDArray[np.float32] | None) -> list[RecallHit]:
         message = search.message
-        hits = self._indexed().search(
+        hits = self._complete().search(
             search.query,
             vector,
             search.banks,
@@ -840,7 +989,8 @@ class Substrate(SupervisedActor):
     # -- status -----------------------------------------------------------------------------------
 
     def _status(self) -> SubstrateStatus:
-        index = self._indexed()
+        # Status counts every record (and `settle` relies on it having taken every one in).
+        index = self._complete()
         lifecycle, replication = index.counts()
         embedder = self._embedder
         now = self.clock.monotonic()
@@ -858,6 +1008,8 @@ class Substrate(SupervisedActor):
             largest_batch=self._largest_batch,
             spec=embedder.spec,
             embedder_late=since is not None and now - since >= QUERY_WAIT,
+            index_from=self._index_from,
+            replayed=self._replayed,
         )
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from resident.errors import ActorUnavailable, DiskFull, MapFull
-from resident.messages.store import Commit, CommitEach, GetWriterStatistics, Published, WriterStatistics
+from resident.messages.store import Commit, CommitEach, Committed, GetWriterStatistics, Published, WriterStatistics
 from resident.store.store import Outcome, Store
 from resident.supervisor import (
     Address,
@@ -173,7 +173,11 @@ class StoreWriter(SupervisedActor):
                 if error is None
                 for key, _ in write.terms
             )
-            self._publish([event for _, _, applied in outcomes for event in applied], stored_terms)
+            last_seq = max(
+                (value.last_seq for value, _, _ in outcomes if isinstance(value, Committed) and value.last_seq),
+                default=0,
+            )
+            self._publish([event for _, _, applied in outcomes for event in applied], stored_terms, last_seq)
             flush_outbox()
         settle_all(_settlements(batch, outcomes))
         self._commits += 1
@@ -216,7 +220,7 @@ class StoreWriter(SupervisedActor):
         self._no_room = None
         self.set_condition("")
 
-    def _publish(self, events: list[Any], stored_terms: frozenset[str]) -> None:
+    def _publish(self, events: list[Any], stored_terms: frozenset[str], last_seq: int) -> None:
         if not events:
             return
         per_target: dict[Address, list[Any]] = defaultdict(list)
@@ -224,7 +228,7 @@ class StoreWriter(SupervisedActor):
             for target in self.subscribers.get(type(event), ()):
                 per_target[target].append(event)
         for target, batch in per_target.items():
-            target.tell(Published(events=tuple(batch), stored_terms=stored_terms))
+            target.tell(Published(events=tuple(batch), stored_terms=stored_terms, last_seq=last_seq))
 
     def teardown(self) -> None:
         # Writes told before the stop (the substrate's last derived entries, a final usage count)

@@ -13,9 +13,10 @@ the caller asks. The substrate calls the index from one thread only.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, tzinfo
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -46,6 +47,8 @@ _ACTIVE = _LIFECYCLES["active"]
 _LAST_SERVED = _REPLICATIONS["synced"]
 _NONE = -1
 _MIN_CAPACITY = 1024
+# The per-row metadata columns (attributes `_<name>`), as persisted.
+_COLUMNS = ("bank", "lifecycle", "replication", "domain", "project", "occurred_at")
 # Adds of at least this many rows store their vectors on a second thread (see `add`).
 _PARALLEL_ROWS = 20_000
 # Fusion weights, the keyword channel's being 1. How much the semantic channel counts depends on the
@@ -100,6 +103,17 @@ class _Names:
     def __len__(self) -> int:
         """How many names have a code (None is not a name)."""
         return len(self._codes) - 1
+
+    def names(self) -> list[str]:
+        """Every name, in the order of its code."""
+        return [name for name in self._codes if name is not None]
+
+    @classmethod
+    def of(cls, names: Sequence[str]) -> _Names:
+        """Names with codes 0, 1, ... in the order given (what `names()` returned)."""
+        interned = cls()
+        interned.intern_all(list(names))
+        return interned
 
     def intern_all(self, names: list[str | None]) -> npt.NDArray[np.int32]:
         """The code of each name (`_NONE` for None), giving new names the next codes."""
@@ -181,6 +195,51 @@ class RecallIndex:
         self._occurred_at[rows] = [entry.occurred_at for entry in entries]
         self._rows.update(zip(ids, range(first, first + count), strict=True))
         self._ids.extend(ids)
+
+    def state(self) -> tuple[dict[str, npt.NDArray[Any]], dict[str, list[str]]]:
+        """What `from_state` makes the same index of again: arrays (metadata columns, and the keyword
+        and vector channels' arrays under `keyword.` and `vectors.`), and the ids and names in code order."""
+        count = len(self)
+        arrays: dict[str, npt.NDArray[Any]] = {name: getattr(self, f"_{name}")[:count] for name in _COLUMNS}
+        arrays.update({f"keyword.{key}": value for key, value in self._keyword.state().items()})
+        arrays.update({f"vectors.{key}": value for key, value in self._vectors.state().items()})
+        names = {
+            "ids": self._ids,
+            "banks": self._bank_names.names(),
+            "domains": self._domain_names.names(),
+            "projects": self._project_names.names(),
+        }
+        return arrays, names
+
+    @classmethod
+    def from_state(
+        cls, arrays: Mapping[str, npt.NDArray[Any]], names: Mapping[str, list[str]], *, tz: tzinfo = UTC
+    ) -> RecallIndex:
+        """The index `state()` described; InvalidInput if its parts do not fit together."""
+        index = cls(tz=tz)
+        ids = names["ids"]
+        count = len(ids)
+        channels = {
+            part: {key.partition(".")[2]: value for key, value in arrays.items() if key.startswith(f"{part}.")}
+            for part in ("keyword", "vectors")
+        }
+        sizes = {len(arrays[name]) for name in _COLUMNS} | {
+            len(channels["keyword"]["lengths"]),
+            len(channels["vectors"]["present"]),
+        }
+        if sizes != {count} or len(set(ids)) != count:
+            raise InvalidInput(f"a persisted recall index does not fit together: {count} ids, columns of {sizes}")
+        index._reserve(count)
+        for name in _COLUMNS:
+            getattr(index, f"_{name}")[:count] = arrays[name]
+        index._ids = list(ids)
+        index._rows = dict(zip(ids, range(count), strict=True))
+        index._bank_names = _Names.of(names["banks"])
+        index._domain_names = _Names.of(names["domains"])
+        index._project_names = _Names.of(names["projects"])
+        index._keyword = KeywordIndex.from_state(channels["keyword"])
+        index._vectors = VectorIndex.from_state(channels["vectors"])
+        return index
 
     def set_vectors(self, ids: Sequence[str], vectors: npt.NDArray[np.floating]) -> None:
         """Store vectors for indexed records (those written while the embedder was down)."""
@@ -364,9 +423,7 @@ class RecallIndex:
             setattr(self, name, new)
 
 
-def _top_allowed(
-    scores: npt.NDArray[np.floating], allowed: npt.NDArray[np.bool_], limit: int
-) -> npt.NDArray[np.int64]:
+def _top_allowed(scores: npt.NDArray[np.floating], allowed: npt.NDArray[np.bool_], limit: int) -> npt.NDArray[np.int64]:
     """The `limit` allowed rows of highest positive score, best first."""
     rows = np.flatnonzero(allowed[: len(scores)] & (scores > 0))
     return top_k(rows, scores[rows], limit)[0]

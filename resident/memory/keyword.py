@@ -24,9 +24,9 @@ normalisation than the textbook 0.75 measured better there (recall@5 0.58 agains
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -142,6 +142,48 @@ class KeywordIndex:
         self._row_terms = np.zeros(_MIN_CAPACITY * 16, dtype=np.uint64)
         # Each row's BM25 length normalisation, kept between adds (every search pass needs it).
         self._norm: npt.NDArray[np.float32] | None = None
+
+    def state(self) -> dict[str, npt.NDArray[Any]]:
+        """Arrays that `from_state` makes the same index of again: its postings as one segment, the
+        rows' lengths and the forward index (a persisted index's keyword channel)."""
+        if self._tail_pairs:
+            self._segments.append(self._seal_tail())
+        # One segment is what a search reads fastest anyway; merging here changes no score.
+        while len(self._segments) > 1:
+            newer = self._segments.pop()
+            self._segments[-1] = _Segment.merge(self._segments[-1], newer)
+        empty = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint64))
+        segment = self._segments[0] if self._segments else _Segment.from_pairs(*empty)
+        used = int(self._row_starts[self._count])
+        return {
+            "terms": segment.terms,
+            "starts": segment.starts,
+            "rows": segment.rows,
+            "tf": segment.tf,
+            "lengths": self._lengths[: self._count],
+            "row_starts": self._row_starts[: self._count + 1],
+            "row_terms": self._row_terms[:used],
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, npt.NDArray[Any]]) -> KeywordIndex:
+        index = cls()
+        count = len(state["lengths"])
+        index._reserve(count)
+        index._lengths[:count] = state["lengths"]
+        index._row_starts[: count + 1] = state["row_starts"]
+        row_terms = state["row_terms"]
+        if len(row_terms) >= _MIN_CAPACITY * 16:
+            # Kept as given (a memory map of a persisted index): full, so the next add copies it to grow.
+            index._row_terms = row_terms
+        else:
+            index._row_terms = np.zeros(_MIN_CAPACITY * 16, dtype=np.uint64)
+            index._row_terms[: len(row_terms)] = row_terms
+        index._count = count
+        index._total_length = float(np.sum(state["lengths"], dtype=np.float64))
+        if len(state["rows"]):
+            index._segments = [_Segment(state["terms"], state["starts"], state["rows"], state["tf"])]
+        return index
 
     @classmethod
     def build(cls, texts: Sequence[str]) -> KeywordIndex:

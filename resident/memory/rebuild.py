@@ -33,7 +33,7 @@ from resident.memory.stored_vectors import stored_matrix
 from resident.memory.text import Terms, term_ids_batch
 from resident.messages.memory import MemoryRecord
 
-__all__ = ["Rebuilt", "StoredColumns", "aligned", "rebuild_index"]
+__all__ = ["Rebuilt", "StoredColumns", "aligned", "index_columns", "rebuild_index"]
 
 Buffer = bytes | memoryview
 T = TypeVar("T")
@@ -66,7 +66,23 @@ class Rebuilt:
 def rebuild_index(columns: StoredColumns, embedder: str) -> Rebuilt:
     """The recall index of the stored records, with `embedder`'s vectors (others' count as missing)."""
     index = RecallIndex()
+    return Rebuilt(index, index_columns(index, columns, embedder))
+
+
+Unstored = list[tuple[str, npt.NDArray[np.uint64]]]
+
+
+def index_columns(index: RecallIndex, columns: StoredColumns, embedder: str) -> Unstored:
+    """Add the stored records of `columns` that `index` lacks, with `embedder`'s vectors; the terms of
+    records that had none stored (by record id), to store.
+
+    A whole rebuild is one call; an index built a chunk at a time (`resident.memory.build`) makes one
+    per chunk, and skips records indexed meanwhile because their commit was published to it.
+    """
+    columns = _not_indexed(index, columns)
     count = len(columns.record_keys)
+    if not count:
+        return []
     with _bulk_load():
         rows, vectors = aligned(columns.record_keys, columns.vector_keys, columns.vectors)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="resident-rebuild") as pool:
@@ -77,7 +93,24 @@ def rebuild_index(columns: StoredColumns, embedder: str) -> Rebuilt:
             terms, unstored = _stored_terms(columns)
             matrix, present = stacked.result()
         index.add(entries, matrix, present, terms)
-    return Rebuilt(index, unstored)
+    return unstored
+
+
+def _not_indexed(index: RecallIndex, columns: StoredColumns) -> StoredColumns:
+    """`columns` without the records `index` holds already (their terms and vectors are matched by key)."""
+    if not len(index):
+        return columns
+    keep = [row for row, key in enumerate(columns.record_keys) if key.decode("utf-8") not in index]
+    if len(keep) == len(columns.record_keys):
+        return columns
+    return StoredColumns(
+        [columns.record_keys[row] for row in keep],
+        [columns.records[row] for row in keep],
+        columns.term_keys,
+        columns.terms,
+        columns.vector_keys,
+        columns.vectors,
+    )
 
 
 def aligned(keys: list[bytes], stored_keys: list[bytes], stored: Sequence[Buffer]) -> tuple[list[int], list[Buffer]]:

@@ -11,6 +11,9 @@ the allowed rows first, so every search scans all rows and picks the allowed one
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -34,10 +37,40 @@ class VectorIndex:
         self._dim = dim
         self._count = 0
         self._present = np.zeros(_MIN_CAPACITY, dtype=np.bool_)
-        # Shape (dim, capacity): column r is row r's vector.
+        # Rows below `_base_rows` are the columns of `_base` (a persisted index's, memory-mapped);
+        # the rest are those of `_columns`, shape (dim, capacity): its column c is row `_base_rows + c`.
+        self._base: npt.NDArray[np.float32] | None = None
+        self._base_rows = 0
         self._columns: npt.NDArray[np.float32] | None = None
         if dim is not None:
             self._columns = np.zeros((dim, _MIN_CAPACITY), dtype=np.float32)
+
+    def state(self) -> dict[str, npt.NDArray[Any]]:
+        """Arrays that `from_state` makes the same index of again (a persisted index's vectors): the
+        rows' columns are `base` then `grown`, side by side (a writer joins them as it writes)."""
+        empty = np.zeros((self._dim or 0, 0), dtype=np.float32)
+        grown = self._columns[:, : self._count - self._base_rows] if self._columns is not None else empty
+        base = self._base if self._base is not None else empty
+        return {"present": self._present[: self._count], "base": base, "grown": grown}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, npt.NDArray[Any]]) -> VectorIndex:
+        """The index of persisted `present` flags and `columns` (dim x rows), which it keeps as given:
+        a memory map stays one, its pages read from the file and copied only where a row is set."""
+        present, columns = state["present"], state["columns"]
+        count = len(present)
+        index = cls()
+        if columns.size:
+            if columns.shape[1] != count or columns.dtype != np.float32:
+                raise InvalidInput(
+                    f"persisted vectors are {columns.shape} {columns.dtype}, expected {count} float32 rows"
+                )
+            index._dim = int(columns.shape[0])
+            index._base, index._base_rows = columns, count
+        index._reserve(count)
+        index._present[:count] = present
+        index._count = count
+        return index
 
     @property
     def dim(self) -> int | None:
@@ -87,10 +120,11 @@ class VectorIndex:
         self._reserve(start + n_rows)
         self._present[start : start + n_rows] = real
         if vectors is not None and self._columns is not None:
+            at = start - self._base_rows
             # Block by block, so each transposed copy stays in cache.
             for lo in range(0, n_rows, _STORE_BLOCK):
                 hi = min(lo + _STORE_BLOCK, n_rows)
-                self._columns[:, start + lo : start + hi] = _unit_rows(vectors[lo:hi], real[lo:hi]).T
+                self._columns[:, at + lo : at + hi] = _unit_rows(vectors[lo:hi], real[lo:hi]).T
         self._count = start + n_rows
 
     def set(self, rows: npt.ArrayLike, vectors: npt.NDArray[np.floating]) -> None:
@@ -100,8 +134,12 @@ class VectorIndex:
         if len(row_arr) and (row_arr.min() < 0 or row_arr.max() >= self._count):
             raise InvalidInput(f"rows must lie in 0..{self._count - 1}")
         self._reserve(self._count)
-        if self._columns is not None:
-            self._columns[:, row_arr] = _unit_rows(vectors, np.ones(len(row_arr), dtype=np.bool_)).T
+        unit = _unit_rows(vectors, np.ones(len(row_arr), dtype=np.bool_)).T
+        in_base = row_arr < self._base_rows
+        if self._base is not None and in_base.any():
+            self._base[:, row_arr[in_base]] = unit[:, in_base]
+        if self._columns is not None and not in_base.all():
+            self._columns[:, row_arr[~in_base] - self._base_rows] = unit[:, ~in_base]
         self._present[row_arr] = True
 
     def count_present(self) -> int:
@@ -133,7 +171,7 @@ class VectorIndex:
     def similarities(self, query: npt.ArrayLike) -> npt.NDArray[np.float32] | None:
         """The cosine of every row with `query` (0 for rows without a vector); None when nothing
         can be compared (no vectors yet, or a zero query)."""
-        if self._columns is None or self._count == 0:
+        if (self._columns is None and self._base is None) or self._count == 0:
             return None
         query_vec = np.asarray(query, dtype=np.float32).reshape(-1)
         if query_vec.shape != (self._dim,):
@@ -143,7 +181,10 @@ class VectorIndex:
             return None
         # Rows without a vector are zero columns, so their cosine is 0 already.
         unit = (query_vec / np.float32(norm)).astype(np.float32, copy=False)
-        scores: npt.NDArray[np.float32] = unit @ self._columns[:, : self._count]
+        parts = [unit @ self._base] if self._base is not None else []
+        if self._columns is not None and self._count > self._base_rows:
+            parts.append(unit @ self._columns[:, : self._count - self._base_rows])
+        scores: npt.NDArray[np.float32] = parts[0] if len(parts) == 1 else np.concatenate(parts)
         return scores
 
     def _check(self, vectors: npt.NDArray[np.floating], n_rows: int) -> None:
@@ -163,10 +204,14 @@ class VectorIndex:
             present = np.zeros(capacity, dtype=np.bool_)
             present[: self._count] = self._present[: self._count]
             self._present = present
-        if self._dim is not None and (self._columns is None or self._columns.shape[1] != capacity):
-            columns = np.zeros((self._dim, capacity), dtype=np.float32)
+        # `_columns` holds the rows past the base, with room to double like the flags.
+        room = max(_MIN_CAPACITY, capacity - self._base_rows)
+        if self._dim is not None and (self._columns is None or self._columns.shape[1] < rows - self._base_rows):
+            room = max(room, 2 * (self._columns.shape[1] if self._columns is not None else 0))
+            columns = np.zeros((self._dim, room), dtype=np.float32)
+            grown = self._count - self._base_rows
             if self._columns is not None:
-                columns[:, : self._count] = self._columns[:, : self._count]
+                columns[:, :grown] = self._columns[:, :grown]
             self._columns = columns
 
 

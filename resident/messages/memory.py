@@ -376,6 +376,10 @@ class SubstrateStatus(Message, frozen=True, tag="substrate.status"):
     # The embedder spec, and whether its worker is late (recall then answers by keyword alone).
     spec: str = "hash"
     embedder_late: bool = False
+    # Where the index came from at this start ("snapshot": its persisted copy, then `replayed` events
+    # of the log after it; "store": built from LMDB), "" before it started.
+    index_from: str = ""
+    replayed: int = 0
 
 
 class GetSubstrateStatus(Message, frozen=True, tag="substrate.status.get"):

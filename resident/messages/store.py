@@ -70,6 +70,9 @@ class Published(Message, frozen=True, tag="published"):
 
     events: tuple[AnyEvent, ...]
     stored_terms: frozenset[str] = frozenset()
+    # The sequence number of the last event this commit appended: a subscriber that has taken in
+    # every `Published` up to here reflects the event log up to it (the substrate's persisted index).
+    last_seq: int = 0
 
 
 class WriterStatistics(Message, frozen=True, tag="writer.statistics"):

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from resident.actors import substrate as substrate_actor
 from resident.actors.cognition_service import CognitionService
 from resident.actors.coordinator import Coordinator
 from resident.actors.embedding import EmbeddingWorker
@@ -130,8 +131,11 @@ def build_wiring(
                 Substrate,
                 kwargs={"store": store, "writer": writer, "embedder_factory": embedder_factory, "worker": embedder},
                 backoff=Backoff(min=0.01, max=2.0, jitter=0.2, reset_after=30.0),
-                # Rebuilding the index from LMDB happens before the start ping is answered.
-                start_timeout=120.0,
+                # The index is built after the start ping is answered: the start is the same at any size.
+                start_timeout=substrate_actor.START_TIMEOUT,
+                # A stop persists the index (a few seconds at a million memories); a process that dies
+                # meanwhile leaves the previous copy whole.
+                shutdown_timeout=60.0,
             ),
             ChildSpec(
                 embedder,

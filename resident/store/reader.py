@@ -39,9 +39,7 @@ def _successor(prefix: bytes) -> bytes:
 class Reader:
     """Typed reads inside one LMDB read transaction."""
 
-    def __init__(
-        self, txn: lmdb.Transaction, dbs: dict[str, Any], damaged: Callable[[str], StoreCorrupted]
-    ) -> None:
+    def __init__(self, txn: lmdb.Transaction, dbs: dict[str, Any], damaged: Callable[[str], StoreCorrupted]) -> None:
         self._txn = txn
         self._dbs = dbs
         self._damaged = damaged
@@ -108,6 +106,40 @@ class Reader:
             values: list[Buffer] = list(itertools.islice(cursor.iternext(keys=False, values=True), len(keys)))
         if prefix:
             keys = [key[len(prefix) :] for key in keys]
+        return keys, values
+
+    def raw_range(
+        self,
+        table: Table[Any],
+        *,
+        prefix: bytes = b"",
+        first: bytes = b"",
+        last: bytes | None = None,
+        limit: int | None = None,
+    ) -> tuple[list[bytes], list[Buffer]]:
+        """Keys (without `prefix`) and encoded values of `table` in key order, a slice of `raw_columns`.
+
+        Only keys that start with `prefix` and lie from `first` to `last` inclusive (both compared
+        without the prefix; the key just past K is K + NUL), and at most `limit` of them: the reads of an index
+        built a chunk at a time.
+        """
+        start = prefix + first
+        keys: list[bytes] = []
+        values: list[Buffer] = []
+        with self._txn.cursor(db=self._dbs[table.name]) as cursor:
+            if not cursor.set_range(start):
+                return keys, values
+            for key, value in cursor.iternext(keys=True, values=True):
+                key_bytes = bytes(key)
+                if not key_bytes.startswith(prefix):
+                    break
+                key_bytes = key_bytes[len(prefix) :]
+                if last is not None and key_bytes > last:
+                    break
+                keys.append(key_bytes)
+                values.append(value)
+                if limit is not None and len(keys) >= limit:
+                    break
         return keys, values
 
     def raw_items(self, table: Table[Any]) -> Iterator[tuple[bytes, bytes]]:

@@ -49,6 +49,10 @@ class UnknownMessage(TypeError):
     """An actor was sent a message it has no handler for."""
 
 
+class _Started:
+    """The message an actor tells itself on answering its start ping: run `started` next."""
+
+
 class SupervisedActor(pykka.ThreadingActor):
     """A pykka actor that a `Supervisor` can watch, restart and address by a stable name."""
 
@@ -67,6 +71,13 @@ class SupervisedActor(pykka.ThreadingActor):
 
     def setup(self) -> None:
         """Prepare state before the first message (runs in the actor's thread); raise to fail the start."""
+
+    def started(self) -> None:
+        """Begin work that may take long, once the start ping is answered (runs as this actor's next message).
+
+        A start is confirmed by the ping within a fixed time; work that grows with the data (a
+        substrate's index) begins here, so no start waits on it.
+        """
 
     def teardown(self) -> None:
         """Release resources on a normal or supervisor-requested stop."""
@@ -156,7 +167,16 @@ class SupervisedActor(pykka.ThreadingActor):
             self._deliver(message.items)
             return None
         if isinstance(message, Ping):
+            # Queued behind the ping's answer: `started` runs once the supervisor has its start.
+            self.tell_self(_Started())
             return Pong(incarnation=self.context.incarnation)
+        if isinstance(message, _Started):
+            with batching_outbox():
+                try:
+                    self.started()
+                except BaseException as error:  # noqa: BLE001 - the crash protocol handles every kind
+                    self._crash(error, [])
+            return None
         # Direct tells: scheduled messages and reports to supervisors. A failure here is a crash.
         with batching_outbox():
             try:
