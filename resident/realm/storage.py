@@ -1,0 +1,82 @@
+"""What Realm's rules need from a store: a few reads and writes inside one transaction.
+
+`resident.realm.state.RealmState` holds the rules once (who owns an id, which verdict stands, what
+invalidation refuses, how the feed pages); a backend only stores. Two backends implement this: LMDB
+(`lmdb_storage`, one process, the default) and PostgreSQL (`pg_storage`, any number of processes on one
+database). A backend runs `work` in one transaction, all or nothing, and where the database may refuse a
+transaction for having raced another (PostgreSQL's serializable isolation) it runs `work` again from the
+start, so `work` must only read and write through its transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
+from resident.messages.realm import AcceptedRecord, HomeEntry, Invalidation, Verdict
+
+__all__ = ["RealmStorage", "StorageTxn"]
+
+T = TypeVar("T")
+
+
+class StorageTxn(Protocol):
+    """One transaction over Realm's tables; it sees its own writes."""
+
+    def owner(self, record_id: str) -> str | None:
+        """The home that first pushed `record_id`."""
+
+    def claim(self, record_id: str, home: str) -> None:
+        """Record `home` as the owner of `record_id` unless the id already has one."""
+
+    def verdict(self, record_id: str, digest: str) -> Verdict | None:
+        """The verdict given to this (id, digest) pair."""
+
+    def put_verdict(self, record_id: str, digest: str, verdict: Verdict) -> None:
+        """Store the first verdict of a pair (never replaced)."""
+
+    def accepted(self, record_id: str) -> AcceptedRecord | None:
+        """The record accepted under `record_id`."""
+
+    def put_accepted(self, stored: AcceptedRecord, content_key: str) -> None:
+        """Store an accepted record, findable by its normalized content key."""
+
+    def accepted_with_content(self, content_key: str) -> list[str]:
+        """The ids of every accepted record with this content key."""
+
+    def invalidated_with_content(self, content_key: str) -> str | None:
+        """The id of the first invalidated record with this content key."""
+
+    def invalidation(self, record_id: str) -> Invalidation | None:
+        """The feed entry that invalidated `record_id`."""
+
+    def append_invalidation(self, record_id: str, reason: str, at: float) -> Invalidation:
+        """Append an entry for `record_id` at the next feed position."""
+
+    def feed(self, since: int, count: int) -> list[Invalidation]:
+        """At most `count` feed entries after position `since`, oldest first."""
+
+    def accepted_after(self, after: str, count: int) -> list[AcceptedRecord]:
+        """At most `count` accepted records with ids after `after`, by id."""
+
+    def home(self, name: str) -> HomeEntry | None:
+        """The enrolled home `name`."""
+
+    def put_home(self, entry: HomeEntry) -> None:
+        """Enroll (or re-enroll) a home."""
+
+    def counts(self) -> tuple[int, int]:
+        """(accepted records, feed entries)."""
+
+
+class RealmStorage(Protocol):
+    """A store Realm's rules run over."""
+
+    where: str
+
+    def run(self, work: Callable[[StorageTxn], T], *, write: bool) -> T:
+        """`work` inside one transaction (committed durably before returning, for a write)."""
+
+    def close(self) -> None:
+        """Release the store; later calls raise `StoreClosed`."""
+
