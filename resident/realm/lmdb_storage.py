@@ -9,7 +9,7 @@ each invalidated one; rebuilding keeps them right when what counts as the same c
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -67,27 +67,34 @@ class _LmdbTxn:
         self._txn = txn
         self._db = dbs
 
-    def owner(self, record_id: str) -> str | None:
-        raw = self._txn.get(record_id.encode(), db=self._db["owners"])
-        return None if raw is None else bytes(raw).decode()
+    def owners(self, record_ids: Sequence[str]) -> dict[str, str]:
+        found = {record_id: self._txn.get(record_id.encode(), db=self._db["owners"]) for record_id in record_ids}
+        return {record_id: bytes(raw).decode() for record_id, raw in found.items() if raw is not None}
 
-    def claim(self, record_id: str, home: str) -> None:
-        self._txn.put(record_id.encode(), home.encode(), db=self._db["owners"], overwrite=False)
+    def claim(self, record_ids: Sequence[str], home: str) -> None:
+        for record_id in record_ids:
+            self._txn.put(record_id.encode(), home.encode(), db=self._db["owners"], overwrite=False)
 
-    def verdict(self, record_id: str, digest: str) -> Verdict | None:
-        raw = self._txn.get(_verdict_key(record_id, digest), db=self._db["verdicts"])
-        return None if raw is None else _decode_verdict(raw)
+    def verdicts(self, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Verdict]:
+        found = {pair: self._txn.get(_verdict_key(*pair), db=self._db["verdicts"]) for pair in pairs}
+        return {pair: _decode_verdict(raw) for pair, raw in found.items() if raw is not None}
 
-    def put_verdict(self, record_id: str, digest: str, verdict: Verdict) -> None:
-        self._txn.put(_verdict_key(record_id, digest), _encode(verdict), db=self._db["verdicts"], overwrite=False)
+    def put_verdicts(self, verdicts: Sequence[tuple[str, str, Verdict]]) -> None:
+        for record_id, digest, verdict in verdicts:
+            self._txn.put(_verdict_key(record_id, digest), _encode(verdict), db=self._db["verdicts"], overwrite=False)
 
     def accepted(self, record_id: str) -> AcceptedRecord | None:
         raw = self._txn.get(record_id.encode(), db=self._db["records"])
         return None if raw is None else _decode_accepted(raw)
 
-    def put_accepted(self, stored: AcceptedRecord, content_key: str) -> None:
-        self._txn.put(stored.record.id.encode(), _encode(stored), db=self._db["records"], overwrite=False)
-        self._txn.put(content_key.encode(), stored.record.id.encode(), db=self._db["accepted_content"])
+    def accepted_digests(self, record_ids: Sequence[str]) -> dict[str, str]:
+        found = {record_id: self.accepted(record_id) for record_id in record_ids}
+        return {record_id: stored.record.digest for record_id, stored in found.items() if stored is not None}
+
+    def put_accepted(self, accepted: Sequence[tuple[AcceptedRecord, str]]) -> None:
+        for stored, key in accepted:
+            self._txn.put(stored.record.id.encode(), _encode(stored), db=self._db["records"], overwrite=False)
+            self._txn.put(key.encode(), stored.record.id.encode(), db=self._db["accepted_content"])
 
     def accepted_with_content(self, content_key: str) -> list[str]:
         cursor = self._txn.cursor(db=self._db["accepted_content"])
@@ -95,14 +102,18 @@ class _LmdbTxn:
             return []
         return [bytes(value).decode() for value in cursor.iternext_dup()]
 
-    def invalidated_with_content(self, content_key: str) -> str | None:
-        raw = self._txn.get(content_key.encode(), db=self._db["invalidated_content"])
-        return None if raw is None else bytes(raw).decode()
+    def invalidated_with_content(self, content_keys: Sequence[str]) -> dict[str, str]:
+        found = {key: self._txn.get(key.encode(), db=self._db["invalidated_content"]) for key in content_keys}
+        return {key: bytes(raw).decode() for key, raw in found.items() if raw is not None}
 
-    def invalidation(self, record_id: str) -> Invalidation | None:
-        seq_key = self._txn.get(record_id.encode(), db=self._db["invalidated"])
-        entry = None if seq_key is None else self._txn.get(seq_key, db=self._db["invalidations"])
-        return None if entry is None else _decode_invalidation(entry)
+    def invalidations_of(self, record_ids: Sequence[str]) -> dict[str, Invalidation]:
+        found: dict[str, Invalidation] = {}
+        for record_id in record_ids:
+            seq_key = self._txn.get(record_id.encode(), db=self._db["invalidated"])
+            entry = None if seq_key is None else self._txn.get(seq_key, db=self._db["invalidations"])
+            if entry is not None:
+                found[record_id] = _decode_invalidation(entry)
+        return found
 
     def append_invalidation(self, record_id: str, reason: str, at: float) -> Invalidation:
         cursor = self._txn.cursor(db=self._db["invalidations"])

@@ -13,7 +13,7 @@ caller sees the result, so an acknowledged push survives `kill -9` of the Realm 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import msgspec
@@ -97,50 +97,69 @@ class _PgTxn:
     def _all(self, query: str, params: tuple[object, ...]) -> list[object]:
         return [row[0] for row in self._conn.execute(query.encode(), params).fetchall()]
 
-    def owner(self, record_id: str) -> str | None:
-        found = self._one("SELECT home FROM realm_owners WHERE id = %s", (record_id,))
-        return None if found is None else str(found)
+    def _rows(self, query: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
+        return self._conn.execute(query.encode(), params).fetchall()
 
-    def claim(self, record_id: str, home: str) -> None:
+    def owners(self, record_ids: Sequence[str]) -> dict[str, str]:
+        rows = self._rows("SELECT id, home FROM realm_owners WHERE id = ANY(%s)", (list(record_ids),))
+        return {str(record_id): str(home) for record_id, home in rows}
+
+    def claim(self, record_ids: Sequence[str], home: str) -> None:
         self._conn.execute(
-            b"INSERT INTO realm_owners (id, home) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING", (record_id, home)
+            b"INSERT INTO realm_owners (id, home) SELECT unnest(%s::text[]), %s ON CONFLICT (id) DO NOTHING",
+            (list(record_ids), home),
         )
 
-    def verdict(self, record_id: str, digest: str) -> Verdict | None:
-        found = self._one("SELECT verdict FROM realm_verdicts WHERE id = %s AND digest = %s", (record_id, digest))
-        return None if found is None else _decode_verdict(_bytes(found))
-
-    def put_verdict(self, record_id: str, digest: str, verdict: Verdict) -> None:
-        self._conn.execute(
-            b"INSERT INTO realm_verdicts (id, digest, verdict) VALUES (%s, %s, %s)",
-            (record_id, digest, _encode(verdict)),
+    def verdicts(self, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Verdict]:
+        rows = self._rows(
+            "SELECT v.id, v.digest, v.verdict FROM realm_verdicts v "
+            "JOIN unnest(%s::text[], %s::text[]) AS p (id, digest) ON v.id = p.id AND v.digest = p.digest",
+            ([pair[0] for pair in pairs], [pair[1] for pair in pairs]),
         )
+        return {(str(record_id), str(digest)): _decode_verdict(_bytes(raw)) for record_id, digest, raw in rows}
+
+    def put_verdicts(self, verdicts: Sequence[tuple[str, str, Verdict]]) -> None:
+        if verdicts:
+            self._conn.execute(
+                b"INSERT INTO realm_verdicts (id, digest, verdict) "
+                b"SELECT * FROM unnest(%s::text[], %s::text[], %s::bytea[])",
+                ([v[0] for v in verdicts], [v[1] for v in verdicts], [_encode(v[2]) for v in verdicts]),
+            )
 
     def accepted(self, record_id: str) -> AcceptedRecord | None:
-        found = self._one("SELECT record FROM realm_records WHERE id = %s", (record_id,))
-        return None if found is None else _decode_accepted(_bytes(found))
+        rows = self._rows("SELECT record FROM realm_records WHERE id = %s", (record_id,))
+        return None if not rows else _decode_accepted(_bytes(rows[0][0]))
 
-    def put_accepted(self, stored: AcceptedRecord, content_key: str) -> None:
-        self._conn.execute(
-            b"INSERT INTO realm_records (id, home, content_key, record) VALUES (%s, %s, %s, %s)",
-            (stored.record.id, stored.home, content_key, _encode(stored)),
-        )
+    def accepted_digests(self, record_ids: Sequence[str]) -> dict[str, str]:
+        rows = self._rows("SELECT id, record FROM realm_records WHERE id = ANY(%s)", (list(record_ids),))
+        return {str(record_id): _decode_accepted(_bytes(raw)).record.digest for record_id, raw in rows}
+
+    def put_accepted(self, accepted: Sequence[tuple[AcceptedRecord, str]]) -> None:
+        if accepted:
+            self._conn.execute(
+                b"INSERT INTO realm_records (id, home, content_key, record) "
+                b"SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::bytea[])",
+                (
+                    [stored.record.id for stored, _ in accepted], [stored.home for stored, _ in accepted],
+                    [key for _, key in accepted], [_encode(stored) for stored, _ in accepted],
+                ),
+            )
 
     def accepted_with_content(self, content_key: str) -> list[str]:
-        found = self._all("SELECT id FROM realm_records WHERE content_key = %s", (content_key,))
-        return [str(record_id) for record_id in found]
+        rows = self._rows("SELECT id FROM realm_records WHERE content_key = %s", (content_key,))
+        return [str(row[0]) for row in rows]
 
-    def invalidated_with_content(self, content_key: str) -> str | None:
-        found = self._one(
-            "SELECT i.id FROM realm_invalidations i JOIN realm_records r ON r.id = i.id "
-            "WHERE r.content_key = %s ORDER BY i.seq LIMIT 1",
-            (content_key,),
+    def invalidated_with_content(self, content_keys: Sequence[str]) -> dict[str, str]:
+        rows = self._rows(
+            "SELECT DISTINCT ON (r.content_key) r.content_key, i.id FROM realm_invalidations i "
+            "JOIN realm_records r ON r.id = i.id WHERE r.content_key = ANY(%s) ORDER BY r.content_key, i.seq",
+            (list(content_keys),),
         )
-        return None if found is None else str(found)
+        return {str(key): str(record_id) for key, record_id in rows}
 
-    def invalidation(self, record_id: str) -> Invalidation | None:
-        found = self._one("SELECT entry FROM realm_invalidations WHERE id = %s", (record_id,))
-        return None if found is None else _decode_invalidation(_bytes(found))
+    def invalidations_of(self, record_ids: Sequence[str]) -> dict[str, Invalidation]:
+        rows = self._rows("SELECT id, entry FROM realm_invalidations WHERE id = ANY(%s)", (list(record_ids),))
+        return {str(record_id): _decode_invalidation(_bytes(raw)) for record_id, raw in rows}
 
     def append_invalidation(self, record_id: str, reason: str, at: float) -> Invalidation:
         # The head row is updated in this transaction: a second invalidation waits for it (or, racing under

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
@@ -38,6 +39,7 @@ from resident.messages.realm import (
     RecordPage,
     RecordSummary,
     ReplicateResult,
+    Verdict,
 )
 from resident.realm.governance import Precedent, content_key, judge, next_cursor
 from resident.realm.lmdb_storage import DEFAULT_MAP_SIZE, LmdbStorage, make_private_dirs
@@ -68,6 +70,40 @@ def _check_digest(record: RealmRecord) -> None:
         raise InvalidInput(
             f"record {record.id}: its digest does not match its content; send the digest of what it says"
         )
+
+
+@dataclass
+class _Known:
+    """What Realm knows about one push's records, read at once, and what judging them adds.
+
+    Judging updates it record by record, so a later duplicate in the same push is judged against an
+    earlier one, as it would be had each been stored before the next was read.
+    """
+
+    verdicts: dict[tuple[str, str], Verdict]
+    accepted: dict[str, str]
+    invalidated: dict[str, str]
+    invalidated_content: dict[str, str]
+    new_verdicts: list[tuple[str, str, Verdict]] = field(default_factory=list)
+    new_accepted: list[tuple[AcceptedRecord, str]] = field(default_factory=list)
+
+
+def _judge(known: _Known, home: str, record: RealmRecord, key: str, now: float) -> ReplicateResult:
+    pair = (record.id, record.digest)
+    precedent = Precedent(
+        prior=known.verdicts.get(pair),
+        accepted_digest=known.accepted.get(record.id),
+        invalidated_with_content=known.invalidated_content.get(key),
+        invalidated_because=known.invalidated.get(record.id),
+    )
+    verdict = judge(record, precedent, at=now)
+    if precedent.prior is None and precedent.invalidated_because is None:
+        known.verdicts[pair] = verdict
+        known.new_verdicts.append((record.id, record.digest, verdict))
+        if verdict.status == "accepted":
+            known.accepted[record.id] = record.digest
+            known.new_accepted.append((AcceptedRecord(record=record, accepted_at=now, home=home), key))
+    return ReplicateResult(id=record.id, status=verdict.status, reason=verdict.reason, rule=verdict.rule)
 
 
 def cascade_reason(first_id: str, reason: str) -> str:
@@ -109,36 +145,29 @@ class RealmState:
         for record in records:
             _check_digest(record)
 
+        keys = [content_key(record) for record in records]
+
         def work(txn: StorageTxn) -> list[ReplicateResult]:
             # Stamped inside the work: a transaction run again gets a fresh time, as a new request would.
             now = self._clock()
-            taken = tuple(dict.fromkeys(r.id for r in records if txn.owner(r.id) not in (None, home)))
+            ids = list(dict.fromkeys(record.id for record in records))
+            owners = txn.owners(ids)
+            taken = tuple(record_id for record_id in ids if owners.get(record_id, home) != home)
             if taken:
                 raise IdsOwnedElsewhere(taken)
-            return [self._judge(txn, home, record, now) for record in records]
+            txn.claim([record_id for record_id in ids if record_id not in owners], home)
+            known = _Known(
+                verdicts=txn.verdicts(list(dict.fromkeys((record.id, record.digest) for record in records))),
+                accepted=txn.accepted_digests(ids),
+                invalidated={record_id: item.reason for record_id, item in txn.invalidations_of(ids).items()},
+                invalidated_content=txn.invalidated_with_content(list(dict.fromkeys(keys))),
+            )
+            results = [_judge(known, home, record, key, now) for record, key in zip(records, keys, strict=True)]
+            txn.put_verdicts(known.new_verdicts)
+            txn.put_accepted(known.new_accepted)
+            return results
 
         return self.storage.run(work, write=True)
-
-    @staticmethod
-    def _judge(txn: StorageTxn, home: str, record: RealmRecord, now: float) -> ReplicateResult:
-        # The transaction sees its own writes, so a later duplicate in the same batch is judged
-        # against an earlier one.
-        txn.claim(record.id, home)
-        accepted = txn.accepted(record.id)
-        invalidation = txn.invalidation(record.id)
-        key = content_key(record)
-        precedent = Precedent(
-            prior=txn.verdict(record.id, record.digest),
-            accepted_digest=None if accepted is None else accepted.record.digest,
-            invalidated_with_content=txn.invalidated_with_content(key),
-            invalidated_because=None if invalidation is None else invalidation.reason,
-        )
-        verdict = judge(record, precedent, at=now)
-        if precedent.prior is None and precedent.invalidated_because is None:
-            txn.put_verdict(record.id, record.digest, verdict)
-            if verdict.status == "accepted":
-                txn.put_accepted(AcceptedRecord(record=record, accepted_at=now, home=home), key)
-        return ReplicateResult(id=record.id, status=verdict.status, reason=verdict.reason, rule=verdict.rule)
 
     def invalidate(self, record_id: str, reason: str) -> Invalidation:
         """Append an invalidation of an accepted record; a second call returns the first entry.
@@ -151,13 +180,15 @@ class RealmState:
             accepted = txn.accepted(record_id)
             if accepted is None:
                 raise RecordNotFound(f"Realm has no accepted record {record_id}; nothing to invalidate")
-            existing = txn.invalidation(record_id)
+            existing = txn.invalidations_of([record_id]).get(record_id)
             if existing is not None:
                 return existing
             now = self._clock()
             item = txn.append_invalidation(record_id, reason, now)
-            for other in sorted(txn.accepted_with_content(content_key(accepted.record))):
-                if other != record_id and txn.invalidation(other) is None:
+            same = sorted(set(txn.accepted_with_content(content_key(accepted.record))) - {record_id})
+            done = txn.invalidations_of(same)
+            for other in same:
+                if other not in done:
                     txn.append_invalidation(other, cascade_reason(record_id, reason), now)
             return item
 
@@ -174,12 +205,14 @@ class RealmState:
             items: list[Invalidation] = []
             cursor_at = since
             more = False
-            for scanned, item in enumerate(txn.feed(since, _SCAN_LIMIT + 1)):
+            feed = txn.feed(since, _SCAN_LIMIT + 1)
+            owners = {} if home is None else txn.owners([item.id for item in feed])
+            for scanned, item in enumerate(feed):
                 if len(items) >= limit or scanned >= _SCAN_LIMIT:
                     more = True
                     break
                 cursor_at = item.seq
-                if home is None or txn.owner(item.id) == home:
+                if home is None or owners.get(item.id) == home:
                     items.append(item)
             cursor = next_cursor(since, [cursor_at, *(item.seq for item in items)])
             return InvalidationPage(items=tuple(items), cursor=cursor, more=more)
@@ -191,10 +224,11 @@ class RealmState:
 
         def work(txn: StorageTxn) -> RecordPage:
             found = txn.accepted_after(after, limit + 1)
+            invalidated = txn.invalidations_of([accepted.record.id for accepted in found[:limit]])
             items = tuple(
                 RecordSummary(
                     id=accepted.record.id, home=accepted.home, digest=accepted.record.digest,
-                    accepted_at=accepted.accepted_at, invalidated=txn.invalidation(accepted.record.id) is not None,
+                    accepted_at=accepted.accepted_at, invalidated=accepted.record.id in invalidated,
                 )
                 for accepted in found[:limit]
             )

@@ -10,7 +10,7 @@ start, so `work` must only read and write through its transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
 from resident.messages.realm import AcceptedRecord, HomeEntry, Invalidation, Verdict
@@ -21,34 +21,41 @@ T = TypeVar("T")
 
 
 class StorageTxn(Protocol):
-    """One transaction over Realm's tables; it sees its own writes."""
+    """One transaction over Realm's tables; it sees its own writes.
 
-    def owner(self, record_id: str) -> str | None:
-        """The home that first pushed `record_id`."""
+    Reads and writes of a push take every record of it at once, so that a backend across a network
+    answers a push in a few round trips rather than a few per record.
+    """
 
-    def claim(self, record_id: str, home: str) -> None:
-        """Record `home` as the owner of `record_id` unless the id already has one."""
+    def owners(self, record_ids: Sequence[str]) -> dict[str, str]:
+        """The home that first pushed each of these ids that has one."""
 
-    def verdict(self, record_id: str, digest: str) -> Verdict | None:
-        """The verdict given to this (id, digest) pair."""
+    def claim(self, record_ids: Sequence[str], home: str) -> None:
+        """Record `home` as the owner of each id that has none yet."""
 
-    def put_verdict(self, record_id: str, digest: str, verdict: Verdict) -> None:
-        """Store the first verdict of a pair (never replaced)."""
+    def verdicts(self, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Verdict]:
+        """The verdict given to each of these (id, digest) pairs that has one."""
+
+    def put_verdicts(self, verdicts: Sequence[tuple[str, str, Verdict]]) -> None:
+        """Store the first verdict of each (id, digest) pair (never replaced)."""
 
     def accepted(self, record_id: str) -> AcceptedRecord | None:
         """The record accepted under `record_id`."""
 
-    def put_accepted(self, stored: AcceptedRecord, content_key: str) -> None:
-        """Store an accepted record, findable by its normalized content key."""
+    def accepted_digests(self, record_ids: Sequence[str]) -> dict[str, str]:
+        """The digest each of these ids was accepted with, for those accepted."""
+
+    def put_accepted(self, accepted: Sequence[tuple[AcceptedRecord, str]]) -> None:
+        """Store accepted records, each findable by its normalized content key."""
 
     def accepted_with_content(self, content_key: str) -> list[str]:
         """The ids of every accepted record with this content key."""
 
-    def invalidated_with_content(self, content_key: str) -> str | None:
-        """The id of the first invalidated record with this content key."""
+    def invalidated_with_content(self, content_keys: Sequence[str]) -> dict[str, str]:
+        """For each of these content keys that has one, the id of the first invalidated record with it."""
 
-    def invalidation(self, record_id: str) -> Invalidation | None:
-        """The feed entry that invalidated `record_id`."""
+    def invalidations_of(self, record_ids: Sequence[str]) -> dict[str, Invalidation]:
+        """The feed entry that invalidated each of these ids, for those invalidated."""
 
     def append_invalidation(self, record_id: str, reason: str, at: float) -> Invalidation:
         """Append an entry for `record_id` at the next feed position."""
