@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import tempfile
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,16 +52,20 @@ def _start_pgserver(directory: Path) -> PostgresServer:
 
 
 @pytest.fixture(scope="session")
-def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+def postgres() -> Iterator[PostgresServer]:
     named = os.environ.get(SERVER_ENV)
     if named:
         yield PostgresServer(named)
         return
-    server = _start_pgserver(tmp_path_factory.mktemp("postgres") / "pgdata")
+    # Not under pytest's basetemp: several pytest runs as one user prune each other's old basetemps, and the
+    # server's directory must outlive the session that started it until it stops.
+    directory = Path(tempfile.mkdtemp(prefix="resident-pg-"))
+    server = _start_pgserver(directory / "pgdata")
     yield server
     cleanup = getattr(server._stop, "cleanup", None)
     if cleanup is not None:
         cleanup()
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def migrated_database(server: PostgresServer, token_dir: Path) -> str:

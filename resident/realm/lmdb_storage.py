@@ -67,6 +67,10 @@ class _LmdbTxn:
         self._txn = txn
         self._db = dbs
 
+    def lock_content(self, content_keys: Sequence[str], *, exclusive: bool) -> None:  # noqa: ARG002 - the interface's
+        # LMDB's one writer already keeps every write transaction apart: nothing to lock.
+        return
+
     def owners(self, record_ids: Sequence[str]) -> dict[str, str]:
         found = {record_id: self._txn.get(record_id.encode(), db=self._db["owners"]) for record_id in record_ids}
         return {record_id: bytes(raw).decode() for record_id, raw in found.items() if raw is not None}

@@ -151,11 +151,14 @@ class RealmState:
             # Stamped inside the work: a transaction run again gets a fresh time, as a new request would.
             now = self._clock()
             ids = list(dict.fromkeys(record.id for record in records))
+            # Claimed before the owners are read: the read then sees whichever home won each id, whatever
+            # raced it (the claim of an id another home holds changes nothing; a refusal undoes them all).
+            txn.claim(ids, home)
             owners = txn.owners(ids)
             taken = tuple(record_id for record_id in ids if owners.get(record_id, home) != home)
             if taken:
                 raise IdsOwnedElsewhere(taken)
-            txn.claim([record_id for record_id in ids if record_id not in owners], home)
+            txn.lock_content(keys, exclusive=False)
             known = _Known(
                 verdicts=txn.verdicts(list(dict.fromkeys((record.id, record.digest) for record in records))),
                 accepted=txn.accepted_digests(ids),
@@ -180,12 +183,16 @@ class RealmState:
             accepted = txn.accepted(record_id)
             if accepted is None:
                 raise RecordNotFound(f"Realm has no accepted record {record_id}; nothing to invalidate")
+            key = content_key(accepted.record)
+            # Exclusive: a push of this content either committed before (and is found below) or waits, then
+            # finds this invalidation.
+            txn.lock_content([key], exclusive=True)
             existing = txn.invalidations_of([record_id]).get(record_id)
             if existing is not None:
                 return existing
             now = self._clock()
             item = txn.append_invalidation(record_id, reason, now)
-            same = sorted(set(txn.accepted_with_content(content_key(accepted.record))) - {record_id})
+            same = sorted(set(txn.accepted_with_content(key)) - {record_id})
             done = txn.invalidations_of(same)
             for other in same:
                 if other not in done:

@@ -27,6 +27,10 @@ class StorageTxn(Protocol):
     answers a push in a few round trips rather than a few per record.
     """
 
+    def lock_content(self, content_keys: Sequence[str], *, exclusive: bool) -> None:
+        """Hold a lock on each content key until the transaction ends: shared for a push, exclusive for an
+        invalidation, so that a push and an invalidation of the same content never interleave."""
+
     def owners(self, record_ids: Sequence[str]) -> dict[str, str]:
         """The home that first pushed each of these ids that has one."""
 
