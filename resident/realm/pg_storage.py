@@ -174,9 +174,9 @@ class _PgTxn:
         return {str(record_id): _decode_invalidation(_bytes(raw)) for record_id, raw in rows}
 
     def append_invalidation(self, record_id: str, reason: str, at: float) -> Invalidation:
-        # The head row is updated in this transaction: a second invalidation waits for it (or, racing under
-        # SERIALIZABLE, is refused and run again), so positions become visible in order and a poller that
-        # has read position N never later meets an entry below N.
+        # The head row is updated in this transaction, and its row lock makes a second invalidation wait until
+        # this one commits: positions become visible in order, so a poller that has read position N never later
+        # meets an entry below N.
         seq = self._one("UPDATE realm_feed_head SET seq = seq + 1 RETURNING seq", ())
         item = Invalidation(seq=int(str(seq)), id=record_id, reason=reason, at=at)
         self._conn.execute(
