@@ -12,6 +12,9 @@ from pathlib import Path
 import pykka
 import pytest
 
+# A real PostgreSQL, started once per session where a test asks for it (Realm's PostgreSQL backend).
+from tests.postgres_support import postgres  # noqa: F401 - a fixture, registered by being imported here
+
 # How long a test's leftover threads get to finish after it before they count as leaked.
 THREAD_EXIT_DEADLINE = 5.0
 

@@ -137,35 +137,52 @@ def stored_records(home: Path) -> dict[str, MemoryRecord]:
         store.close()
 
 
-def _read_realm(data_dir: Path, table: bytes) -> list[tuple[bytes, bytes]]:
+def _read_realm(realm: Path | RealmProcess, table: str) -> list[tuple[bytes, bytes]]:
+    """Every row of one of Realm's tables, read from its store as stored: key and value bytes.
+
+    A PostgreSQL Realm's verdict keys are given as LMDB's (`id NUL digest`), so callers read both alike.
+    """
+    if isinstance(realm, RealmProcess) and realm.database is not None:
+        import psycopg  # noqa: PLC0415 - only where a PostgreSQL Realm is read
+
+        query = {
+            "records": "SELECT convert_to(id, 'UTF8'), record FROM realm_records",
+            "verdicts": (
+                "SELECT convert_to(id, 'UTF8') || '\\x00'::bytea || convert_to(digest, 'UTF8'), verdict "
+                "FROM realm_verdicts"
+            ),
+        }[table]
+        with psycopg.connect(realm.database) as conn:
+            return [(bytes(key), bytes(value)) for key, value in conn.execute(query.encode()).fetchall()]
+    data_dir = realm if isinstance(realm, Path) else realm.data_dir
     env = lmdb.open(str(data_dir), readonly=True, max_dbs=16, lock=True)
     try:
-        db = env.open_db(table, create=False)
+        db = env.open_db(table.encode(), create=False)
         with env.begin() as txn:
             return [(bytes(key), bytes(value)) for key, value in txn.cursor(db=db)]
     finally:
         env.close()
 
 
-def accepted_by_realm(data_dir: Path) -> dict[str, str]:
-    """Realm's accepted records in `data_dir`: id → digest (the version Realm accepted)."""
+def accepted_by_realm(realm: Path | RealmProcess) -> dict[str, str]:
+    """Realm's accepted records: id → digest (the version Realm accepted)."""
     decode = msgspec.msgpack.Decoder(AcceptedRecord).decode
-    return {key.decode(): decode(value).record.digest for key, value in _read_realm(data_dir, b"records")}
+    return {key.decode(): decode(value).record.digest for key, value in _read_realm(realm, "records")}
 
 
-def verdicts_of_realm(data_dir: Path) -> dict[tuple[str, str], Verdict]:
+def verdicts_of_realm(realm: Path | RealmProcess) -> dict[tuple[str, str], Verdict]:
     """Every verdict Realm gave: (id, digest) → verdict."""
     decode = msgspec.msgpack.Decoder(Verdict).decode
     verdicts: dict[tuple[str, str], Verdict] = {}
-    for key, value in _read_realm(data_dir, b"verdicts"):
+    for key, value in _read_realm(realm, "verdicts"):
         record_id, digest = key.decode().split("\x00", 1)
         verdicts[record_id, digest] = decode(value)
     return verdicts
 
 
-def assert_synced_only_if_accepted(records: dict[str, MemoryRecord], realm_dir: Path) -> None:
+def assert_synced_only_if_accepted(records: dict[str, MemoryRecord], realm: Path | RealmProcess) -> None:
     """Every locally `synced` record is one Realm accepted, with the same content digest."""
-    accepted = accepted_by_realm(realm_dir)
+    accepted = accepted_by_realm(realm)
     wrong = [
         record.id
         for record in records.values()

@@ -16,6 +16,7 @@ import pytest
 from resident import Runtime
 from resident.errors import InvalidInput, RecordWithheld
 from resident.realm import RealmClient
+from tests.postgres_support import BACKENDS, database_for
 from tests.realm_process import RealmProcess, start_realm
 from tests.replication_support import open_runtime, record_status, use_home_token
 
@@ -24,9 +25,11 @@ pytestmark = pytest.mark.timeout(90)
 TEXT = "the staging deploy needs the schema migration before the release"
 
 
-@pytest.fixture(scope="module")
-def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealmProcess]:
-    with start_realm(tmp_path_factory.mktemp("realm") / "data") as process:
+@pytest.fixture(scope="module", params=BACKENDS)
+def realm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealmProcess]:
+    """A Realm process over LMDB, and one over PostgreSQL: invalidation holds the same on both."""
+    data = tmp_path_factory.mktemp("realm") / "data"
+    with start_realm(data, database=database_for(request, request.param, data)) as process:
         yield process
 
 

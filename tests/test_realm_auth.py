@@ -36,6 +36,7 @@ from resident.realm.server import serve
 from resident.realm.state import RealmState
 from resident.realm.tokens import ADMIN_TOKEN_FILE
 from tests.cli_helpers import expect_error, expect_json, invoke
+from tests.postgres_support import BACKENDS, database_for
 from tests.replication_support import FAST
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,9 +54,11 @@ def record(record_id: str, body: str | None = None) -> RealmRecord:
     )
 
 
-@pytest.fixture(scope="module")
-def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealmProcess]:
-    with start_realm(tmp_path_factory.mktemp("realm") / "data") as process:
+@pytest.fixture(scope="module", params=BACKENDS)
+def realm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealmProcess]:
+    """A Realm process over LMDB, and one over PostgreSQL: the same tests hold on both."""
+    data = tmp_path_factory.mktemp("realm") / "data"
+    with start_realm(data, database=database_for(request, request.param, data)) as process:
         yield process
 
 

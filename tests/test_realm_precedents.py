@@ -14,6 +14,7 @@ from resident.messages.digest import content_digest
 from resident.messages.realm import RealmRecord
 from resident.realm import RealmClient
 from resident.realm.tokens import TOKEN_ENV
+from tests.postgres_support import BACKENDS, database_for
 from tests.realm_process import start_realm
 from tests.replication_support import local_records, open_runtime, record_status
 
@@ -32,10 +33,14 @@ def realm_record(record_id: str, body: str, *, supersedes: str | None = None) ->
     )
 
 
-def test_invalidated_content_is_refused_from_any_home_and_after_realm_restarts(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_invalidated_content_is_refused_from_any_home_and_after_realm_restarts(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
     data = tmp_path / "realm"
+    database = database_for(request, backend, data)
     body = "the payments key rotates every ninety days"
-    with start_realm(data) as realm:
+    with start_realm(data, database=database) as realm:
         first, second = realm.enroll("first"), realm.enroll("second")
         with RealmClient(realm.url, token=first) as home:
             assert home.replicate([realm_record("zoe-1", body)])[0].status == "accepted"
@@ -46,7 +51,10 @@ def test_invalidated_content_is_refused_from_any_home_and_after_realm_restarts(t
             (copied,) = other.replicate([realm_record("zoe-copy", body)])
             assert (copied.status, copied.rule) == ("conflict", "invalidated_content")
     # Realm's memory of the invalidated content is in its data directory, not in the process.
-    with start_realm(data) as realm, RealmClient(realm.url, token=realm.enroll("second", rotate=True)) as other:
+    with (
+        start_realm(data, database=database) as realm,
+        RealmClient(realm.url, token=realm.enroll("second", rotate=True)) as other,
+    ):
         (again,) = other.replicate([realm_record("zoe-copy-2", body)])
         assert (again.status, again.rule) == ("conflict", "invalidated_content")
         (unchanged,) = other.replicate([realm_record("zoe-2", body, supersedes="zoe-1")])

@@ -27,6 +27,7 @@ from resident.realm.app import create_app
 from resident.realm.server import serve
 from resident.realm.state import RealmState
 from resident.realm.tokens import new_token
+from tests.postgres_support import BACKENDS, database_for
 from tests.realm_process import RealmProcess, start_realm
 
 DELEGATED_PROMOTION = "non-canonical memory cannot be promoted through a delegated path"
@@ -61,9 +62,11 @@ def record(
     }
 
 
-@pytest.fixture(scope="module")
-def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealmProcess]:
-    with start_realm(tmp_path_factory.mktemp("realm") / "data") as process:
+@pytest.fixture(scope="module", params=BACKENDS)
+def realm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealmProcess]:
+    """A Realm process over LMDB, and one over PostgreSQL: the same tests hold on both."""
+    data = tmp_path_factory.mktemp("realm") / "data"
+    with start_realm(data, database=database_for(request, request.param, data)) as process:
         yield process
 
 

@@ -23,6 +23,7 @@ from resident.messages.realm import DEFAULT_PAGE_LIMIT, MAX_REPLICATE_RECORDS, R
 from resident.messages.replication import ReplicationCounts
 from resident.realm import DELEGATED_PROMOTION, RealmClient
 from tests.faultproxy import FaultProxy
+from tests.postgres_support import BACKENDS, database_for
 from tests.realm_process import RealmProcess, start_realm
 from tests.replication_support import (
     FAST,
@@ -43,9 +44,11 @@ pytestmark = pytest.mark.timeout(60)
 TEXT = "the deploy needs a database migration before the release"
 
 
-@pytest.fixture(scope="module")
-def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealmProcess]:
-    with start_realm(tmp_path_factory.mktemp("realm") / "data") as process:
+@pytest.fixture(scope="module", params=BACKENDS)
+def realm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealmProcess]:
+    """A Realm process over LMDB, and one over PostgreSQL: governance holds the same on both."""
+    data = tmp_path_factory.mktemp("realm") / "data"
+    with start_realm(data, database=database_for(request, request.param, data)) as process:
         yield process
 
 
@@ -114,14 +117,14 @@ def test_canonical_through_a_delegated_path_is_a_conflict_with_realms_reason_and
     assert status.state == "conflict"
     assert status.reason == DELEGATED_PROMOTION
     stored = local_records(runtime)[bad]
-    assert verdicts_of_realm(realm.data_dir)[bad, stored.digest].reason == status.reason
+    assert verdicts_of_realm(realm)[bad, stored.digest].reason == status.reason
     assert counts(runtime).counts == {"pending": 0, "pending_review": 0, "synced": 1, "conflict": 1, "invalidated": 0}
 
     assert_withheld(runtime, bad, "conflict", DELEGATED_PROMOTION, tmp_path)
     assert served in recalled_ids(runtime, "deven", TEXT)
     assert served in exported_ids(runtime, "deven", tmp_path / "export.json")
     assert runtime.member("deven").get(served).replication == "synced"
-    assert_synced_only_if_accepted(local_records(runtime), realm.data_dir)
+    assert_synced_only_if_accepted(local_records(runtime), realm)
 
 
 def test_memory_show_prints_why_a_record_is_withheld(tmp_path: Path, realm: RealmProcess) -> None:
@@ -145,7 +148,7 @@ def test_rollback_retracts_the_conflicting_write_and_it_stays_withheld(
     tmp_path: Path, realm: RealmProcess, conflicted: tuple[Runtime, str, str]
 ) -> None:
     runtime, _served, bad = conflicted
-    verdicts_before = verdicts_of_realm(realm.data_dir)
+    verdicts_before = verdicts_of_realm(realm)
     counts = runtime.replication.status()
     assert isinstance(counts, ReplicationCounts)
     assert counts.withheld == (bad,)  # status names what awaits reconciliation
@@ -162,7 +165,7 @@ def test_rollback_retracts_the_conflicting_write_and_it_stays_withheld(
     settled = runtime.replication.sync(timeout=15.0)
     assert settled.pending == 0
     assert settled.withheld == ()
-    assert verdicts_of_realm(realm.data_dir) == verdicts_before
+    assert verdicts_of_realm(realm) == verdicts_before
 
 
 def test_readmit_writes_a_corrected_version_withheld_until_realm_accepts_it(
@@ -197,10 +200,10 @@ def test_readmit_writes_a_corrected_version_withheld_until_realm_accepts_it(
         assert runtime.replication.sync(timeout=15.0).pending == 0
         assert record_status(runtime, new_id).state == "synced"
         assert runtime.member("deven").get(new_id).id == new_id
-        assert accepted_by_realm(realm.data_dir)[new_id] == fresh.digest
+        assert accepted_by_realm(realm)[new_id] == fresh.digest
         assert new_id in recalled_ids(runtime, "deven", TEXT)
         assert new_id in exported_ids(runtime, "deven", tmp_path / "export.json")
-        assert_synced_only_if_accepted(local_records(runtime), realm.data_dir)
+        assert_synced_only_if_accepted(local_records(runtime), realm)
 
 
 def test_an_owner_may_readmit_a_delegated_promotion_as_canonical(

@@ -1,4 +1,4 @@
-"""`resident realm serve | enroll | invalidate | records`: the governance side, run on this machine."""
+"""`resident realm serve | enroll | migrate | copy | invalidate | records`: Realm and its governance side."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from resident.store.home import CONFIG_FILE, resolve_home
 __all__ = ["COMMANDS"]
 
 _DATA_HELP = "Realm's own LMDB directory (default: <home>/realm)."
+_DATABASE_HELP = "postgresql:// URL of Realm's database, instead of --data (see `resident realm migrate`)."
 
 
 @click.group()
@@ -32,6 +33,7 @@ def _data_dir(state: CliState, data: Path | None) -> Path:
 
 @realm.command()
 @click.option("--data", type=click.Path(file_okay=False, path_type=Path), help=_DATA_HELP)
+@click.option("--database", type=UTF8, metavar="URL", help=_DATABASE_HELP)
 @click.option(
     "--host", type=UTF8, default="127.0.0.1", show_default=True, help="Address to listen on (loopback only)."
 )
@@ -52,6 +54,7 @@ def _data_dir(state: CliState, data: Path | None) -> Path:
 def serve(
     state: CliState,
     data: Path | None,
+    database: str | None,
     host: str,
     port: int,
     allow_remote: bool,
@@ -66,22 +69,30 @@ def serve(
     survives restarts. The first start writes the admin token to --data/admin.token. Every route
     but health needs a token: enroll homes with `resident realm enroll`. Ctrl-C or SIGTERM stops it
     cleanly; a second `realm serve` on the same --data is refused.
+
+    With --database, Realm's state is in PostgreSQL instead, and any number of `realm serve` may share
+    it (on this machine or others): migrate it first with `resident realm migrate --database URL`.
     """
     # starlette and uvicorn are imported only by the command that serves.
     from resident.realm.server import serve as serve_realm  # noqa: PLC0415 - loaded only when this runs
 
-    directory = _data_dir(state, data)
+    if data is not None and database is not None:
+        raise InvalidInput("pass --data (an LMDB Realm) or --database (a PostgreSQL Realm), not both")
+    directory = None if database is not None else _data_dir(state, data)
     if (tls_cert is None) != (tls_key is None):
         raise InvalidInput("TLS needs both --tls-cert and --tls-key")
     tls = (tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
 
     def announce(url: str) -> None:
         # Said only once the socket is bound and serving, with the port it really got.
+        if directory is None:
+            stdout.print(f"Realm serving its PostgreSQL database on {url} (Ctrl-C to stop)")
+            return
         stdout.print(f"Realm serving {directory} on {url} (Ctrl-C to stop)")
         stdout.print(f"admin token: {directory / ADMIN_TOKEN_FILE}")
 
     serve_realm(
-        directory, host=host, port=port, allow_remote=allow_remote, ready_file=ready_file, tls=tls,
+        directory, database=database, host=host, port=port, allow_remote=allow_remote, ready_file=ready_file, tls=tls,
         read_timeout=read_timeout, on_started=announce,
     )
 
@@ -89,12 +100,13 @@ def serve(
 @realm.command()
 @click.argument("name", type=UTF8)
 @click.option("--data", type=click.Path(file_okay=False, path_type=Path), help=_DATA_HELP)
+@click.option("--database", type=UTF8, metavar="URL", help=_DATABASE_HELP)
 @click.option(
     "--rotate", is_flag=True, help="Issue a new token for a home enrolled before (its old one stops working).",
 )
 @json_option
 @pass_state
-def enroll(state: CliState, name: str, data: Path | None, rotate: bool, as_json: bool) -> None:
+def enroll(state: CliState, name: str, data: Path | None, database: str | None, rotate: bool, as_json: bool) -> None:
     """Issue the Realm token of home NAME, printed once.
 
     Realm keeps only its hash. Save it to a file readable by you alone and give it to the home
@@ -103,12 +115,71 @@ def enroll(state: CliState, name: str, data: Path | None, rotate: bool, as_json:
     """
     from resident.realm.state import RealmState  # noqa: PLC0415 - loaded only when this runs
 
-    with RealmState.open(_data_dir(state, data)) as realm_state:
+    if data is not None and database is not None:
+        raise InvalidInput("pass --data (an LMDB Realm) or --database (a PostgreSQL Realm), not both")
+    opened = RealmState.open(_data_dir(state, data)) if database is None else RealmState.connect(database)
+    with opened as realm_state:
         token = realm_state.enroll(name, rotate=rotate)
     if as_json:
         emit_json({"home": name, "token": token})
     else:
         click.echo(token)
+
+
+@realm.command()
+@click.option("--database", type=UTF8, metavar="URL", required=True, help="postgresql:// URL of Realm's database.")
+@click.option(
+    "--token-dir", type=click.Path(file_okay=False, path_type=Path),
+    help=f"Where the admin token is kept ({ADMIN_TOKEN_FILE}; default: <home>/realm).",
+)
+@json_option
+@pass_state
+def migrate(state: CliState, database: str, token_dir: Path | None, as_json: bool) -> None:
+    """Bring the PostgreSQL database at URL to this Realm's schema (versioned steps, each applied once).
+
+    The first migration also issues Realm's admin token: written to --token-dir/admin.token (0600) and
+    kept in the database as its digest, which every `realm serve --database URL` checks governance against.
+    """
+    from resident.realm.pg_setup import migrate_database  # noqa: PLC0415 - psycopg only for this command
+
+    done = migrate_database(database, _data_dir(state, token_dir))
+    if as_json:
+        emit_json({
+            "database": done.where, "before": done.before, "after": done.after,
+            "admin_token_file": str(done.admin_token_file), "token_matches": done.token_matches,
+        })
+        return
+    said = "already at" if done.before == done.after else f"migrated from schema {done.before} to"
+    stdout.print(f"{done.where}: {said} schema {done.after}")
+    if done.token_matches:
+        stdout.print(f"admin token: {done.admin_token_file}")
+    else:
+        stdout.print(f"the database keeps another admin token than {done.admin_token_file}; use that one")
+
+
+@realm.command(name="copy")
+@click.option(
+    "--from", "source", type=click.Path(file_okay=False, path_type=Path), required=True,
+    help="The LMDB Realm's data directory (stop its `realm serve` first).",
+)
+@click.option("--to", "target", type=UTF8, metavar="URL", required=True, help="An empty, migrated PostgreSQL Realm.")
+@json_option
+def copy_command(source: Path, target: str, as_json: bool) -> None:
+    """Copy an LMDB Realm into PostgreSQL, verifiably: all or nothing, each table's rows and digest compared."""
+    from resident.realm.copy import copy_realm  # noqa: PLC0415 - psycopg only for this command
+
+    report = copy_realm(source, target)
+    if as_json:
+        emit_json([
+            {"table": t.table, "rows": t.target_rows, "digest": t.target_digest, "matches": t.matches} for t in report
+        ])
+        return
+    for item in report:
+        stdout.print(
+            f"{item.table:<14} {item.source_rows:>8} rows  sha256 {item.source_digest[:16]}  "
+            f"→ {item.target_rows:>8} rows  sha256 {item.target_digest[:16]}  {'same' if item.matches else 'DIFFERENT'}"
+        )
+    stdout.print("copied; every table's rows and digest match")
 
 
 def _admin_client(state: CliState, realm_url: str | None, token_file: Path | None) -> tuple[str, str]:

@@ -107,9 +107,9 @@ def _bearer(request: Request) -> str:
 class _Api:
     """The `/v1` endpoints over one `RealmState`."""
 
-    def __init__(self, state: RealmState, *, admin_token: str, loopback_only: bool, read_timeout: float) -> None:
+    def __init__(self, state: RealmState, *, admin_digest: str, loopback_only: bool, read_timeout: float) -> None:
         self._state = state
-        self._admin_digest = token_digest(admin_token)
+        self._admin_digest = admin_digest
         self._loopback_only = loopback_only
         self._read_timeout = read_timeout
 
@@ -191,10 +191,22 @@ class _Api:
 
 
 def create_app(
-    state: RealmState, *, admin_token: str, loopback_only: bool = True, read_timeout: float = READ_TIMEOUT
+    state: RealmState,
+    *,
+    admin_token: str | None = None,
+    admin_digest: str | None = None,
+    loopback_only: bool = True,
+    read_timeout: float = READ_TIMEOUT,
 ) -> Starlette:
-    """The Realm ASGI app over `state`; `loopback_only` also refuses requests with a foreign `Host`."""
-    api = _Api(state, admin_token=admin_token, loopback_only=loopback_only, read_timeout=read_timeout)
+    """The Realm ASGI app over `state`; `loopback_only` also refuses requests with a foreign `Host`.
+
+    Governance calls are checked against the admin token, or only its digest (all a PostgreSQL Realm keeps).
+    """
+    if admin_digest is None:
+        if admin_token is None:
+            raise InvalidInput("Realm needs its admin token, or the token's digest")
+        admin_digest = token_digest(admin_token)
+    api = _Api(state, admin_digest=admin_digest, loopback_only=loopback_only, read_timeout=read_timeout)
     routes = [
         Route("/v1/health", api.guarded(api.health, "public"), methods=["GET"]),
         Route("/v1/replicate", api.guarded(api.replicate, "home"), methods=["POST"]),

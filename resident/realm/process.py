@@ -7,7 +7,8 @@ every wait has a deadline. The port is kept across `restart()`, so clients point
 keep working. Its output goes to `<data_dir>.log`. It is started through `resident.children`, so it
 stops by itself when the process that started it dies, even by `kill -9`. `admin_token()` reads the
 token the server created, and `enroll(name)` issues a home's token (LMDB lets this process write
-beside the server).
+beside the server). With `database`, the child serves that PostgreSQL database instead; `data_dir` then
+only names its ready and log files and holds the admin token `resident realm migrate` wrote there.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ _POLL = 0.02
 class RealmProcess:
     """One Realm server process over `data_dir`; `url` is valid while it runs."""
 
-    def __init__(self, data_dir: Path, port: int = 0) -> None:
+    def __init__(self, data_dir: Path, port: int = 0, *, database: str | None = None) -> None:
         self.data_dir = data_dir
+        self.database = database
         self.port = port
         self.host = "127.0.0.1"
         self.ready_file = data_dir.with_name(f"{data_dir.name}.ready.json")
@@ -53,7 +55,8 @@ class RealmProcess:
         """Issue the token of home `name` (works while the server runs)."""
         from resident.realm.state import RealmState  # noqa: PLC0415 - LMDB only where a home is enrolled
 
-        with RealmState.open(self.data_dir) as state:
+        opened = RealmState.open(self.data_dir) if self.database is None else RealmState.connect(self.database)
+        with opened as state:
             return state.enroll(name, rotate=rotate)
 
     @property
@@ -71,10 +74,8 @@ class RealmProcess:
         if self.running:
             return
         self.ready_file.unlink(missing_ok=True)
-        arguments = [
-            "--data", str(self.data_dir), "--host", self.host, "--port", str(self.port),
-            "--ready-file", str(self.ready_file),
-        ]
+        store = ["--data", str(self.data_dir)] if self.database is None else ["--database", self.database]
+        arguments = [*store, "--host", self.host, "--port", str(self.port), "--ready-file", str(self.ready_file)]
         self._proc = spawn_child("resident.realm.server", arguments, log=self.log_file)
         try:
             self._wait_ready(self._proc)
@@ -152,8 +153,8 @@ def realm_for(mode: str, data_dir: Path) -> tuple[str | None, RealmProcess | Non
     return realm_base_url(mode), None
 
 
-def start_realm(data_dir: Path, *, port: int = 0) -> RealmProcess:
-    """A started Realm over `data_dir` (port 0: a free one); stop or kill it when done."""
-    realm = RealmProcess(data_dir, port)
+def start_realm(data_dir: Path, *, port: int = 0, database: str | None = None) -> RealmProcess:
+    """A started Realm over `data_dir`, or `database` (port 0: a free one); stop or kill it when done."""
+    realm = RealmProcess(data_dir, port, database=database)
     realm.start()
     return realm
