@@ -100,8 +100,9 @@ def test_the_cli_runs_a_harness_that_plants_secrets_none_reach_the_store_and_cal
         kind for kind, _ in shown["session"]["redactions"]
     }
     assert files_holding(home / "store.1", secrets.values()) == []
-    # The harness's own transcript stays in deven's Claude Code home, as Claude Code wrote it.
-    assert files_holding(home / "harness" / "deven" / "claude-code", secrets.values())
+    # The harness's own copy of the transcript, in deven's Claude Code home, is redacted in place too
+    # (`[sessions] harness_transcripts = "redact"`, the default).
+    assert files_holding(home / "harness" / "deven" / "claude-code", secrets.values()) == []
 
 
 @pytest.mark.slow

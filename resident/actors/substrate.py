@@ -31,6 +31,7 @@ in place.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
 import time
@@ -502,7 +503,10 @@ class Substrate(SupervisedActor):
         try:
             save_snapshot(self._snapshot, index, embedder=self._embedder.name, seq=self._covered_seq)
         except OSError as error:
-            logger.warning("recall index not persisted (%s); the next start rebuilds or replays more", error)
+            # A full disk is already said, once and typed, by the write that met it (DiskFull); here it only
+            # costs a longer restart, so it is not said again on every command's close.
+            log = logger.info if error.errno == errno.ENOSPC else logger.warning
+            log("recall index not persisted (%s); the next start rebuilds or replays more", error)
             return
         self._unsaved = 0
         logger.info("substrate persisted %d records in %.2f s", len(index), time.perf_counter() - started)
