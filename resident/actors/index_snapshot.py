@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from resident.errors import InvalidInput
+from resident.files import fsync_dir
 from resident.memory.index import RecallIndex
 from resident.memory.stored_terms import TERMS_TAG
 
@@ -97,7 +98,7 @@ def save_snapshot(path: Path, index: RecallIndex, *, embedder: str, seq: int) ->
         file.flush()
         os.fsync(file.fileno())
     temporary.replace(path)
-    _sync_directory(path.parent)
+    fsync_dir(path.parent)
     for stale in path.parent.glob(f"{path.name}.*.npy*"):
         if not stale.name.startswith(f"{path.name}.{token}."):
             stale.unlink(missing_ok=True)
@@ -125,14 +126,6 @@ def _save_columns(final: Path, first: npt.NDArray[Any], second: npt.NDArray[Any]
     with temporary.open("rb+") as file:
         os.fsync(file.fileno())
     temporary.replace(final)
-
-
-def _sync_directory(directory: Path) -> None:
-    handle = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)
 
 
 def load_snapshot(path: Path, *, embedder: str, last_seq: int) -> Snapshot | None:
