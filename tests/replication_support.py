@@ -22,8 +22,9 @@ import pytest
 from resident import Runtime
 from resident.actors.replication import ReplicationSettings
 from resident.clock import Clock
+from resident.messages.digest import content_digest
 from resident.messages.memory import MemoryRecord, Receipt
-from resident.messages.realm import AcceptedRecord, Verdict
+from resident.messages.realm import AcceptedRecord, RealmRecord, Verdict
 from resident.messages.replication import RecordReplication, ReplicationCounts
 from resident.realm.process import RealmProcess
 from resident.realm.tokens import TOKEN_ENV
@@ -189,3 +190,16 @@ def assert_synced_only_if_accepted(records: dict[str, MemoryRecord], realm: Path
         if record.replication == "synced" and accepted.get(record.id) != record.digest
     ]
     assert not wrong, f"synced locally but not accepted by Realm: {wrong}"
+
+
+def realm_record(record_id: str, body: str | None = None) -> RealmRecord:
+    """A record of deven's as a home pushes it to Realm, with its real content digest."""
+    body = f"note {record_id}" if body is None else body
+    digest = content_digest(
+        record_id=record_id, summary="a note", body=body, kind="world", bank="agent_core/deven",
+        canonical=False, delegated=False, supersedes=None,
+    )
+    return RealmRecord(
+        id=record_id, digest=digest, owner="deven", bank="agent_core/deven", scope="AGENT_CORE", kind="world",
+        summary="a note", body=body, canonical=False, delegated=False, recorded_at=1_780_000_000.0,
+    )

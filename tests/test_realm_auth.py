@@ -28,8 +28,6 @@ import trustme
 
 from resident import Runtime
 from resident.errors import InvalidInput, RealmIdTaken, RealmUnauthorized
-from resident.messages.digest import content_digest
-from resident.messages.realm import RealmRecord
 from resident.realm.client import RealmClient
 from resident.realm.process import STOP_TIMEOUT, RealmProcess, start_realm
 from resident.realm.server import serve
@@ -37,21 +35,11 @@ from resident.realm.state import RealmState
 from resident.realm.tokens import ADMIN_TOKEN_FILE
 from tests.cli_helpers import expect_error, expect_json, invoke
 from tests.postgres_support import BACKENDS, database_for
-from tests.replication_support import FAST
+from tests.replication_support import FAST, realm_record
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def record(record_id: str, body: str | None = None) -> RealmRecord:
-    body = f"note {record_id}" if body is None else body
-    digest = content_digest(
-        record_id=record_id, summary="a note", body=body, kind="world", bank="agent_core/deven",
-        canonical=False, delegated=False, supersedes=None,
-    )
-    return RealmRecord(
-        id=record_id, digest=digest, owner="deven", bank="agent_core/deven", scope="AGENT_CORE", kind="world",
-        summary="a note", body=body, canonical=False, delegated=False, recorded_at=1_780_000_000.0,
-    )
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -95,7 +83,7 @@ def test_every_route_but_health_refuses_a_missing_or_unknown_token_with_a_typed_
 def test_a_bare_local_process_can_no_longer_invalidate_a_homes_record(realm: RealmProcess) -> None:
     token = realm.enroll("victim")
     with RealmClient(realm.url, token=token) as home:
-        home.replicate([record("victim-1")])
+        home.replicate([realm_record("victim-1")])
     # What `curl -X POST …/v1/invalidate` did on main, with and without the home's own token.
     for attempt in (None, token):
         response = raw(realm, "POST", "/v1/invalidate", attempt, json={"id": "victim-1", "reason": "x"})
@@ -117,9 +105,9 @@ def test_governance_needs_the_admin_token_and_replication_a_homes(realm: RealmPr
 def test_a_record_id_belongs_to_the_home_that_pushed_it_first(realm: RealmProcess) -> None:
     first, squatter = realm.enroll("first"), realm.enroll("squatter")
     with RealmClient(realm.url, token=first) as home:
-        assert [r.status for r in home.replicate([record("owned-1")])] == ["accepted"]
+        assert [r.status for r in home.replicate([realm_record("owned-1")])] == ["accepted"]
     with RealmClient(realm.url, token=squatter) as other, pytest.raises(RealmIdTaken) as caught:
-        other.replicate([record("fresh-1"), record("owned-1", "the squatter's version")])
+        other.replicate([realm_record("fresh-1"), realm_record("owned-1", "the squatter's version")])
     assert caught.value.ids == ("owned-1",)
     assert "409" in caught.value.message
     # Nothing of the refused push was stored, and the first home's record is untouched.
@@ -128,16 +116,16 @@ def test_a_record_id_belongs_to_the_home_that_pushed_it_first(realm: RealmProces
     assert "fresh-1" not in listed
     assert listed["owned-1"].home == "first"
     with RealmClient(realm.url, token=first) as home:
-        assert [r.status for r in home.replicate([record("owned-1")])] == ["accepted"]
+        assert [r.status for r in home.replicate([realm_record("owned-1")])] == ["accepted"]
 
 
 def test_a_home_sees_only_invalidations_of_its_own_records(realm: RealmProcess) -> None:
     mine, theirs = realm.enroll("mine"), realm.enroll("theirs")
     with RealmClient(realm.url, token=mine) as home:
-        home.replicate([record("mine-1")])
+        home.replicate([realm_record("mine-1")])
         since = home.invalidations(0, limit=1000).cursor
     with RealmClient(realm.url, token=theirs) as other:
-        other.replicate([record("theirs-1")])
+        other.replicate([realm_record("theirs-1")])
     with RealmClient(realm.url, token=realm.admin_token()) as governance:
         governance.invalidate("mine-1", "withdrawn")
         governance.invalidate("theirs-1", "withdrawn")
@@ -386,7 +374,7 @@ def test_with_tls_realm_serves_https_and_the_client_verifies_it(tmp_path: Path) 
         try:
             with RealmClient(url, token=token) as client:
                 assert client.health().status == "ok"
-                assert client.replicate([record("tls-1")])[0].status == "accepted"
+                assert client.replicate([realm_record("tls-1")])[0].status == "accepted"
         finally:
             del os.environ["SSL_CERT_FILE"]
         # A client that does not trust the certificate gets no answer.

@@ -20,29 +20,18 @@ import psycopg
 import pytest
 
 from resident.errors import RealmIdTaken, RealmUnavailable, SchemaMismatch
-from resident.messages.digest import content_digest
-from resident.messages.realm import RealmRecord
 from resident.realm.client import RealmClient
 from resident.realm.process import RealmProcess, start_realm
 from resident.realm.state import RealmState
 from resident.realm.tokens import ADMIN_TOKEN_FILE, read_token_file
 from tests.cli_helpers import expect_error, expect_json, invoke
 from tests.postgres_support import BACKENDS, PostgresServer, database_for, migrated_database
+from tests.replication_support import realm_record
 
 pytestmark = pytest.mark.timeout(120)
 T = TypeVar("T")
 
 
-def record(record_id: str, body: str | None = None) -> RealmRecord:
-    body = f"note {record_id}" if body is None else body
-    digest = content_digest(
-        record_id=record_id, summary="a note", body=body, kind="world", bank="agent_core/deven",
-        canonical=False, delegated=False, supersedes=None,
-    )
-    return RealmRecord(
-        id=record_id, digest=digest, owner="deven", bank="agent_core/deven", scope="AGENT_CORE", kind="world",
-        summary="a note", body=body, canonical=False, delegated=False, recorded_at=1_780_000_000.0,
-    )
 
 
 @pytest.fixture
@@ -80,7 +69,7 @@ def test_two_processes_racing_for_one_id_let_exactly_one_home_win(
     with RealmClient(one.url, token=laptop_token) as laptop, RealmClient(two.url, token=desktop_token) as desktop:
         for round_ in range(40):
             record_id = f"race-{round_}"
-            mine, theirs = record(record_id, "the laptop's"), record(record_id, "the desktop's")
+            mine, theirs = realm_record(record_id, "the laptop's"), realm_record(record_id, "the desktop's")
             results = together(partial(laptop.replicate, [mine]), partial(desktop.replicate, [theirs]))
             won = [r for r in results if isinstance(r, list)]
             lost = [r for r in results if isinstance(r, RealmIdTaken)]
@@ -103,9 +92,9 @@ def test_an_invalidation_racing_a_push_of_its_content_never_leaves_that_content_
         outcomes = set()
         for round_ in range(30):
             body = f"the deploy key for service {round_} is kept in the vault"
-            assert pusher.replicate([record(f"orig-{round_}", body)])[0].status == "accepted"
+            assert pusher.replicate([realm_record(f"orig-{round_}", body)])[0].status == "accepted"
             # The same content, spaced and cased differently, under another id from another home.
-            copy = record(f"copy-{round_}", body.upper().replace(" ", "  "))
+            copy = realm_record(f"copy-{round_}", body.upper().replace(" ", "  "))
             gone, verdicts = together(
                 partial(admin.invalidate, f"orig-{round_}", "leaked"), partial(copier.replicate, [copy])
             )
@@ -133,7 +122,7 @@ def test_the_same_push_racing_through_both_processes_gets_one_verdict(
     token = one.enroll("laptop")
     with RealmClient(one.url, token=token) as a, RealmClient(two.url, token=token) as b:
         for round_ in range(30):
-            batch = [record(f"same-{round_}-{n}") for n in range(5)]
+            batch = [realm_record(f"same-{round_}-{n}") for n in range(5)]
             left, right = together(partial(a.replicate, batch), partial(b.replicate, batch))
             assert not isinstance(left, BaseException), left
             assert left == right
@@ -149,7 +138,7 @@ def test_the_poll_cursor_misses_nothing_while_both_processes_invalidate(
     token = one.enroll("laptop")
     ids = [f"feed-{n}" for n in range(60)]
     with RealmClient(one.url, token=token) as home:
-        assert {r.status for r in home.replicate([record(i) for i in ids])} == {"accepted"}
+        assert {r.status for r in home.replicate([realm_record(i) for i in ids])} == {"accepted"}
     seen: list[int] = []
     done = threading.Event()
 
@@ -192,7 +181,7 @@ def test_a_realm_process_killed_mid_request_loses_nothing_it_acknowledged(
             for batch in range(10_000):
                 ids = [f"k{batch}-{n}" for n in range(20)]
                 try:
-                    results = home.replicate([record(i) for i in ids])
+                    results = home.replicate([realm_record(i) for i in ids])
                 except RealmUnavailable:
                     return  # the process is gone: what was not answered was not acknowledged
                 acknowledged.extend(r.id for r in results if r.status == "accepted")
@@ -224,9 +213,9 @@ def test_invalidating_a_record_withdraws_the_same_content_accepted_under_other_i
     database = database_for(request, backend, tmp_path / "realm")
     opened = RealmState.open(tmp_path / "realm") if database is None else RealmState.connect(database)
     with opened as state:
-        state.replicate("laptop", [record("a", "Rotate the key every 90 days")])
-        state.replicate("desktop", [record("b", "rotate  the KEY every 90 days")])
-        state.replicate("desktop", [record("c", "something else entirely")])
+        state.replicate("laptop", [realm_record("a", "Rotate the key every 90 days")])
+        state.replicate("desktop", [realm_record("b", "rotate  the KEY every 90 days")])
+        state.replicate("desktop", [realm_record("c", "something else entirely")])
         first = state.invalidate("a", "policy changed")
         assert (first.id, first.seq) == ("a", 1)
         desktop_feed = state.invalidations(0, 100, home="desktop")
@@ -238,7 +227,7 @@ def test_invalidating_a_record_withdraws_the_same_content_accepted_under_other_i
         # Invalidating again returns the first entry and cascades nothing new.
         assert state.invalidate("a", "again") == first
         assert state.health().invalidations == 2
-        (again,) = state.replicate("desktop", [record("b", "rotate  the KEY every 90 days")])
+        (again,) = state.replicate("desktop", [realm_record("b", "rotate  the KEY every 90 days")])
         assert (again.status, again.rule) == ("conflict", "invalidated")
 
 
@@ -308,9 +297,9 @@ def test_copy_moves_an_lmdb_realm_into_postgresql_with_every_answer_the_same(
     with RealmState.open(source) as lmdb_realm:
         token = lmdb_realm.enroll("laptop")
         lmdb_realm.enroll("desktop")
-        lmdb_realm.replicate("laptop", [record(f"r{n}") for n in range(50)])
-        lmdb_realm.replicate("laptop", [record("r1", "changed under an accepted id")])
-        lmdb_realm.replicate("desktop", [record("dup", "note r3")])
+        lmdb_realm.replicate("laptop", [realm_record(f"r{n}") for n in range(50)])
+        lmdb_realm.replicate("laptop", [realm_record("r1", "changed under an accepted id")])
+        lmdb_realm.replicate("desktop", [realm_record("dup", "note r3")])
         lmdb_realm.invalidate("r3", "retracted")
         lmdb_realm.invalidate("r7", "retracted too")
         before = (
@@ -335,18 +324,18 @@ def test_copy_moves_an_lmdb_realm_into_postgresql_with_every_answer_the_same(
         )
         assert after == before
         # The rules go on where LMDB left them: an idempotent push, a conflict, refused content.
-        (same,) = pg_realm.replicate("laptop", [record("r2")])
+        (same,) = pg_realm.replicate("laptop", [realm_record("r2")])
         assert same.status == "accepted"
-        (changed,) = pg_realm.replicate("laptop", [record("r1", "changed under an accepted id")])
+        (changed,) = pg_realm.replicate("laptop", [realm_record("r1", "changed under an accepted id")])
         assert changed.rule == "different_content"
-        (refused,) = pg_realm.replicate("desktop", [record("r3-again", "note r3")])
+        (refused,) = pg_realm.replicate("desktop", [realm_record("r3-again", "note r3")])
         assert refused.rule == "invalidated_content"
         assert pg_realm.invalidate("r9", "later").seq == 4
     with start_realm(tmp_path / "served", database=url) as served:
         with RealmClient(served.url, token=read_token_file(source / ADMIN_TOKEN_FILE)) as admin:
             assert admin.health().records == 51
         with RealmClient(served.url, token=token) as laptop:
-            assert laptop.replicate([record("r50")])[0].status == "accepted"
+            assert laptop.replicate([realm_record("r50")])[0].status == "accepted"
     # A second copy into the same database is refused whole.
     outcome = invoke(tmp_path, "realm", "copy", "--from", str(source), "--to", url)
     assert "already holds Realm data" in expect_error(outcome, "InvalidInput", code=outcome.code)
