@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import os
 import sys
@@ -96,7 +97,7 @@ def timed(search: Callable[[Vectors], Sequence[int]], queries: Vectors, truth: l
 
 
 def measure_faiss(base: Vectors, queries: Vectors, truth: Any, half: Any, mask: Any) -> dict[str, Any]:
-    import faiss  # noqa: PLC0415 - measured one library at a time
+    faiss: Any = importlib.import_module("faiss")  # measured one library at a time
 
     before = memory_mib()
     index = faiss.IndexHNSWSQ(base.shape[1], faiss.ScalarQuantizer.QT_8bit, M, faiss.METRIC_INNER_PRODUCT)
@@ -114,14 +115,15 @@ def measure_faiss(base: Vectors, queries: Vectors, truth: Any, half: Any, mask: 
         params = faiss.SearchParametersHNSW(efSearch=width)
         filtered = faiss.SearchParametersHNSW(efSearch=width, sel=selector)
 
-        def search(query: Vectors, p: Any = params) -> Sequence[int]:
-            return index.search(query[None, :], K, params=p)[1][0].tolist()
+        def search(query: Vectors, p: Any = params, graph: Any = index) -> Sequence[int]:
+            return list(graph.search(query[None, :], K, params=p)[1][0].tolist())
 
-        def search_half(query: Vectors, p: Any = filtered) -> Sequence[int]:
-            return index.search(query[None, :], K, params=p)[1][0].tolist()
+        def search_half(query: Vectors, p: Any = filtered, graph: Any = index) -> Sequence[int]:
+            return list(graph.search(query[None, :], K, params=p)[1][0].tolist())
 
         out[f"ef{width}"] = timed(search, queries, truth)
         out[f"ef{width}_filtered_half"] = timed(search_half, queries, half)
+        del search, search_half
     serialised = faiss.serialize_index(index)
     out["serialised_mib"] = serialised.nbytes / 2**20
     del index
@@ -136,7 +138,7 @@ def measure_faiss(base: Vectors, queries: Vectors, truth: Any, half: Any, mask: 
 
 
 def measure_usearch(base: Vectors, queries: Vectors, truth: Any, half: Any, mask: Any) -> dict[str, Any]:
-    from usearch.index import Index  # noqa: PLC0415 - measured one library at a time
+    Index: Any = importlib.import_module("usearch.index").Index  # noqa: N806 - the library's class
 
     before = memory_mib()
     index = Index(ndim=base.shape[1], metric="ip", dtype="i8", connectivity=M, expansion_add=EF_BUILD)
@@ -149,15 +151,16 @@ def measure_usearch(base: Vectors, queries: Vectors, truth: Any, half: Any, mask
     for width in WIDTHS:
         index.expansion_search = width
 
-        def search(query: Vectors) -> Sequence[int]:
-            return index.search(query, K, threads=1).keys.tolist()
+        def search(query: Vectors, graph: Any = index) -> Sequence[int]:
+            return list(graph.search(query, K, threads=1).keys.tolist())
 
-        def search_half(query: Vectors) -> Sequence[int]:
-            keys = index.search(query, 2 * K, threads=1).keys
-            return keys[mask[keys.astype(np.int64)]].tolist()
+        def search_half(query: Vectors, graph: Any = index) -> Sequence[int]:
+            keys = graph.search(query, 2 * K, threads=1).keys
+            return list(keys[mask[keys.astype(np.int64)]].tolist())
 
         out[f"ef{width}"] = timed(search, queries, truth)
         out[f"ef{width}_overfetch_half"] = timed(search_half, queries, half)
+        del search, search_half
     serialised = np.frombuffer(index.save(), dtype=np.uint8)
     out["serialised_mib"] = serialised.nbytes / 2**20
     del index
@@ -174,7 +177,10 @@ def measure_usearch(base: Vectors, queries: Vectors, truth: Any, half: Any, mask
         out["view_s"] = time.perf_counter() - started
         assert viewed is not None
         viewed.expansion_search = WIDTHS[-1]
-        out["viewed"] = timed(lambda q: viewed.search(q, K, threads=1).keys.tolist(), queries, truth)
+        def viewed_search(query: Vectors, graph: Any = viewed) -> Sequence[int]:
+            return list(graph.search(query, K, threads=1).keys.tolist())
+
+        out["viewed"] = timed(viewed_search, queries, truth)
         now = memory_mib()
         out["anon_mib_viewed"], out["file_mib_viewed"] = now[0] - before[0], now[1] - before[1]
         del viewed
@@ -189,7 +195,7 @@ def measure_usearch(base: Vectors, queries: Vectors, truth: Any, half: Any, mask
 
 
 def measure_hnswlib(base: Vectors, queries: Vectors, truth: Any, half: Any, mask: Any) -> dict[str, Any]:
-    import hnswlib  # noqa: PLC0415 - measured one library at a time
+    hnswlib: Any = importlib.import_module("hnswlib")  # measured one library at a time
 
     before = memory_mib()
     index = hnswlib.Index(space="ip", dim=base.shape[1])
@@ -205,10 +211,10 @@ def measure_hnswlib(base: Vectors, queries: Vectors, truth: Any, half: Any, mask
         index.set_ef(width)
 
         def search(query: Vectors) -> Sequence[int]:
-            return index.knn_query(query, k=K, num_threads=1)[0][0].tolist()
+            return list(index.knn_query(query, k=K, num_threads=1)[0][0].tolist())
 
         def search_half(query: Vectors) -> Sequence[int]:
-            return index.knn_query(query, k=K, num_threads=1, filter=allowed.__getitem__)[0][0].tolist()
+            return list(index.knn_query(query, k=K, num_threads=1, filter=allowed.__getitem__)[0][0].tolist())
 
         out[f"ef{width}"] = timed(search, queries, truth)
         out[f"ef{width}_filtered_half"] = timed(search_half, queries, half)
