@@ -44,7 +44,8 @@ def _entry(n: int, bank: str, replication: ReplicationState = "synced", lifecycl
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
-    return (rows / np.linalg.norm(rows, axis=-1, keepdims=True)).astype(np.float32)
+    unit: np.ndarray = (rows / np.linalg.norm(rows, axis=-1, keepdims=True)).astype(np.float32)
+    return unit
 
 
 def _home(seed: int = 3, rows: int = ROWS) -> tuple[RecallIndex, np.ndarray]:
