@@ -39,6 +39,7 @@ from resident.memory.fusion import (
     weighted_sum,
 )
 from resident.memory.keyword import KeywordIndex
+from resident.memory.record_ids import RecordIds
 from resident.memory.text import Terms
 from resident.memory.vectors import VectorIndex
 from resident.messages.memory import Activation, Lifecycle, ReplicationState
@@ -141,8 +142,7 @@ class RecallIndex:
 
     def __init__(self, *, tz: tzinfo = UTC) -> None:
         self._tz = tz
-        self._ids: list[str] = []
-        self._rows: dict[str, int] = {}
+        self._ids = RecordIds()
         self._bank_names = _Names()
         self._domain_names = _Names()
         self._project_names = _Names()
@@ -160,7 +160,7 @@ class RecallIndex:
         return len(self._ids)
 
     def __contains__(self, record_id: object) -> bool:
-        return record_id in self._rows
+        return record_id in self._ids
 
     def add(
         self,
@@ -179,7 +179,7 @@ class RecallIndex:
         if not entries:
             return
         ids = [entry.id for entry in entries]
-        if len(set(ids)) != len(ids) or not self._rows.keys().isdisjoint(ids):
+        if len(set(ids)) != len(ids) or not self._ids.isdisjoint(ids):
             raise InvalidInput("every record id must be new to the index and appear once per add")
         lifecycle = _codes(_LIFECYCLES, "lifecycle", [entry.lifecycle for entry in entries])
         replication = _codes(_REPLICATIONS, "replication", [entry.replication for entry in entries])
@@ -205,20 +205,20 @@ class RecallIndex:
         self._lifecycle[rows] = lifecycle
         self._replication[rows] = replication
         self._occurred_at[rows] = [entry.occurred_at for entry in entries]
-        self._rows.update(zip(ids, range(first, first + count), strict=True))
         self._ids.extend(ids)
         for key, allowed in self._filters.items():
             allowed.extend(self._passes(key, slice(first, first + count)))
 
     def state(self) -> tuple[dict[str, npt.NDArray[Any]], dict[str, list[str]]]:
-        """What `from_state` makes the same index of again: arrays (metadata columns, and the keyword
-        and vector channels' arrays under `keyword.` and `vectors.`), and the ids and names in code order."""
+        """What `from_state` makes the same index of again: arrays (metadata columns, the record ids,
+        and the keyword and vector channels' arrays under `keyword.` and `vectors.`), and the names
+        in code order."""
         count = len(self)
         arrays: dict[str, npt.NDArray[Any]] = {name: getattr(self, f"_{name}")[:count] for name in _COLUMNS}
+        arrays.update(self._ids.state())
         arrays.update({f"keyword.{key}": value for key, value in self._keyword.state().items()})
         arrays.update({f"vectors.{key}": value for key, value in self._vectors.state().items()})
         names = {
-            "ids": self._ids,
             "banks": self._bank_names.names(),
             "domains": self._domain_names.names(),
             "projects": self._project_names.names(),
@@ -229,9 +229,19 @@ class RecallIndex:
     def from_state(
         cls, arrays: Mapping[str, npt.NDArray[Any]], names: Mapping[str, list[str]], *, tz: tzinfo = UTC
     ) -> RecallIndex:
-        """The index `state()` described; InvalidInput if its parts do not fit together."""
+        """The index `state()` described; InvalidInput if its parts do not fit together.
+
+        The ids are arrays (kept as given, so a load costs nothing per record), or, from an index
+        persisted before they were, a list under `names["ids"]`.
+        """
         index = cls(tz=tz)
-        ids = names["ids"]
+        if "ids" in arrays:
+            ids = RecordIds.from_state(arrays)
+        else:
+            listed = names["ids"]
+            if len(set(listed)) != len(listed):
+                raise InvalidInput("a persisted recall index names a record id twice")
+            ids = RecordIds.of(listed)
         count = len(ids)
         channels = {
             part: {key.partition(".")[2]: value for key, value in arrays.items() if key.startswith(f"{part}.")}
@@ -241,13 +251,12 @@ class RecallIndex:
             len(channels["keyword"]["lengths"]),
             len(channels["vectors"]["present"]),
         }
-        if sizes != {count} or len(set(ids)) != count:
+        if sizes != {count}:
             raise InvalidInput(f"a persisted recall index does not fit together: {count} ids, columns of {sizes}")
         index._reserve(count)
         for name in _COLUMNS:
             getattr(index, f"_{name}")[:count] = arrays[name]
-        index._ids = list(ids)
-        index._rows = dict(zip(ids, range(count), strict=True))
+        index._ids = ids
         index._bank_names = _Names.of(names["banks"])
         index._domain_names = _Names.of(names["domains"])
         index._project_names = _Names.of(names["projects"])
@@ -461,7 +470,7 @@ class RecallIndex:
             allowed.update(rows, self._passes(key, rows))
 
     def _row(self, record_id: str) -> int:
-        row = self._rows.get(record_id)
+        row = self._ids.row(record_id)
         if row is None:
             raise RecordNotFound(f"record {record_id!r} is not in the recall index")
         return row
