@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from resident.actors.index_snapshot import load_snapshot, save_snapshot
+from resident.errors import InvalidInput
 from resident.memory import keyword, vectors
 from resident.memory.index import IndexEntry, RecallIndex
 from resident.messages.memory import ReplicationState
@@ -161,3 +162,13 @@ def test_keyword_scores_summed_sparsely_equal_those_summed_densely(monkeypatch: 
     assert answers[0] == answers[1]
     assert answers[0][0]
     assert all(mask[row] for row in answers[0][0])
+
+
+def test_a_torn_graph_is_refused_as_invalid_input_so_the_snapshot_is_not_used() -> None:
+    live, _ = _home(seed=2)
+    arrays, names = live.state()
+    arrays["vectors.columns"] = np.concatenate((arrays.pop("vectors.base"), arrays.pop("vectors.grown")), axis=1)
+    assert RecallIndex.from_state(arrays, names).graph_rows() == ROWS
+    arrays["vectors.ann"] = arrays["vectors.ann"][: len(arrays["vectors.ann"]) // 2]
+    with pytest.raises(InvalidInput):
+        RecallIndex.from_state(arrays, names)

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from resident.errors import InvalidInput
+
 __all__ = ["Ann"]
 
 # HNSW links per node and candidate width while building: M = 16 and 64 measured 20k rows/s at
@@ -81,5 +83,9 @@ class Ann:
 
     @classmethod
     def from_state(cls, serialised: npt.NDArray[np.uint8]) -> Ann:
-        """The graph `state` returned (read into memory: faiss cannot walk a mapped HNSW)."""
-        return cls(_faiss().deserialize_index(np.ascontiguousarray(serialised, dtype=np.uint8)))
+        """The graph `state` returned (read into memory: faiss cannot walk a mapped HNSW); InvalidInput
+        if faiss cannot read it (a torn file)."""
+        try:
+            return cls(_faiss().deserialize_index(np.ascontiguousarray(serialised, dtype=np.uint8)))
+        except RuntimeError as error:
+            raise InvalidInput(f"a persisted vector graph does not load: {str(error).strip()[:200]}") from None
