@@ -272,8 +272,13 @@ def grow(home: Path, texts: Sequence[str], target: int) -> dict[str, Any]:
         row.update(load(rt, texts[held:target], held) if target > held else {"load_s": 0.0, "per_s": 0.0})
         row["records_indexed"] = rt.memory.status().records
         # The snapshot written at close holds the vector graph as far as it got: let it finish first.
+        # The substrate saves at close only when records came since its last save (one may have been
+        # written while the graph was still building), so one more memory makes the close save it whole.
         rt.member(ASKER).recall("graph", k=K, timeout=TIMEOUT)
         row.update(RECORDER.wait_graph())
+        rt.member(ASKER).remember_many(_items(["the vector graph caught up"], range(target, target + 1), time.time()),
+                                       timeout=TIMEOUT)
+        rt.memory.wait_indexed(TIMEOUT)
     finally:
         closing = time.perf_counter()
         rt.close()
@@ -593,9 +598,16 @@ def in_child(home: Path, phase: str, queries: int) -> dict[str, Any]:
         return {"phase": phase, "ok": False, "error": f"no answer within {CHILD_TIMEOUT:g} s",
                 "open_s": time.perf_counter() - started}
     lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 and lines and lines[-1].startswith("{"):
+        # It measured, then died on its way out: keep the figures, and say how it ended.
+        ended: dict[str, Any] = json.loads(lines[-1])
+        ended["exit"] = {"returncode": done.returncode, "stderr_tail": done.stderr.strip().splitlines()[-20:]}
+        ended["process_s"] = time.perf_counter() - started
+        return ended
     if done.returncode != 0 or not lines:
-        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        return {"phase": phase, "ok": False, "error": f"the child failed: {last}"[:500],
+        told = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        return {"phase": phase, "ok": False, "error": f"the child failed: {told[-1]}"[:500],
+                "stderr_tail": told[-20:], "returncode": done.returncode, "stdout_tail": lines[-1:],
                 "open_s": time.perf_counter() - started}
     result: dict[str, Any] = json.loads(lines[-1])
     result["process_s"] = time.perf_counter() - started

@@ -312,6 +312,10 @@ class RecallIndex:
         """
         return self._vectors.wait_built(timeout)
 
+    def stop_building(self, timeout: float | None = None) -> None:
+        """Stop adding to the vector graph (after the current chunk) and wait: for an index let go of."""
+        self._vectors.stop_building(timeout)
+
     def graph_rows(self) -> int:
         """How many rows the vector graph holds (0 while there is none)."""
         return self._vectors.graph_rows()

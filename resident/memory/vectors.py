@@ -19,7 +19,9 @@ Every candidate the graph returns is scored again with the exact vector.
 
 from __future__ import annotations
 
+import atexit
 import threading
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,7 +41,11 @@ ANN_MIN_ROWS = 20_000
 # Rows waiting to be added before the thread adds them, and rows it adds at a time (holding the
 # graph for about a second at 15-20k rows a second, during which searches scan exactly).
 BUILD_STEP = 4096
-BUILD_CHUNK = 20_000
+BUILD_CHUNK = 10_000
+# A process must not end while a build thread is inside faiss (C++ aborts the process then): at
+# exit, every build thread is told to stop after its chunk, and waited for.
+_EXIT_WAIT = 60.0
+_BUILDING: weakref.WeakSet[VectorIndex] = weakref.WeakSet()
 _STORE_BLOCK = 1024  # rows per transposed copy: 1 MB at 256 dimensions, measured 3-4x faster than one copy
 
 
@@ -71,6 +77,7 @@ class VectorIndex:
         self._graph_lock = threading.Lock()
         self._late_lock = threading.Lock()
         self._builder: threading.Thread | None = None
+        self._stopping = False
 
     def state(self) -> dict[str, npt.NDArray[Any]]:
         """Arrays that `from_state` makes the same index of again (a persisted index's vectors): the
@@ -315,14 +322,22 @@ class VectorIndex:
         waiting = self._waiting()
         if not waiting or (self._ann is not None and waiting < BUILD_STEP):
             return
-        if self._builder is not None and self._builder.is_alive():
+        if self._stopping or (self._builder is not None and self._builder.is_alive()):
             return
         self._builder = threading.Thread(target=self._build, name="resident-ann", daemon=True)
+        _BUILDING.add(self)
         self._builder.start()
+
+    def stop_building(self, timeout: float | None = None) -> None:
+        """Stop the build thread after its current chunk, and wait for it; no build starts again."""
+        self._stopping = True
+        builder = self._builder
+        if builder is not None:
+            builder.join(timeout)
 
     def _build(self) -> None:
         """Add waiting rows to the graph, `BUILD_CHUNK` at a time, until none wait (the build thread)."""
-        while True:
+        while not self._stopping:
             with self._late_lock:
                 late = np.array(sorted(self._late), dtype=np.int64)
             low = self._covered
@@ -382,3 +397,9 @@ def _unit_rows(vectors: npt.NDArray[np.floating], real: npt.NDArray[np.bool_]) -
     off = np.flatnonzero(usable & (np.abs(squared - 1.0) > 1e-4))
     rows[off] /= np.sqrt(squared[off])[:, None]
     return rows
+
+
+@atexit.register
+def _stop_every_build() -> None:
+    for index in list(_BUILDING):
+        index.stop_building(_EXIT_WAIT)
