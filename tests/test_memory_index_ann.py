@@ -172,32 +172,3 @@ def test_a_torn_graph_is_refused_as_invalid_input_so_the_snapshot_is_not_used() 
     arrays["vectors.ann"] = arrays["vectors.ann"][: len(arrays["vectors.ann"]) // 2]
     with pytest.raises(InvalidInput):
         RecallIndex.from_state(arrays, names)
-
-
-def test_keyword_search_reading_only_the_rarest_postings_finds_the_same_best_rows(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    rng = np.random.default_rng(13)
-    words = [f"w{n}" for n in range(300)]
-    # A Zipf-like vocabulary: a few words in most rows, most words in few.
-    picks = np.minimum(rng.zipf(1.3, size=(3000, 12)) - 1, len(words) - 1)
-    index = keyword.KeywordIndex.build([" ".join(words[w] for w in row) for row in picks])
-    mask = np.arange(3000) % 2 == 0
-    pruned = []
-    original = keyword.KeywordIndex._best_scores
-
-    def spy(self: keyword.KeywordIndex, *args: object) -> object:
-        found = original(self, *args)  # type: ignore[arg-type]
-        pruned.append(found is not None)
-        return found
-
-    monkeypatch.setattr(keyword.KeywordIndex, "_best_scores", spy)
-    for query in ("w0 w1 w40 w77", "w2 w150", "w0 w3 w9 w25 w120", "w1 w5"):
-        answers = []
-        for threshold in (1, 1 << 40):  # pruned when it can be, never
-            monkeypatch.setattr(keyword, "PRUNE_POSTINGS", threshold)
-            rows, scores = index.search(query, mask, 10)
-            answers.append((rows.tolist(), scores))
-        assert answers[0][0] == answers[1][0]
-        np.testing.assert_allclose(answers[0][1], answers[1][1], rtol=1e-9)
-    assert any(pruned)

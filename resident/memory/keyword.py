@@ -55,9 +55,6 @@ FEEDBACK_WEIGHT = 0.3
 # channel's time; a budget of 30k keeps feedback to about a third of it, and an index of a few
 # thousand memories never reaches it.
 FEEDBACK_POSTINGS = 30_000
-# Queries whose terms have fewer postings than this read them all; above, the rarest terms' postings
-# first (`_best_scores`).
-PRUNE_POSTINGS = 50_000
 # Scores are summed sparsely (sorted postings) while a search's postings are under 1/8 of the
 # rows; measured at 100k rows, a dense bincount over every row is cheaper above that.
 _SPARSE_SHARE = 8
@@ -249,10 +246,7 @@ class KeywordIndex:
         query_terms, query_counts = np.unique(term_ids(query), return_counts=True)
         if limit <= 0 or self._count == 0 or not len(query_terms):
             return empty
-        weights = query_counts.astype(np.float64)
-        scored = self._best_scores(query_terms, weights, mask, max(limit, FEEDBACK_ROWS))
-        if scored is None:
-            scored = self._scores(query_terms, weights, mask)
+        scored = self._scores(query_terms, query_counts.astype(np.float64), mask)
         if scored is None:
             return empty
         if feedback:
@@ -276,66 +270,6 @@ class KeywordIndex:
             kept = mask[rows]
             rows, gains = rows[kept], gains[kept]
         return self._by_row(rows, gains)
-
-    def _best_scores(
-        self,
-        terms: npt.NDArray[np.uint64],
-        weights: npt.NDArray[np.float64],
-        mask: npt.NDArray[np.bool_] | None,
-        limit: int,
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
-        """The allowed rows that can be among the `limit` best for `terms`, with their full scores,
-        reading the postings of the rarest terms only (MaxScore); None when that would not save work.
-
-        A term adds less than its weight (`idf * (k1 + 1)` times its count) to any row, since
-        `tf / (tf + norm) < 1`. So once the `limit`-th best full score among the rows of the rarest
-        terms is at least the weights of the other terms together, no row having only those other
-        terms can enter the best `limit`: the common terms' postings are then only looked up
-        (bisection) at the candidate rows, never read whole. Rows outside the candidates are left
-        out of the answer (their score is below every returned row's `limit`-th).
-        """
-        df = self.document_frequencies(terms)
-        if df.sum() < PRUNE_POSTINGS or len(terms) < 2:
-            return None
-        weight = _idf(self._count, df) * weights * (K1 + 1)
-        rarest = np.argsort(-weight, kind="stable")
-        for essential in range(1, len(terms)):
-            rest = rarest[essential:]
-            bound = float(weight[rest].sum())
-            chosen = np.sort(rarest[:essential])
-            if df[chosen].sum() * 2 > df.sum():
-                return None  # reading the candidates' postings would cost as much as reading them all
-            rows, tf, owner = self._postings(terms[chosen])
-            if mask is not None:
-                kept = mask[rows]
-                rows, tf, owner = rows[kept], tf[kept], owner[kept]
-            if len(rows) < limit:
-                continue
-            gains = weight[chosen][owner] * tf / (tf + self._length_norm()[rows])
-            candidates, scores = self._by_row(rows, gains)
-            if len(candidates) < limit:
-                continue
-            scores = scores + self._gains_at(terms[rest], weight[rest], candidates)
-            threshold = np.partition(scores, len(scores) - limit)[len(scores) - limit]
-            if threshold >= bound:
-                return candidates, scores
-        return None
-
-    def _gains_at(
-        self, terms: npt.NDArray[np.uint64], weight: npt.NDArray[np.float64], rows: npt.NDArray[np.int64]
-    ) -> npt.NDArray[np.float64]:
-        """What `terms` (of `weight`) add to each of `rows` (ascending), looked up in their postings."""
-        added = np.zeros(len(rows))
-        norm = self._length_norm()[rows]
-        for segment in self._all_segments():
-            found, lo, hi = segment.lookup(terms)
-            for at in np.flatnonzero(found).tolist():
-                postings = segment.rows[lo[at] : hi[at]]
-                place = np.minimum(np.searchsorted(postings, rows), len(postings) - 1)
-                hit = postings[place] == rows
-                tf = segment.tf[lo[at] + place[hit]]
-                added[hit] += weight[at] * tf / (tf + norm[hit])
-        return added
 
     def _by_row(
         self, rows: npt.NDArray[np.int32], gains: npt.NDArray[np.float64]
