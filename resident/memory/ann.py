@@ -22,10 +22,12 @@ from resident.errors import InvalidInput
 
 __all__ = ["Ann"]
 
-# HNSW links per node and candidate width while building: M = 16 and 64 measured 20k rows/s at
-# 200k on 2 cores (bench/ann_choice.py).
+# HNSW links per node and candidate width while building. The graph grows in batches (a home grows),
+# and batches cost faiss's graph recall: on 300k hash vectors added 10,000 at a time, width 64 found
+# 0.62 of the exact top 10 (0.83 added in one call), width 128 0.87, at half the build rate; M = 32 at
+# width 64 0.82 at the same rate but twice the links' memory (bench/RESULTS.md, "Sublinear recall").
 LINKS = 16
-BUILD_WIDTH = 64
+BUILD_WIDTH = 128
 # Candidate width while searching (at least the number of rows asked for). On the hash vectors,
 # 256 found 0.80 of the exact top 10 at 200k in 0.35 ms, against 0.74 at 128 (bench/ann_choice.py);
 # recall fuses the channel's best 100 with keywords, and at 256 its top 10 agreed with the exact
