@@ -25,6 +25,13 @@ from one run. Everything a member does goes through the public API:
   beforehand, p50 and p99 per query; and how many of recall's hits are among the exact top 10
   (recall fuses keywords with the cosine, which counts 0.05 beside keywords for hash vectors and
   0.75 for a model's, so this is not an approximate-search figure today; it is the baseline one).
+* **agreement with exact search** — in the warm child, every timed recall's call of the substrate's
+  `RecallIndex.search` is recorded (arguments and hits), and replayed in the bench's thread twice:
+  as recorded (the vector graph) and with `exact=True` (every vector scored). Agreement is the
+  overlap of the two top 10s, per query: its mean and the share of queries at >= 0.9 (issue 26's
+  target: >= 0.98). The replays are timed too (the index alone, without the actor hop and LMDB), as
+  are the vector channel alone (graph against exact scan, over the same allowed rows) and the
+  keyword channel alone: what a recall's fixed cost is, beside the scan it replaces.
 * **crash** — in the warm child, `rt._internal.chaos.crash("substrate")` and the time until a
   recall sent right behind it is answered (the next substrate loads its persisted index and replays
   the log after it, or builds its index from LMDB without one; the report says which).
@@ -59,6 +66,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import itertools
 import json
 import os
 import platform
@@ -78,6 +86,7 @@ import pykka
 
 from resident import Runtime
 from resident.memory.embedding import HashEmbedder
+from resident.memory.index import RecallIndex
 from resident.memory.local import LocalEmbedder
 from resident.memory.rebuild import aligned
 from resident.memory.stored_vectors import encode_vector, stored_matrix, vector_key, vector_prefix
@@ -250,6 +259,7 @@ def load(rt: Runtime, texts: Sequence[str], start: int) -> dict[str, float]:
 
 def grow(home: Path, texts: Sequence[str], target: int) -> dict[str, Any]:
     """Open `home` (creating it), load memories until it holds `target`, close; what it cost."""
+    RECORDER.install()
     started = time.perf_counter()
     rt = Runtime.open(home, realm="none")
     opened = time.perf_counter() - started
@@ -261,6 +271,14 @@ def grow(home: Path, texts: Sequence[str], target: int) -> dict[str, Any]:
         row: dict[str, Any] = {"records": target, "loaded": target - held, "loader_open_s": opened}
         row.update(load(rt, texts[held:target], held) if target > held else {"load_s": 0.0, "per_s": 0.0})
         row["records_indexed"] = rt.memory.status().records
+        # The snapshot written at close holds the vector graph as far as it got: let it finish first.
+        # The substrate saves at close only when records came since its last save (one may have been
+        # written while the graph was still building), so one more memory makes the close save it whole.
+        rt.member(ASKER).recall("graph", k=K, timeout=TIMEOUT)
+        row.update(RECORDER.wait_graph())
+        rt.member(ASKER).remember_many(_items(["the vector graph caught up"], range(target, target + 1), time.time()),
+                                       timeout=TIMEOUT)
+        rt.memory.wait_indexed(TIMEOUT)
     finally:
         closing = time.perf_counter()
         rt.close()
@@ -339,6 +357,87 @@ def _timed_starts() -> list[tuple[str, float, str]]:
     return starts
 
 
+class _Recorder:
+    """Wraps `RecallIndex.search` in this process: the index it searched, and each call while recording."""
+
+    def __init__(self) -> None:
+        self.index: RecallIndex | None = None
+        self.recording = False
+        self.installed = False
+        self.calls: list[tuple[tuple[Any, ...], dict[str, Any], list[str]]] = []
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        self.installed = True
+        original = RecallIndex.search
+        recorder = self
+
+        def search(index: RecallIndex, *args: Any, **kwargs: Any) -> Any:
+            hits = original(index, *args, **kwargs)
+            recorder.index = index
+            if recorder.recording:
+                recorder.calls.append((args, kwargs, [hit.id for hit in hits]))
+            return hits
+
+        RecallIndex.search = search  # type: ignore[method-assign, assignment]
+
+    def wait_graph(self) -> dict[str, Any]:
+        """Wait until the substrate's vector graph holds every row (it builds on a thread of its own)."""
+        assert self.index is not None, "no recall has searched the index yet"
+        started = time.perf_counter()
+        done = self.index.wait_vectors_indexed(TIMEOUT)
+        return {"graph_wait_s": time.perf_counter() - started, "graph_done": done,
+                "graph_rows": self.index.graph_rows()}
+
+
+def _ms_pair(latencies: Sequence[float], name: str) -> dict[str, float]:
+    return {f"{name}_p50_ms": 1000 * percentile(latencies, 0.5), f"{name}_p99_ms": 1000 * percentile(latencies, 0.99)}
+
+
+def replay(recorder: _Recorder) -> dict[str, Any]:
+    """Each recorded search again, through the graph and exactly: agreement of the top 10s, and timings
+    of the index alone, of its vector channel alone (graph and exact) and of its keyword channel alone."""
+    index = recorder.index
+    assert index is not None
+    graph_s, exact_s, vector_graph_s, vector_exact_s, keyword_s, agreement = [], [], [], [], [], []
+    for args, kwargs, hits in recorder.calls:
+        started = time.perf_counter()
+        index.search(*args, **kwargs)
+        graph_s.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        exact = [hit.id for hit in index.search(*args, **{**kwargs, "exact": True})]
+        exact_s.append(time.perf_counter() - started)
+        if exact:
+            agreement.append(len(set(hits[:K]) & set(exact[:K])) / min(K, len(exact)))
+        query, vector, banks, domain, project = args[:5]
+        # The channels alone, as `RecallIndex.search` runs them (its private parts: a benchmark's view).
+        allowed = index._allowed_rows(banks, domain, project, kwargs.get("include_inactive", False))
+        if vector is not None:
+            started = time.perf_counter()
+            index._vectors.nearest(vector, allowed, 100)
+            vector_graph_s.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            index._vectors.nearest(vector, allowed, 100, exact=True)
+            vector_exact_s.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        index._keyword.search(query, allowed.flags, 100, feedback=True)
+        keyword_s.append(time.perf_counter() - started)
+    return {
+        "agreement_queries": len(agreement),
+        "agreement_mean": sum(agreement) / len(agreement) if agreement else 0.0,
+        "agreement_at_0_9": sum(1 for value in agreement if value >= 0.9) / len(agreement) if agreement else 0.0,
+        **_ms_pair(graph_s, "index"),
+        **_ms_pair(exact_s, "index_exact"),
+        **_ms_pair(vector_graph_s, "vector"),
+        **_ms_pair(vector_exact_s, "vector_exact"),
+        **_ms_pair(keyword_s, "keyword"),
+    }
+
+
+RECORDER = _Recorder()
+
+
 def _stored_vectors(rt: Runtime, embedder: str) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_], list[str]]:
     """Every record's vector of `embedder` (zero where missing), which rows deven may see, and the ids."""
     with rt._internal.store.reader(zero_copy=True) as reader:
@@ -385,6 +484,7 @@ def measure_open(home: Path, phase: str, queries: int) -> dict[str, Any]:
     """In a fresh process: open `home`, deven's first recall; with phase `warm`/`local`, everything else."""
     asked = synthetic_queries(queries)
     starts = _timed_starts()
+    RECORDER.install()
     result: dict[str, Any] = {"phase": phase, "ok": False, "load_average": load_average()}
     started = time.perf_counter()
     try:
@@ -398,6 +498,7 @@ def measure_open(home: Path, phase: str, queries: int) -> dict[str, Any]:
         hits = rt.member(ASKER).recall(asked[0], k=K, timeout=TIMEOUT)
         result["first_recall_s"] = time.perf_counter() - started
         result["first_hits"] = len(hits)
+        result.update(RECORDER.wait_graph())
         result["starts"] = list(starts)  # the open's starts, not the crash's restart later
         status: SubstrateStatus = rt._internal.wiring.substrate.ask(GetSubstrateStatus(), TIMEOUT)
         result["records"] = status.records
@@ -423,12 +524,14 @@ def _recalls_and_scan(rt: Runtime, asked: Sequence[str], phase: str) -> dict[str
     for query in asked[:WARM_UP]:
         asker.recall(query, k=K, timeout=TIMEOUT)
     latencies, found, cosine = [], [], 0
+    RECORDER.recording = phase == "warm"
     for query in asked:
         started = time.perf_counter()
         hits = asker.recall(query, k=K, timeout=TIMEOUT)
         latencies.append(time.perf_counter() - started)
         found.append([hit.id for hit in hits])
         cosine += any(hit.semantic for hit in hits)
+    RECORDER.recording = False
     out: dict[str, Any] = {
         "queries": len(asked),
         "mean_hits": sum(map(len, found)) / len(found),
@@ -461,6 +564,7 @@ def _recalls_and_scan(rt: Runtime, asked: Sequence[str], phase: str) -> dict[str
     })
     del matrix
     if phase == "warm":
+        out.update(replay(RECORDER))
         out.update(_crash_to_answer(rt, asked[1]))
     return out
 
@@ -494,9 +598,16 @@ def in_child(home: Path, phase: str, queries: int) -> dict[str, Any]:
         return {"phase": phase, "ok": False, "error": f"no answer within {CHILD_TIMEOUT:g} s",
                 "open_s": time.perf_counter() - started}
     lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 and lines and lines[-1].startswith("{"):
+        # It measured, then died on its way out: keep the figures, and say how it ended.
+        ended: dict[str, Any] = json.loads(lines[-1])
+        ended["exit"] = {"returncode": done.returncode, "stderr_tail": done.stderr.strip().splitlines()[-20:]}
+        ended["process_s"] = time.perf_counter() - started
+        return ended
     if done.returncode != 0 or not lines:
-        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        return {"phase": phase, "ok": False, "error": f"the child failed: {last}"[:500],
+        told = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        return {"phase": phase, "ok": False, "error": f"the child failed: {told[-1]}"[:500],
+                "stderr_tail": told[-20:], "returncode": done.returncode, "stdout_tail": lines[-1:],
                 "open_s": time.perf_counter() - started}
     result: dict[str, Any] = json.loads(lines[-1])
     result["process_s"] = time.perf_counter() - started
@@ -642,7 +753,8 @@ def notes(report: dict[str, Any]) -> list[str]:
             continue
         cache = "after dropping the page cache" if row["dropped_page_cache"] else "page cache NOT dropped"
         lines.append(f"{size}: loaded {row['loaded']:,} in {row['load_s']:.1f} s; the loader's own open "
-                     f"{row['loader_open_s']:.2f} s; load average {row['load_average'][0]:.2f}")
+                     f"{row['loader_open_s']:.2f} s; the vector graph caught up {row.get('graph_wait_s', 0):.1f} s "
+                     f"after ({row.get('graph_rows', 0):,} rows); load average {row['load_average'][0]:.2f}")
         for entry in (row["cold"], row["warm"]):
             what = entry["phase"] + (f" ({cache})" if entry["phase"] == "cold" else "")
             if entry.get("ok"):
@@ -663,6 +775,20 @@ def notes(report: dict[str, Any]) -> list[str]:
                          f"{warm['overlap_at_10']:.2f}; crash -> recall {warm['crash_to_recall_s']:.2f} s "
                          f"(index from {warm.get('crash_index_from') or '?'} in {warm['crash_rebuild_s']:.2f} s); "
                          f"peak RSS {warm['rss'].get('peak_mib', 0):.0f} MiB")
+        if warm.get("ok") and "agreement_mean" in warm:
+            lines.append(f"{size}: agreement with exact search (top 10 of the recorded searches against the same "
+                         f"search with every vector scored): mean {warm['agreement_mean']:.3f}, "
+                         f"{warm['agreement_at_0_9']:.1%} of {warm['agreement_queries']} queries at >= 0.9 "
+                         f"(target >= 0.98); graph rows {warm.get('graph_rows', 0):,}, "
+                         f"waited {warm.get('graph_wait_s', 0):.2f} s for it after the first recall")
+            lines.append(f"{size}: the index alone, p50 / p99 ms: graph {_ms(warm, 'index')}, exact "
+                         f"{_ms(warm, 'index_exact')}; vector channel alone: graph {_ms(warm, 'vector')}, exact "
+                         f"{_ms(warm, 'vector_exact')}; keyword channel alone {_ms(warm, 'keyword')}; "
+                         f"recall (public API) {_ms(warm, 'recall')}; numpy exact scan {_ms(warm, 'scan')}")
+            if warm.get("recall_p50_ms") and warm.get("vector_p50_ms"):
+                lines.append(f"{size}: exact scan / recall p50 {warm['scan_p50_ms'] / warm['recall_p50_ms']:.1f}x, "
+                             f"/ recall p99 {warm['scan_p99_ms'] / warm['recall_p99_ms']:.1f}x; exact scan / "
+                             f"vector channel p50 {warm['scan_p50_ms'] / warm['vector_p50_ms']:.1f}x (target 10x)")
         if local.get("ok"):
             lines.append(f"{size}: local: the model's query alone {local['model_query_p50_ms']:.1f} / "
                          f"{local['model_query_p99_ms']:.1f} ms; exact scan {_ms(local, 'scan')} ms; overlap "
@@ -672,6 +798,12 @@ def notes(report: dict[str, Any]) -> list[str]:
                          f"+ the model's process {local['model_rss_mib']:.0f} MiB")
         else:
             lines.append(f"{size}: local: {local.get('error', '')}")
+    measured = [row for row in report["sizes"] if row.get("warm", {}).get("ok")]
+    for small, large in itertools.pairwise(measured):
+        recall = large["warm"]["recall_p99_ms"] / small["warm"]["recall_p99_ms"]
+        alone = large["warm"]["index_p99_ms"] / small["warm"]["index_p99_ms"]
+        lines.append(f"recall p99 {large['records']:,} / {small['records']:,}: {recall:.2f} (target <= 2.5); "
+                     f"the index alone {alone:.2f}")
     return lines
 
 

@@ -1,11 +1,16 @@
 """The whole in-memory recall index the substrate keeps: metadata plus three retrieval channels.
 
 Every record is a row. Its metadata (bank, lifecycle, replication, activation, time) sit in numpy
-columns, so a search first computes the rows it may return at all, and only then ranks: keyword
+columns, so a search first knows the rows it may return at all, and only then ranks: keyword
 (BM25 with relevance feedback) and semantic (cosine) channels each pick their best allowed rows,
 a time window in the query adds the rows inside it, and a weighted sum of the channels' scores
-ranks them (`resident.memory.fusion`). Filtering before ranking means a withheld or invisible
-record can never push an allowed one out of a channel's candidates.
+ranks them (`resident.memory.fusion`). Filtering inside each channel (the keyword channel's
+postings, the vector graph's walk) means a withheld or invisible record can never push an
+allowed one out of a channel's candidates.
+
+Which rows a recall may return is kept per filter (`resident.memory.allowed`) and updated as rows
+come and change, so a recall does not read every row's metadata; nor, from `ANN_MIN_ROWS` rows on,
+every vector (`resident.memory.vectors`), nor more than its terms' postings (`resident.memory.keyword`).
 
 Fail-closed: rows whose replication is `conflict` or `invalidated` are never returned, whatever
 the caller asks. The substrate calls the index from one thread only.
@@ -13,6 +18,7 @@ the caller asks. The substrate calls the index from one thread only.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, tzinfo
@@ -23,16 +29,17 @@ import numpy as np
 import numpy.typing as npt
 
 from resident.errors import InvalidInput, RecordNotFound
+from resident.memory.allowed import AllowedRows
 from resident.memory.fusion import (
     by_max,
     min_max,
     parse_time_window,
     recency_rank,
     temporal_rank,
-    top_k,
     weighted_sum,
 )
 from resident.memory.keyword import KeywordIndex
+from resident.memory.record_ids import RecordIds
 from resident.memory.text import Terms
 from resident.memory.vectors import VectorIndex
 from resident.messages.memory import Activation, Lifecycle, ReplicationState
@@ -60,6 +67,11 @@ _RECENCY_WEIGHT = 0.02
 _WINDOW_WEIGHT = 1.0
 # Each channel's best rows that become candidates (min-max of cosine is over these).
 _CANDIDATES = 100
+# The allowed rows of this many recent filters are kept (a member's recalls share one filter).
+_FILTERS_KEPT = 16
+
+# A recall's filter: the banks, the domain and project asked, and whether inactive rows count.
+_Filter = tuple[frozenset[str], str | None, str | None, bool]
 
 
 class IndexEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -130,8 +142,7 @@ class RecallIndex:
 
     def __init__(self, *, tz: tzinfo = UTC) -> None:
         self._tz = tz
-        self._ids: list[str] = []
-        self._rows: dict[str, int] = {}
+        self._ids = RecordIds()
         self._bank_names = _Names()
         self._domain_names = _Names()
         self._project_names = _Names()
@@ -143,12 +154,13 @@ class RecallIndex:
         self._occurred_at = np.zeros(_MIN_CAPACITY, dtype=np.float64)
         self._keyword = KeywordIndex()
         self._vectors = VectorIndex()
+        self._filters: OrderedDict[_Filter, AllowedRows] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._ids)
 
     def __contains__(self, record_id: object) -> bool:
-        return record_id in self._rows
+        return record_id in self._ids
 
     def add(
         self,
@@ -167,7 +179,7 @@ class RecallIndex:
         if not entries:
             return
         ids = [entry.id for entry in entries]
-        if len(set(ids)) != len(ids) or not self._rows.keys().isdisjoint(ids):
+        if len(set(ids)) != len(ids) or not self._ids.isdisjoint(ids):
             raise InvalidInput("every record id must be new to the index and appear once per add")
         lifecycle = _codes(_LIFECYCLES, "lifecycle", [entry.lifecycle for entry in entries])
         replication = _codes(_REPLICATIONS, "replication", [entry.replication for entry in entries])
@@ -193,18 +205,20 @@ class RecallIndex:
         self._lifecycle[rows] = lifecycle
         self._replication[rows] = replication
         self._occurred_at[rows] = [entry.occurred_at for entry in entries]
-        self._rows.update(zip(ids, range(first, first + count), strict=True))
         self._ids.extend(ids)
+        for key, allowed in self._filters.items():
+            allowed.extend(self._passes(key, slice(first, first + count)))
 
     def state(self) -> tuple[dict[str, npt.NDArray[Any]], dict[str, list[str]]]:
-        """What `from_state` makes the same index of again: arrays (metadata columns, and the keyword
-        and vector channels' arrays under `keyword.` and `vectors.`), and the ids and names in code order."""
+        """What `from_state` makes the same index of again: arrays (metadata columns, the record ids,
+        and the keyword and vector channels' arrays under `keyword.` and `vectors.`), and the names
+        in code order."""
         count = len(self)
         arrays: dict[str, npt.NDArray[Any]] = {name: getattr(self, f"_{name}")[:count] for name in _COLUMNS}
+        arrays.update(self._ids.state())
         arrays.update({f"keyword.{key}": value for key, value in self._keyword.state().items()})
         arrays.update({f"vectors.{key}": value for key, value in self._vectors.state().items()})
         names = {
-            "ids": self._ids,
             "banks": self._bank_names.names(),
             "domains": self._domain_names.names(),
             "projects": self._project_names.names(),
@@ -215,9 +229,19 @@ class RecallIndex:
     def from_state(
         cls, arrays: Mapping[str, npt.NDArray[Any]], names: Mapping[str, list[str]], *, tz: tzinfo = UTC
     ) -> RecallIndex:
-        """The index `state()` described; InvalidInput if its parts do not fit together."""
+        """The index `state()` described; InvalidInput if its parts do not fit together.
+
+        The ids are arrays (kept as given, so a load costs nothing per record), or, from an index
+        persisted before they were, a list under `names["ids"]`.
+        """
         index = cls(tz=tz)
-        ids = names["ids"]
+        if "ids" in arrays:
+            ids = RecordIds.from_state(arrays)
+        else:
+            listed = names["ids"]
+            if len(set(listed)) != len(listed):
+                raise InvalidInput("a persisted recall index names a record id twice")
+            ids = RecordIds.of(listed)
         count = len(ids)
         channels = {
             part: {key.partition(".")[2]: value for key, value in arrays.items() if key.startswith(f"{part}.")}
@@ -227,13 +251,12 @@ class RecallIndex:
             len(channels["keyword"]["lengths"]),
             len(channels["vectors"]["present"]),
         }
-        if sizes != {count} or len(set(ids)) != count:
+        if sizes != {count}:
             raise InvalidInput(f"a persisted recall index does not fit together: {count} ids, columns of {sizes}")
         index._reserve(count)
         for name in _COLUMNS:
             getattr(index, f"_{name}")[:count] = arrays[name]
-        index._ids = list(ids)
-        index._rows = dict(zip(ids, range(count), strict=True))
+        index._ids = ids
         index._bank_names = _Names.of(names["banks"])
         index._domain_names = _Names.of(names["domains"])
         index._project_names = _Names.of(names["projects"])
@@ -271,11 +294,31 @@ class RecallIndex:
 
     def set_lifecycle(self, record_id: str, lifecycle: Lifecycle) -> None:
         """Record that a record was superseded or retracted (or is active again)."""
-        self._lifecycle[self._row(record_id)] = _codes(_LIFECYCLES, "lifecycle", [lifecycle])[0]
+        row = self._row(record_id)
+        self._lifecycle[row] = _codes(_LIFECYCLES, "lifecycle", [lifecycle])[0]
+        self._changed(row)
 
     def set_replication(self, record_id: str, state: ReplicationState) -> None:
         """Record a record's replication state; `conflict` and `invalidated` withhold it from search."""
-        self._replication[self._row(record_id)] = _codes(_REPLICATIONS, "replication", [state])[0]
+        row = self._row(record_id)
+        self._replication[row] = _codes(_REPLICATIONS, "replication", [state])[0]
+        self._changed(row)
+
+    def wait_vectors_indexed(self, timeout: float | None = None) -> bool:
+        """Wait until the vector graph holds every row it will (True), or `timeout` passes (False).
+
+        Searches never need this (rows not in the graph yet are scored exactly); tests and
+        benchmarks do, to measure the graph itself.
+        """
+        return self._vectors.wait_built(timeout)
+
+    def stop_building(self, timeout: float | None = None) -> None:
+        """Stop adding to the vector graph (after the current chunk) and wait: for an index let go of."""
+        self._vectors.stop_building(timeout)
+
+    def graph_rows(self) -> int:
+        """How many rows the vector graph holds (0 while there is none)."""
+        return self._vectors.graph_rows()
 
     def counts(self) -> tuple[dict[str, int], dict[str, int]]:
         """How many records are in each lifecycle, and in each replication state (for status)."""
@@ -298,6 +341,7 @@ class RecallIndex:
         include_inactive: bool = False,
         semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
         candidates: int = _CANDIDATES,
+        exact: bool = False,
     ) -> list[Hit]:
         """The best `k` (at most `MAX_K`) records for `query` among those the filters allow.
 
@@ -306,19 +350,25 @@ class RecallIndex:
         with domain X is recalled only when `domain` is None or X, one with no domain for any
         `domain`; the same for `project`. Each channel contributes its best `candidates` rows; the
         semantic channel runs only with a `query_vector`, whose dimension must match the index's,
-        and counts `semantic_weight` beside keyword's 1.
+        and counts `semantic_weight` beside keyword's 1. With `exact`, the semantic channel scans
+        every vector instead of asking the graph (what the graph's answers are measured against).
         """
         k = max(0, min(k, MAX_K))
         if k == 0:
             return []
-        allowed = self._allowed(banks, domain, project, include_inactive)
-        if not allowed.any():
+        permitted = self._allowed_rows(banks, domain, project, include_inactive)
+        if not permitted.allowed:
             return []
+        allowed = permitted.flags
         keyword_rows, keyword_scores = self._keyword.search(query, allowed, candidates, feedback=True)
-        cosines = self._vectors.similarities(query_vector) if query_vector is not None else None
+        nearest = (
+            self._vectors.nearest(query_vector, permitted, candidates, exact=exact)
+            if query_vector is not None
+            else None
+        )
         found = [keyword_rows]
-        if cosines is not None:
-            found.append(_top_allowed(cosines, allowed, candidates))
+        if nearest is not None:
+            found.append(nearest[0])
         window = parse_time_window(query, now, tz=self._tz)
         rows = np.unique(np.concatenate(found))
         temporal_rows, temporal_scores = self._temporal(rows, allowed, now, window, candidates)
@@ -328,7 +378,11 @@ class RecallIndex:
             return []
         keyword = np.zeros(len(rows))
         keyword[np.searchsorted(rows, keyword_rows)] = keyword_scores
-        semantic = cosines[rows].astype(np.float64) if cosines is not None else np.zeros(len(rows))
+        semantic = (
+            self._vectors.cosines(query_vector, rows).astype(np.float64)
+            if nearest is not None and query_vector is not None
+            else np.zeros(len(rows))
+        )
         temporal = np.zeros(len(rows))
         temporal[np.searchsorted(rows, temporal_rows)] = temporal_scores
         # Within a window only the rows inside it count as recent; without one, every candidate does.
@@ -336,7 +390,7 @@ class RecallIndex:
         recency = np.zeros(len(rows))
         recency[timed] = recency_rank(self._occurred_at[rows[timed]])
         channels: list[tuple[npt.ArrayLike, float]] = [(by_max(keyword), _KEYWORD_WEIGHT), (recency, _RECENCY_WEIGHT)]
-        if cosines is not None:
+        if nearest is not None:
             channels.append((min_max(semantic), semantic_weight))
         if window is not None:
             channels.append((timed, _WINDOW_WEIGHT))
@@ -376,35 +430,51 @@ class RecallIndex:
         rest = temporal_rank(others, self._occurred_at[others], now, window, limit)
         return np.concatenate((first[0], rest[0])), np.concatenate((first[1], rest[1]))
 
-    def _allowed(
+    def _allowed_rows(
         self, banks: Collection[str], domain: str | None, project: str | None, include_inactive: bool
-    ) -> npt.NDArray[np.bool_]:
-        allowed = self._in_banks(banks) & self._served()
-        if not include_inactive:
-            allowed &= self._lifecycle[: len(self)] == _ACTIVE
-        for column, names, asked in (
-            (self._domain, self._domain_names, domain),
-            (self._project, self._project_names, project),
-        ):
-            if asked is not None:
-                values = column[: len(self)]
-                code = names.find(asked)
-                allowed &= (values == _NONE) | (values == code) if code is not None else values == _NONE
+    ) -> AllowedRows:
+        """The rows a recall with these filters may return: kept from an earlier recall with the same
+        filters (updated since), or computed over every row once and kept."""
+        key: _Filter = (frozenset(banks), domain, project, include_inactive)
+        allowed = self._filters.get(key)
+        if allowed is None:
+            allowed = AllowedRows(self._passes(key, slice(0, len(self))))
+            self._filters[key] = allowed
+            if len(self._filters) > _FILTERS_KEPT:
+                self._filters.popitem(last=False)
+        else:
+            self._filters.move_to_end(key)
         return allowed
 
-    def _in_banks(self, banks: Collection[str]) -> npt.NDArray[np.bool_]:
+    def _passes(self, key: _Filter, at: slice | npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Whether each row `at` passes the filter `key` (fail-closed: never a withheld row)."""
+        banks, domain, project, include_inactive = key
         wanted = np.zeros(len(self._bank_names), dtype=np.bool_)
         for name in banks:
             code = self._bank_names.find(name)
             if code is not None:
                 wanted[code] = True
-        return wanted[self._bank[: len(self)]]
+        passes: npt.NDArray[np.bool_] = wanted[self._bank[at]] & (self._replication[at] <= _LAST_SERVED)
+        if not include_inactive:
+            passes &= self._lifecycle[at] == _ACTIVE
+        for column, names, asked in (
+            (self._domain, self._domain_names, domain),
+            (self._project, self._project_names, project),
+        ):
+            if asked is not None:
+                values = column[at]
+                code = names.find(asked)
+                passes &= (values == _NONE) | (values == code) if code is not None else values == _NONE
+        return passes
 
-    def _served(self) -> npt.NDArray[np.bool_]:
-        return self._replication[: len(self)] <= _LAST_SERVED
+    def _changed(self, row: int) -> None:
+        """Row `row`'s state changed: update every kept filter's answer for it."""
+        rows = np.array([row], dtype=np.int64)
+        for key, allowed in self._filters.items():
+            allowed.update(rows, self._passes(key, rows))
 
     def _row(self, record_id: str) -> int:
-        row = self._rows.get(record_id)
+        row = self._ids.row(record_id)
         if row is None:
             raise RecordNotFound(f"record {record_id!r} is not in the recall index")
         return row
@@ -421,12 +491,6 @@ class RecallIndex:
             new = np.zeros(capacity, dtype=old.dtype)
             new[:used] = old[:used]
             setattr(self, name, new)
-
-
-def _top_allowed(scores: npt.NDArray[np.floating], allowed: npt.NDArray[np.bool_], limit: int) -> npt.NDArray[np.int64]:
-    """The `limit` allowed rows of highest positive score, best first."""
-    rows = np.flatnonzero(allowed[: len(scores)] & (scores > 0))
-    return top_k(rows, scores[rows], limit)[0]
 
 
 def _codes(codes: dict[str, int], field: str, values: list[str]) -> npt.NDArray[np.int8]:

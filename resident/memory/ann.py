@@ -1,0 +1,94 @@
+"""The approximate-nearest-neighbour graph of recall's vector channel: faiss HNSW over 8-bit vectors.
+
+Chosen by measurement (`bench/ann_choice.py`, bench/RESULTS.md) among hnswlib, usearch and faiss,
+at a million hash vectors: faiss built fastest (14k rows/s against 8k), searched as fast, and is the
+one of the three whose Python API filters *inside* the graph walk at no cost (an `IDSelectorBitmap`
+of the rows a caller may see); its 8-bit scalar quantizer keeps the graph to 370 MB instead of the
+1.2 GB of hnswlib's float32 (usearch maps its file, but in Python can only filter after the search).
+
+Labels are row numbers (an `IndexIDMap`), so rows can be added in any order: rows that had no
+vector when their turn came are added when their vector arrives. The graph only ranks: callers
+score its rows again with the exact vectors, so the quantizer's error never reaches a score.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from resident.errors import InvalidInput
+
+__all__ = ["Ann"]
+
+# HNSW links per node and candidate width while building. The graph grows in batches (a home grows),
+# and batches cost faiss's graph recall: on 300k hash vectors added 10,000 at a time, width 64 found
+# 0.62 of the exact top 10 (0.83 added in one call), width 128 0.87, at half the build rate; M = 32 at
+# width 64 0.82 at the same rate but twice the links' memory (bench/RESULTS.md, "Sublinear recall").
+LINKS = 16
+BUILD_WIDTH = 128
+# Candidate width while searching (at least the number of rows asked for). On the hash vectors,
+# 256 found 0.80 of the exact top 10 at 200k in 0.35 ms, against 0.74 at 128 (bench/ann_choice.py);
+# recall fuses the channel's best 100 with keywords, and at 256 its top 10 agreed with the exact
+# search's at >= 0.9 for only 98.0% of bench/scale.py's queries at 100k, at the target's edge.
+SEARCH_WIDTH = 512
+
+
+def _faiss() -> Any:
+    # Imported at first use: a home too small for a graph never pays faiss's import (tens of MB).
+    import faiss  # noqa: PLC0415
+
+    return faiss
+
+
+class Ann:
+    """An HNSW graph of unit vectors labelled by row; inner product is cosine."""
+
+    def __init__(self, index: Any) -> None:
+        self._index = index
+
+    @classmethod
+    def trained(cls, sample: npt.NDArray[np.float32]) -> Ann:
+        """An empty graph whose 8-bit quantizer learned each dimension's range from `sample`."""
+        faiss = _faiss()
+        graph = faiss.IndexHNSWSQ(sample.shape[1], faiss.ScalarQuantizer.QT_8bit, LINKS, faiss.METRIC_INNER_PRODUCT)
+        graph.hnsw.efConstruction = BUILD_WIDTH
+        graph.train(np.ascontiguousarray(sample, dtype=np.float32))
+        return cls(faiss.IndexIDMap(graph))
+
+    def __len__(self) -> int:
+        return int(self._index.ntotal)
+
+    def add(self, rows: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
+        """Add `vectors` (unit rows) labelled `rows`; faiss lets go of the interpreter lock meanwhile."""
+        if len(rows):
+            self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), rows.astype(np.int64))
+
+    def search(
+        self, query: npt.NDArray[np.float32], limit: int, allowed_bits: npt.NDArray[np.uint8]
+    ) -> npt.NDArray[np.int64]:
+        """Up to `limit` rows near `query` (a unit vector) among those whose bit is set in
+        `allowed_bits` (row r is bit r % 8 of byte r // 8): the filter is applied inside the walk."""
+        faiss = _faiss()
+        if limit <= 0 or not len(self):
+            return np.zeros(0, dtype=np.int64)
+        selector = faiss.IDSelectorBitmap(len(allowed_bits), faiss.swig_ptr(allowed_bits))
+        params = faiss.SearchParametersHNSW(efSearch=max(SEARCH_WIDTH, limit), sel=selector)
+        _, labels = self._index.search(query.reshape(1, -1).astype(np.float32, copy=False), limit, params=params)
+        found: npt.NDArray[np.int64] = labels[0]
+        return found[found >= 0]
+
+    def state(self) -> npt.NDArray[np.uint8]:
+        """The graph as bytes, for `from_state`."""
+        serialised: npt.NDArray[np.uint8] = _faiss().serialize_index(self._index)
+        return serialised
+
+    @classmethod
+    def from_state(cls, serialised: npt.NDArray[np.uint8]) -> Ann:
+        """The graph `state` returned (read into memory: faiss cannot walk a mapped HNSW); InvalidInput
+        if faiss cannot read it (a torn file)."""
+        try:
+            return cls(_faiss().deserialize_index(np.ascontiguousarray(serialised, dtype=np.uint8)))
+        except RuntimeError as error:
+            raise InvalidInput(f"a persisted vector graph does not load: {str(error).strip()[:200]}") from None
