@@ -28,7 +28,7 @@ Each size reports both ratios against the peer: pages/s (wall clock, which the m
 moves) and CPU per page (the work itself), with the load average before the size's first round.
 
     python bench/knowledge.py [--json] [--sizes 10000,100000] [--searches 300] [--rounds 3]
-                              [--large-rounds 1] [--engines] [--dir DIR]
+                              [--large-rounds 1] [--engines] [--dir DIR] [--no-peer]
 """
 
 from __future__ import annotations
@@ -134,8 +134,10 @@ def ingest_fts5(path: Path, folder: Path) -> tuple[sqlite3.Connection, Ingest]:
     return database, Ingest(count, *watch.stop())
 
 
-def search_both(runtime: Runtime, database: sqlite3.Connection, queries: Sequence[str]) -> dict[str, Any]:
-    """Both engines, query by query, interleaved; latency percentiles and how often each found something."""
+def search_both(runtime: Runtime, database: sqlite3.Connection | None, queries: Sequence[str]) -> dict[str, Any]:
+    """Both engines, query by query, interleaved; latency percentiles and how often each found something.
+
+    Without a `database` (`--no-peer`), ours alone."""
     ours: list[float] = []
     theirs: list[float] = []
     found = {"resident": 0, "fts5": 0}
@@ -146,6 +148,8 @@ def search_both(runtime: Runtime, database: sqlite3.Connection, queries: Sequenc
         hits = runtime.knowledge.search("bench", query, 10)
         ours.append(time.perf_counter() - started)
         found["resident"] += bool(hits)
+        if database is None:
+            continue
         started = time.perf_counter()
         match = trigram_query(query)
         rows = database.execute(sql, (match,)).fetchall() if match else []
@@ -153,7 +157,8 @@ def search_both(runtime: Runtime, database: sqlite3.Connection, queries: Sequenc
         found["fts5"] += bool(rows)
     return {
         "resident": {"p50_ms": _percentile(ours, 0.5) * 1000, "p99_ms": _percentile(ours, 0.99) * 1000},
-        "fts5": {"p50_ms": _percentile(theirs, 0.5) * 1000, "p99_ms": _percentile(theirs, 0.99) * 1000},
+        "fts5": {"p50_ms": _percentile(theirs, 0.5) * 1000, "p99_ms": _percentile(theirs, 0.99) * 1000}
+        if theirs else {},
         "queries_with_hits": found,
     }
 
@@ -200,8 +205,10 @@ def _summary(runs: Sequence[Ingest]) -> dict[str, float]:
     }
 
 
-def run_size(size: int, workdir: Path, queries: Sequence[str], rounds: int) -> dict[str, Any]:
-    """Ingest rounds, ours and the peer's alternating on fresh stores, then searches on the last of each."""
+def run_size(size: int, workdir: Path, queries: Sequence[str], rounds: int, *, peer: bool = True) -> dict[str, Any]:
+    """Ingest rounds, ours and the peer's alternating on fresh stores, then searches on the last of each.
+
+    Without the `peer`, ours alone (FTS5's searches take seconds each from a few 100k pages on)."""
     folder = workdir / f"corpus-{size}"
     write_corpus(folder, page_texts(size))
     load = os.getloadavg()[0]
@@ -216,10 +223,10 @@ def run_size(size: int, workdir: Path, queries: Sequence[str], rounds: int) -> d
                     closable.close()
             runtime, ingest = ingest_resident(workdir / f"home-{size}-{round_number}", folder)
             ours.append(ingest)
-            database, ingest = ingest_fts5(workdir / f"fts5-{size}-{round_number}.db", folder)
-            theirs.append(ingest)
+            if peer:
+                database, ingest = ingest_fts5(workdir / f"fts5-{size}-{round_number}.db", folder)
+                theirs.append(ingest)
         assert runtime is not None
-        assert database is not None
         search = search_both(runtime, database, queries)
         runtime.close()
         opened = opening(workdir / f"home-{size}-{rounds - 1}", queries[0])
@@ -227,18 +234,21 @@ def run_size(size: int, workdir: Path, queries: Sequence[str], rounds: int) -> d
         for closable in (runtime, database):
             if closable is not None:
                 closable.close()
-    mine, peer = _summary(ours), _summary(theirs)
-    return {
+    mine = _summary(ours)
+    entry: dict[str, Any] = {
         "opening": opened,
         "pages": size,
         "rounds": rounds,
         "load_average": load,
         "resident": {**mine, **search["resident"]},
-        "fts5": {**peer, **search["fts5"]},
-        "ingest_ratio": mine["ingest_pages_per_s"] / peer["ingest_pages_per_s"],
-        "cpu_ratio": mine["ingest_cpu_us_per_page"] / peer["ingest_cpu_us_per_page"],
         "queries_with_hits": search["queries_with_hits"],
     }
+    if theirs:
+        theirs_summary = _summary(theirs)
+        entry["fts5"] = {**theirs_summary, **search["fts5"]}
+        entry["ingest_ratio"] = mine["ingest_pages_per_s"] / theirs_summary["ingest_pages_per_s"]
+        entry["cpu_ratio"] = mine["ingest_cpu_us_per_page"] / theirs_summary["ingest_cpu_us_per_page"]
+    return entry
 
 
 # -- context preparation -------------------------------------------------------------------------
@@ -401,6 +411,8 @@ def main() -> None:
     parser.add_argument("--large-rounds", type=int, default=1, help="ingest rounds per size above 20k pages")
     parser.add_argument("--engines", action="store_true", help="also compare the candidate index engines")
     parser.add_argument("--dir", type=Path, default=None, help="where to work (default: a temporary directory)")
+    parser.add_argument("--no-peer", action="store_true",
+                        help="ours alone, without SQLite FTS5 (whose searches take seconds each at large sizes)")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     queries = synthetic_queries(args.searches)
@@ -410,7 +422,7 @@ def main() -> None:
         for size in sizes:
             print(f"knowledge: {size} pages ...", file=sys.stderr, flush=True)
             rounds = args.rounds if size <= 20_000 else args.large_rounds
-            report["sizes"].append(run_size(size, workdir, queries, rounds))
+            report["sizes"].append(run_size(size, workdir, queries, rounds, peer=not args.no_peer))
             print(json.dumps(report["sizes"][-1]), file=sys.stderr, flush=True)
         report["context"] = context_latency(workdir)
         if args.engines:
@@ -421,13 +433,18 @@ def main() -> None:
         print(json.dumps(report))
         return
     for entry in report["sizes"]:
-        ours, theirs = entry["resident"], entry["fts5"]
-        print(f"{entry['pages']:>7} pages (load {entry['load_average']:.1f}, {entry['rounds']} rounds)  ingest "
-              f"{ours['ingest_pages_per_s']:6.0f} vs fts5 {theirs['ingest_pages_per_s']:6.0f} pages/s "
-              f"({entry['ingest_ratio']:.2f}x; CPU {ours['ingest_cpu_us_per_page']:.0f} vs "
-              f"{theirs['ingest_cpu_us_per_page']:.0f} µs/page, {entry['cpu_ratio']:.2f}x)   "
-              f"search p50/p99 {ours['p50_ms']:.1f}/{ours['p99_ms']:.1f} vs fts5 "
-              f"{theirs['p50_ms']:.1f}/{theirs['p99_ms']:.1f} ms   hits {entry['queries_with_hits']}")
+        ours, theirs = entry["resident"], entry.get("fts5")
+        head = f"{entry['pages']:>7} pages (load {entry['load_average']:.1f}, {entry['rounds']} rounds)  ingest "
+        if theirs is None:
+            print(f"{head}{ours['ingest_pages_per_s']:6.0f} pages/s (CPU {ours['ingest_cpu_us_per_page']:.0f} "
+                  f"µs/page)   search p50/p99 {ours['p50_ms']:.1f}/{ours['p99_ms']:.1f} ms   "
+                  f"hits {entry['queries_with_hits']['resident']}")
+        else:
+            print(f"{head}{ours['ingest_pages_per_s']:6.0f} vs fts5 {theirs['ingest_pages_per_s']:6.0f} pages/s "
+                  f"({entry['ingest_ratio']:.2f}x; CPU {ours['ingest_cpu_us_per_page']:.0f} vs "
+                  f"{theirs['ingest_cpu_us_per_page']:.0f} µs/page, {entry['cpu_ratio']:.2f}x)   "
+                  f"search p50/p99 {ours['p50_ms']:.1f}/{ours['p99_ms']:.1f} vs fts5 "
+                  f"{theirs['p50_ms']:.1f}/{theirs['p99_ms']:.1f} ms   hits {entry['queries_with_hits']}")
         opened = entry["opening"]
         print(f"{'':>7} opening: open {opened['open_s']:.2f} s, first search {opened['first_search_s']:.2f} s; "
               f"index gone: open {opened['open_without_index_s']:.2f} s, index ready "

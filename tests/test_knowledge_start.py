@@ -94,3 +94,54 @@ def test_a_home_whose_index_is_rebuilt_opens_at_once_and_searches_say_indexing_u
         for word in WORDS:
             [hit] = rt.knowledge.search("handbook", word, 5)
             assert word in hit.title.lower()
+
+
+def test_a_home_whose_index_lags_its_log_opens_at_once_and_catches_up_in_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The index as it stood after the first half of the pages, the log holding both halves: the
+    # next start must take in the second half, which stands for a log too long to read in the
+    # (small) start timeout: every catch-up step after the first waits for the test's clock.
+    home = tmp_path / "home"
+    first, second = WORDS[:6], WORDS[6:]
+    index = current_store_dir(home) / INDEX_DIR
+    saved = tmp_path / "index-after-the-first-half"
+    for number, words in enumerate((first, second)):
+        with open_knowledge(home) as rt:
+            if number == 0:
+                rt.knowledge.create_bank("handbook")
+            docs = {f"{word}.md": f"# About the {word}\n\nThis page is about the {word}.\n" for word in words}
+            rt.knowledge.ingest("handbook", [write_docs(tmp_path / f"docs{number}", docs)])
+        if number == 0:
+            shutil.copytree(index, saved)
+    shutil.rmtree(index)
+    shutil.copytree(saved, index)
+    monkeypatch.setattr(knowledge_module, "CATCH_UP_EVENTS", 1)
+    monkeypatch.setattr(knowledge_module, "SEARCH_CATCH_UP_STEPS", 0)
+    monkeypatch.setattr(wiring, "ChildSpec", small_knowledge_start)
+    build_step = KnowledgeIndexer._build_step
+    held: list[int] = []
+
+    def slow_catch_up(indexer: KnowledgeIndexer) -> None:
+        # The first step runs; each later one waits for the clock once: the catch-up outlasts the start.
+        at = (indexer._staged or indexer._cursor).seq
+        if indexer._building == "catch_up" and at not in held:
+            held.append(at)
+            if len(held) > 1:
+                indexer.schedule(60.0, _Build())
+                return
+        build_step(indexer)
+
+    monkeypatch.setattr(KnowledgeIndexer, "_build_step", slow_catch_up)
+    clock = ManualClock()
+    with open_knowledge(home, clock=clock) as rt:
+        wait_until(lambda: len(held) > 1, 10.0, "the first catch-up step")
+        assert rt.knowledge.index_status().state == "indexing"
+        with pytest.raises(KnowledgeIndexing, match="being built"):
+            rt.knowledge.search("handbook", second[-1], 5)
+        while rt.knowledge.index_status().state == "indexing":
+            clock.advance(60.0)
+        assert rt.knowledge.index_status().pages == len(WORDS)
+        for word in WORDS:
+            [hit] = rt.knowledge.search("handbook", word, 5)
+            assert word in hit.title.lower()

@@ -25,6 +25,7 @@ import lmdb.verify
 from resident.errors import DiskFull, StoreCorrupted
 from resident.messages.events import AnyEvent, encode_event
 from resident.messages.store import Commit
+from resident.store.checked import still_checked
 from resident.store.environment import open_environment
 from resident.store.isolation import Emit, deadline_for, run_isolated
 
@@ -133,7 +134,12 @@ def check_data_file(directory: Path, map_size: int) -> None:
     values as views into the map: 45 to 50 ms for a 114 MiB file here (bench/RESULTS.md). It runs
     before this process opens the environment, because py-lmdb refuses a second open of one
     environment in a process (and a forked child inherits that record).
+
+    A file still as a clean close left it (`resident.store.checked`) is not walked again: the walk
+    is proportional to the file, and that file was written only by LMDB from one already walked.
     """
+    if still_checked(directory / DATA_FILE):
+        return
 
     def check(_emit: Emit, note: Callable[[str], None]) -> None:
         try:

@@ -105,7 +105,14 @@ class Damaged:
         def isolated(emit: Emit, note: Any) -> None:
             env = open_environment(directory, map_size=map_size, readonly=True, lock=False)
             try:
-                db = env.open_db(table.name.encode("ascii"), create=False)
+                name = table.name.encode("ascii")
+                with env.begin(write=False) as txn:
+                    absent = txn.get(name) is None
+                if absent:
+                    # A table newer than the home (usage, say): it was never written, so it holds no rows.
+                    note(f"{_ENTRIES}0")
+                    return
+                db = env.open_db(name, create=False)
                 with env.begin(write=False) as txn:
                     note(f"{_ENTRIES}{txn.stat(db)['entries']}")
                 work(env, db, emit, note)

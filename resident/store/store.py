@@ -48,9 +48,11 @@ from resident.errors import (
 )
 from resident.messages.events import AnyEvent, encode_event
 from resident.messages.store import Commit, Committed
+from resident.store.checked import forget_checked, mark_checked
 from resident.store.environment import open_environment
 from resident.store.faults import (
     CORRUPTION_ERRORS,
+    DATA_FILE,
     check_data_file,
     corrupted,
     disk_full,
@@ -209,6 +211,11 @@ class Store:
         if not self.readonly:
             self._env.sync(True)
         self._env.close()
+        # Damage seen while open must be walked for again; a clean file need not be (`checked.py`).
+        if self._corruption:
+            forget_checked(self.path / DATA_FILE)
+        elif not self.readonly:
+            mark_checked(self.path / DATA_FILE)
 
     @property
     def failure(self) -> str:

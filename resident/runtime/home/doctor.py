@@ -85,8 +85,10 @@ def _logical_checks(home: Path, path: Path) -> list[Finding]:
     env = open_environment(path.parent, map_size=max(DEFAULT_MAP_SIZE, size), readonly=True)
     try:
         with env.begin(write=False) as txn:
-            dbs = {t.name: env.open_db(t.name.encode("ascii"), txn=txn, create=False) for t in TABLES}
-            rows = {t.name: list(_raw_items(txn, dbs[t.name])) for t in TABLES}
+            # A table newer than the home (usage, say) is not in its file: it holds no rows, which is no damage.
+            present = [t for t in TABLES if txn.get(t.name.encode("ascii")) is not None]
+            dbs = {t.name: env.open_db(t.name.encode("ascii"), txn=txn, create=False) for t in present}
+            rows = {t.name: list(_raw_items(txn, dbs[t.name])) if t.name in dbs else [] for t in TABLES}
     finally:
         env.close()
     return [_tables(rows), _event_log(rows), _records(rows[RECORDS.name]), _sessions(home, rows)]
