@@ -178,10 +178,16 @@ def _summary(execution: Execution, session: SessionRecord | None) -> str:
 
 
 def _harness_said(session: SessionRecord) -> list[str]:
-    """What the harness said of itself across the session's transcript files: model, version, record kinds unknown."""
+    """What the harness said of itself across the session's transcript files: model, version, what was kept as
+    metadata (listings, bookkeeping, injected context), record kinds unknown."""
     said = [f"model {m}" for m in dict.fromkeys(p.model for p in session.parts if p.model)]
     versions = dict.fromkeys(p.harness_version for p in session.parts if p.harness_version)
     said += [f"{session.harness} {version}" for version in versions]
+    kept = (("listings", sum(p.listings for p in session.parts)),
+            ("bookkeeping records", sum(p.bookkeeping for p in session.parts)),
+            ("injected context records", sum(p.injected for p in session.parts)))
+    if any(count for _, count in kept):
+        said.append("kept as metadata, not turns: " + ", ".join(f"{count} {name}" for name, count in kept if count))
     unknown: dict[str, int] = {}
     for part in session.parts:
         for kind, count in part.unknown_kinds:
