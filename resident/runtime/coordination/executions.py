@@ -241,6 +241,11 @@ def _reassign(context: Context, call: Call, execution: Execution, member: str) -
     launch: LaunchSpec | None = load_launch(context.home, execution.id) if execution.harness else None
     with context.store.reader() as reader:
         grant = reader.get(GRANTS, execution.grant)
+        session = reader.get(SESSIONS, execution.session) if execution.session else None
+    if launch is None and execution.harness and session is not None:
+        # The launch goes when its session ends; the session's record holds what ran (its arguments redacted).
+        launch = LaunchSpec(harness=session.harness, command=session.command, directory=session.directory,
+                            sandbox=False)
     request = DispatchRequest(
         member, execution.task, role=execution.role,
         harness=launch.harness if launch is not None else "",

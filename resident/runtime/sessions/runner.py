@@ -33,7 +33,13 @@ from resident.runtime.caller import Caller
 from resident.runtime.context import Call, Context
 from resident.runtime.coordination import finish
 from resident.runtime.sessions.end import end_session
-from resident.runtime.sessions.launching import LaunchSpec, forget_launch, launches_root, load_launch
+from resident.runtime.sessions.launching import (
+    LaunchSpec,
+    forget_launch,
+    kept_launches,
+    launches_root,
+    load_launch,
+)
 from resident.runtime.sessions.liveness import live
 from resident.runtime.sessions.start import start
 from resident.runtime.sessions.tree import manifests, sessions_root
@@ -107,6 +113,7 @@ class ExecutionRunner:
         return self._context
 
     def _recover(self, context: Context) -> None:
+        self._forget_stale_launches(context)
         with context.store.reader() as reader:
             background = {
                 m.session: m for m in manifests(context.home)
@@ -117,6 +124,17 @@ class ExecutionRunner:
                 self._adopt(session_id, manifest.execution, manifest.process)
             elif not live(manifest):
                 self._end(context, session_id)
+
+    def _forget_stale_launches(self, context: Context) -> None:
+        """Remove launches a crash left behind: those of executions that ended (or were never recorded)."""
+        with context.store.reader() as reader:
+            stale = [
+                execution_id for execution_id in kept_launches(context.home)
+                if (e := reader.get(EXECUTIONS, execution_id)) is None or e.outcome != "running"
+            ]
+        for execution_id in stale:
+            with contextlib.suppress(OSError):
+                forget_launch(context.home, execution_id)
 
     def _loop(self) -> None:
         while True:
