@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from resident.coordination.execution_index import covers, indexed
 from resident.coordination.grants import ROLE_ACTIONS
 from resident.coordination.states import state_of
 from resident.errors import AskTimeout, ExecutionSettled, GrantExceeded, InvalidInput
@@ -123,16 +124,21 @@ def executions(context: Context, call: Call, request: ExecutionsQuery) -> Execut
     """The recorded executions, oldest first, filtered by member and state (a coordinator: those it dispatched)."""
     context.check_open()
     session = call.caller.session
+    parent = session.grant.id if session is not None else None
     with context.store.reader() as reader:
-        found = [e for _, e in reader.items(EXECUTIONS)]
-        grants = {e.grant: reader.get(GRANTS, e.grant) for e in found} if session is not None else {}
-    if session is not None:
-        found = [e for e in found if (g := grants.get(e.grant)) is not None and g.parent == session.grant.id]
-    if request.member is not None:
-        found = [e for e in found if e.member == request.member]
-    if request.state is not None:
-        found = [e for e in found if state_of(e) == request.state]
-    return Executions(executions=tuple(sorted(found, key=lambda e: e.started_at)))
+        if covers(reader) and (parent, request.member, request.state) != (None, None, None):
+            # The index answers what was asked without reading the rest of the history.
+            found = list(indexed(reader, member=request.member, state=request.state, parent=parent))
+        else:
+            found = [e for _, e in reader.items(EXECUTIONS)]
+            grants = {e.grant: reader.get(GRANTS, e.grant) for e in found} if parent is not None else {}
+            if parent is not None:
+                found = [e for e in found if (g := grants.get(e.grant)) is not None and g.parent == parent]
+            if request.member is not None:
+                found = [e for e in found if e.member == request.member]
+            if request.state is not None:
+                found = [e for e in found if state_of(e) == request.state]
+    return Executions(executions=tuple(sorted(found, key=lambda e: (e.started_at, e.id))))
 
 
 def wait(context: Context, call: Call, request: AwaitRequest) -> ExecutionReport:

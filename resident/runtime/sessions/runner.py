@@ -26,6 +26,7 @@ import sys
 import threading
 from collections.abc import Callable
 
+from resident.coordination.execution_index import covers, indexed
 from resident.messages.coordination import Execution
 from resident.messages.coordination_calls import FinishRequest
 from resident.messages.sessions_calls import StartSession
@@ -149,9 +150,11 @@ class ExecutionRunner:
 
     def _waiting(self, context: Context) -> list[Execution]:
         with context.store.reader() as reader:
-            found = [
-                e for _, e in reader.items(EXECUTIONS) if e.outcome == "running" and e.harness and not e.session
-            ]
+            # Only the running ones are read, through the index where it covers the home.
+            running = (
+                indexed(reader, state="running") if covers(reader) else (e for _, e in reader.items(EXECUTIONS))
+            )
+            found = [e for e in running if e.outcome == "running" and e.harness and not e.session]
         return sorted(found, key=lambda e: e.started_at)
 
     def _start_waiting(self, context: Context) -> None:
