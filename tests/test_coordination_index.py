@@ -1,9 +1,11 @@
 """The executions index answers `executions --member/--state`, a coordinator's own listing and the runner's
 search exactly as a scan of every execution would, stays whole through state changes, and a replay of the log
-rebuilds it byte for byte; a home whose index does not cover its executions is answered by the scan."""
+rebuilds it byte for byte; a home whose index does not cover its executions is answered by the scan. `await`
+reports each execution's own writes from the records index."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from itertools import product
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from resident import Runtime
-from resident.coordination.execution_index import FAMILIES, covers, indexed
+from resident.coordination.execution_index import FAMILIES, RECORDS_COVERED, covers, indexed
 from resident.coordination.grants import ROLE_ACTIONS
 from resident.coordination.states import state_of
 from resident.messages.coordination import Execution
@@ -21,7 +23,7 @@ from resident.runtime.context import Call
 from resident.runtime.coordination import dispatch_session, finish
 from resident.runtime.runtime import host_context
 from resident.store.environment import open_environment
-from resident.store.tables import EXECUTION_INDEX, EXECUTIONS
+from resident.store.tables import EXECUTION_INDEX, EXECUTION_RECORDS, EXECUTIONS
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -123,3 +125,28 @@ def test_a_home_whose_index_does_not_cover_its_executions_is_answered_by_a_scan(
         after = {(m, s): [e.id for e in rt.coordinator.executions(member=m, state=s)]
                  for m, s in product((None, *MEMBERS), (None, *STATES))}
     assert after == before
+
+
+def test_await_reports_each_executions_own_writes_from_the_records_index(tmp_path: Path) -> None:
+    with Runtime.open(tmp_path / "home", realm="none") as rt:
+        rt.memory.enable()
+        grant = rt.coordinator.issue_grant(actions={"remember"})
+        works = [
+            dispatch_session(host_context(rt), f"t{n}", "deven", role="implement", parent_grant=grant,
+                             actions={"remember"})
+            for n in range(3)
+        ]
+        rt.member("deven").remember("a note of no execution")
+        written: dict[str, list[str]] = {w.execution.id: [] for w in works}
+        for n, work in enumerate(works * 2):
+            if n % 3 != 2:  # the third execution writes nothing
+                written[work.execution.id].append(asyncio.run(work.remember(f"note {n} of {work.execution.task}")).id)
+        for work in works:
+            work.finish("succeeded")
+        with host_context(rt).store.reader() as reader:
+            assert reader.raw(EXECUTION_RECORDS, RECORDS_COVERED) is not None
+        for work in works:
+            report = rt.coordinator.wait(work.execution.id, timeout=10)
+            assert [r.id for r in report.records] == sorted(written[work.execution.id])
+        store = host_context(rt).store
+        assert store.replay()[EXECUTION_RECORDS.name] == store.state_tables()[EXECUTION_RECORDS.name]

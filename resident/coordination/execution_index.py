@@ -11,6 +11,11 @@ changes), so a replay of the log rebuilds it. Each execution has one key in each
 
 A home whose executions were recorded before the index existed has fewer keys than `FAMILIES` per execution
 (`covers`): readers then scan the executions as before, until a replay rebuilds the index whole.
+
+The memories a member's session wrote for an execution (source `execution:ID`, what `await` reports) are
+indexed too, as `ID␟RECORD` keys of `EXECUTION_RECORDS`, put when each is admitted (its source never changes).
+Memory switched on for the first time marks that index whole (`RECORDS_COVERED`): no record exists before
+that, so a home whose memory was on before the index existed lacks the mark and is scanned instead.
 """
 
 from __future__ import annotations
@@ -20,13 +25,20 @@ from collections.abc import Iterator
 from resident.coordination.states import state_of
 from resident.messages.coordination import Execution
 from resident.messages.coordination_calls import ExecutionState
+from resident.messages.memory import MemoryRecord
 from resident.store.reader import Reader
-from resident.store.tables import EXECUTION_INDEX, EXECUTIONS, GRANTS
+from resident.store.tables import EXECUTION_INDEX, EXECUTION_RECORDS, EXECUTIONS, GRANTS, RECORDS
 from resident.store.view import View
 
-__all__ = ["FAMILIES", "covers", "index_started", "indexed", "reindex"]
+__all__ = [
+    "FAMILIES", "RECORDS_COVERED", "covers", "index_record", "index_started", "indexed", "mark_records_covered",
+    "records_of",
+]
 
 FAMILIES = 3
+# The key of EXECUTION_RECORDS that says the index holds every record written for an execution.
+RECORDS_COVERED = "~covered"
+_SOURCE = "execution:"
 # Unit separator: no member name, state, grant or execution id holds it, so a prefix never runs into another's.
 _SEP = "\x1f"
 
@@ -95,3 +107,24 @@ def indexed(
             continue
         if (member is None or execution.member == member) and (state is None or state_of(execution) == state):
             yield execution
+
+
+def index_record(view: View, record: MemoryRecord) -> None:
+    """Index an admitted record under the execution it was written for (if any)."""
+    if record.source.startswith(_SOURCE):
+        view.put(EXECUTION_RECORDS, _SEP.join((record.source[len(_SOURCE):], record.id)), b"")
+
+
+def mark_records_covered(view: View) -> None:
+    """Say the records index is whole (memory switched on for the first time: no record exists yet)."""
+    view.put(EXECUTION_RECORDS, RECORDS_COVERED, b"")
+
+
+def records_of(reader: Reader, execution_id: str) -> list[MemoryRecord]:
+    """The memories written for `execution_id`, in id order: from the index where it is whole, else a scan."""
+    source = _SOURCE + execution_id
+    if reader.raw(EXECUTION_RECORDS, RECORDS_COVERED) is None:
+        return sorted((r for _, r in reader.items(RECORDS) if r.source == source), key=lambda r: r.id)
+    keys = [key for key, _ in reader.items(EXECUTION_RECORDS, execution_id + _SEP)]
+    found = (reader.get(RECORDS, key.rsplit(_SEP, 1)[1]) for key in keys)
+    return [record for record in found if record is not None and record.source == source]

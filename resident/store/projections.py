@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from resident.coordination.execution_index import index_started, reindex
+from resident.coordination.execution_index import index_record, index_started, mark_records_covered, reindex
 from resident.errors import (
     EntryNotFound,
     ExecutionSettled,
@@ -138,6 +138,7 @@ def _switch_on(view: View, event: MemorySwitchedOn) -> None:
         # admitted from now on is indexed by its own event, so replication's index covers the home
         # and no start ever has to walk its records to build it.
         view.put(REALM_CURSOR, INDEXED_KEY, RealmCursor(seq=1))
+        mark_records_covered(view)
     view.put(
         MEMORY_CONFIG,
         "memory",
@@ -188,8 +189,10 @@ def _admit(view: View, event: RecordAdmitted) -> None:
         )
         view.put(RECORDS, withheld.id, withheld)
         _index_replication(view, withheld, event.at)
+        index_record(view, withheld)
         return
     _index_replication(view, event.record, event.at)
+    index_record(view, event.record)
 
 
 def _existing(view: View, record_id: str) -> Any:

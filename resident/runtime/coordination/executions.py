@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from resident.coordination.execution_index import covers, indexed
+from resident.coordination.execution_index import covers, indexed, records_of
 from resident.coordination.grants import ROLE_ACTIONS
 from resident.coordination.states import state_of
 from resident.errors import AskTimeout, ExecutionSettled, GrantExceeded, InvalidInput
@@ -45,7 +45,7 @@ from resident.runtime.sessions.start import MAX_TASK_CHARS
 from resident.runtime.sessions.transcripts import redaction_key
 from resident.runtime.sessions.work import work_item
 from resident.sessions.redaction import Redactor
-from resident.store.tables import EXECUTIONS, GRANTS, RECORDS, SESSIONS
+from resident.store.tables import EXECUTIONS, GRANTS, SESSIONS
 
 __all__ = ["accept", "dispatch", "executions", "reject", "report", "session_grant", "wait"]
 
@@ -155,12 +155,11 @@ def wait(context: Context, call: Call, request: AwaitRequest) -> ExecutionReport
 
 def report(context: Context, execution: Execution) -> ExecutionReport:
     """`execution` with its session and the memories written for it."""
-    source = f"execution:{execution.id}"
     with context.store.reader() as reader:
         session = reader.get(SESSIONS, execution.session) if execution.session else None
         written = tuple(
             WrittenRecord(id=r.id, scope=r.scope, kind=r.kind, summary=r.summary)
-            for _, r in reader.items(RECORDS) if r.source == source
+            for r in records_of(reader, execution.id)
         )
     return ExecutionReport(
         execution=execution, state=state_of(execution), session=session,
