@@ -128,3 +128,5 @@ def test_session_show_of_an_imported_real_transcript_shows_the_conversation(
     assert plain.code == 0, plain.describe()
     assert ANSWER in plain.stdout
     assert not any(marker in plain.stdout for marker in INJECTED)
+    # What the harness kept for itself is counted in the part's line, not shown.
+    assert "kept as metadata: " in plain.stdout
