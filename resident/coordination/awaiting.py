@@ -37,8 +37,3 @@ class Awaiting:
         """The executions someone waits for."""
         with self._lock:
             return list(self._replies)
-
-    def count(self, execution_id: str) -> int:
-        """How many callers still wait for `execution_id`."""
-        with self._lock:
-            return sum(not r.cancelled for r in self._replies.get(execution_id, []))
