@@ -130,3 +130,16 @@ def test_session_show_of_an_imported_real_transcript_shows_the_conversation(
     assert not any(marker in plain.stdout for marker in INJECTED)
     # What the harness kept for itself is counted in the part's line, not shown.
     assert "kept as metadata: " in plain.stdout
+
+
+def test_a_new_codex_item_type_and_pi_message_role_are_kept_raw_and_counted() -> None:
+    codex = _data("codex") + _line(timestamp="2026-12-05T13:48:30.000Z", type="response_item",
+                                   payload={"type": "brand_new_item", "note": "x"})
+    (part,) = _recover("codex", codex).parts
+    assert part.unknown_kinds == (("response_item:brand_new_item", 1),)
+    last = json.loads(_data("pi").splitlines()[-1])
+    pi = _data("pi") + _line(type="message", id="n0000001", parentId=last["id"], timestamp=last["timestamp"],
+                             message={"role": "brandNewRole", "content": "x"})
+    transcript = _recover("pi", pi)
+    assert transcript.parts[0].unknown_kinds == (("message:brandNewRole", 1),)
+    assert [t.role for t in transcript.turns].count("other") == 1

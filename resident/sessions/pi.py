@@ -9,7 +9,7 @@ branch left behind. `message` entries hold an agent message whose `role` says wh
 `branchSummary` / `compactionSummary`. `compaction` and `branch_summary` entries are summaries too.
 `custom_message` entries and `custom` messages are context an extension injected: counted as injected,
 never turns (pi keeps its own system prompt and context files, the projected AGENTS.md among them, out of
-the file; 0.73 writes none of it). Unknown entry types are kept raw and counted by kind.
+the file; 0.73 writes none of it). Unknown entry types and message roles are kept raw and counted by kind.
 `model_change`, `thinking_level_change`, `label` and `custom` are bookkeeping, counted;
 `session_info` names the session. Version 1 files have no
 ids, so file order stands.
@@ -36,6 +36,8 @@ from resident.sessions.lines import Line
 
 __all__ = ["parse"]
 
+# The message roles `_message` reads (`custom` is injected context, counted before it gets there).
+_ROLES = frozenset({"user", "assistant", "toolResult", "bashExecution", "branchSummary", "compactionSummary"})
 _BOOKKEEPING = frozenset({"model_change", "thinking_level_change", "label", "custom", "session_info"})
 
 
@@ -105,6 +107,10 @@ def _entry(meta: Meta, line: dict[str, Any]) -> Entry:
             message = line.get("message")
             if isinstance(message, dict) and message.get("role") == "assistant":
                 meta.model = meta.model or string(message.get("model"))
+            if not isinstance(message, dict) or message.get("role") not in _ROLES:
+                # Kept raw, and counted by kind, so a new message role shows in the session's summary.
+                role = message.get("role") if isinstance(message, dict) else None
+                meta.count_unknown(f"message:{string(role) or '(none)'}")
             return Entry(node, parent, _message(message, at), conversational=True)
         case "compaction" | "branch_summary":
             return Entry(node, parent, [Draft("summary", "summary", string(line.get("summary")), at=at)])
