@@ -20,6 +20,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -96,8 +97,9 @@ def redact(text: str, repo: Path, scratch: Path, port: int) -> str:
             text = text.replace(variant.replace("/", "-"), placeholder.replace("/", "-"))
     text = text.replace(f"127.0.0.1:{port}", "127.0.0.1:8000")
     for name, placeholder in ((socket.gethostname(), "host"), (getpass.getuser(), "user")):
+        # Whole words only: a short user name ("root") must not change the words that contain it.
         if len(name) >= 3:
-            text = text.replace(name, placeholder)
+            text = re.sub(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", placeholder, text)
     return text
 
 
