@@ -29,5 +29,5 @@ def test_samuel_coordinates_deven_alice_and_oliver_in_real_harnesses(tmp_path: P
     )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert len(lines) == 6
+    assert len(lines) == 7
     assert all(line.startswith("ok ") for line in lines), done.stdout

@@ -184,14 +184,16 @@ def test_pi_puts_the_abandoned_branch_at_its_fork_and_follows_the_branch_summary
     assert texts(turns, role="assistant", kind="text")[-1].startswith("Rule for this ledger")
 
 
-def test_pi_reads_tool_results_a_users_shell_command_compaction_and_extension_context():
+def test_pi_reads_tool_results_a_users_shell_command_compaction_and_counts_extension_context():
     turns = recovered("pi")
     edit = next(t for t in turns if t.kind == "tool_result" and t.tool == "edit")
     assert edit.call == "toolu_01PiEdit"
     assert any(t.text.startswith("$ python -m pytest tests/test_import.py") for t in turns)
     assert any(t.text.startswith("The one-cent drift came from") for t in turns if t.kind == "summary")
-    assert "branch: fix/ledger-drift, 1 file changed" in texts(turns, role="system")
+    # An extension's injected context is counted as injected, never a turn.
+    assert not any("branch: fix/ledger-drift" in t.text for t in turns)
     transcript = recover("pi", [TranscriptFile("x.jsonl", load("pi", planted_secrets()))], Redactor(KEY))
+    assert transcript.parts[0].injected == 1
     assert transcript.parts[0].title == "ledger cent drift"
     assert transcript.parts[0].external_id == "a3b4c5d6-e7f8-4a0b-9c1d-2e3f4a5b6c7d"
 

@@ -9,7 +9,7 @@ the background. Then the run's invariants count the members' real writes and the
 
 The harnesses come from npm (`.ci/run` installs them into `$RESIDENT_TEST_HARNESSES`, by default
 /var/tmp/resident-test-harnesses). Exits 0 when every invariant holds, 1 naming those that do not, 2 when the
-harnesses are not installed.
+harnesses are not installed or the work folder is not empty. See README.md beside this file.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from resident import Runtime
+from resident.runtime.sessions.launch_files import kept_launches
 from resident.runtime.sessions.start import resident_command
 from resident.sessions.projection import command_line
 from tests.scripted_model import Script, ScriptedModel, Shell, Text
@@ -92,6 +93,8 @@ def _invariants(home: Path, work: Path, samuel_status: int) -> list[tuple[str, b
         oliver = rt.coordinator.wait(ids["oliver"], timeout=300) if ids["oliver"] else None
         deven = rt.coordinator.wait(ids["deven"], timeout=0) if ids["deven"] else None
         alice = rt.coordinator.wait(ids["alice"], timeout=0) if ids["alice"] else None
+    # Every session has ended by now (oliver's was awaited): nothing of their launches may be left.
+    left = _left_behind(home, work)
     written = {
         name: [r.summary for r in report.records] if report is not None else []
         for name, report in (("deven", deven), ("alice", alice), ("oliver", oliver))
@@ -109,14 +112,22 @@ def _invariants(home: Path, work: Path, samuel_status: int) -> list[tuple[str, b
          json.dumps({k: written[k] for k in ("alice", "oliver")})),
         ("oliver's reassigned step succeeded", oliver is not None and oliver.state == "succeeded",
          f"{oliver.state if oliver else 'none'}"),
+        ("no launch or grant file is left behind", left == [], json.dumps(left)),
     ]
+
+
+def _left_behind(home: Path, work: Path) -> list[str]:
+    """Launches and grant files still on disk once every session ended (the runtime removes both)."""
+    launches = kept_launches(home)
+    grants = [str(p.relative_to(work)) for p in work.rglob(".resident-grant-*")]
+    return [*launches, *grants]
 
 
 def run(work: Path) -> list[tuple[str, bool, str]]:
     """The whole example in `work`; its invariants (name, holds, detail)."""
     home = work / "home"
     for repo in ("samuel-repo", "deven-repo", "alice-repo"):
-        (work / repo).mkdir(parents=True)
+        (work / repo).mkdir(parents=True, exist_ok=True)
     with Runtime.open(home, realm="none") as rt:
         rt.memory.enable()
     resident = command_line(resident_command())
@@ -154,6 +165,11 @@ def main() -> int:
               file=sys.stderr)
         return 2
     work = options.workdir or Path(tempfile.mkdtemp(prefix="resident-coordinate-"))
+    if work.exists() and any(work.iterdir()):
+        # A second run in the same folder would find the first one's home, ids and writes.
+        print(f"{work} is not empty; name a new folder with --workdir (or none: a fresh temporary one)",
+              file=sys.stderr)
+        return 2
     invariants = run(work.absolute())
     for name, holds, detail in invariants:
         print(f"{'ok ' if holds else 'FAILED'} {name}: {detail}")

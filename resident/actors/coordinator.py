@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from resident.config import Config
+from resident.coordination.awaiting import Awaiting
 from resident.coordination.grants import derive
 from resident.errors import GrantExceeded, InvalidInput, UnknownExecution
 from resident.ids import new_id
@@ -90,14 +91,27 @@ class _Recorded:
 class Coordinator(SupervisedActor):
     """Samuel: the roster, dispatch under grants, progress, corrections."""
 
-    def __init__(self, context: ChildContext, *, config: Config, store: Store, writer: Address) -> None:
+    def __init__(
+        self, context: ChildContext, *, config: Config, store: Store, writer: Address, awaiting: Awaiting | None = None
+    ) -> None:
         super().__init__(context)
         self.config = config
         self.store = store
         self.writer = writer
-        # Callers awaiting a running execution's end, by execution id. Lost with the actor on a restart: their
-        # asks then time out, and they read the record again (`resident await` does).
-        self._awaiting: dict[str, list[Reply]] = {}
+        # Callers awaiting a running execution's end. The runtime passes the same `Awaiting` to every
+        # incarnation, so a restart does not lose them.
+        self._awaiting = awaiting if awaiting is not None else Awaiting()
+
+    def setup(self) -> None:
+        # An execution may have ended while the last incarnation died before answering its waiters (the
+        # writer's confirmation went to the dead one): answer those now, from the record.
+        with self.store.reader() as reader:
+            ended = [
+                execution_id for execution_id in self._awaiting.executions()
+                if (execution := reader.get(EXECUTIONS, execution_id)) is None or execution.outcome != "running"
+            ]
+        for execution_id in ended:
+            self._answer_awaiting(execution_id)
 
     def handle(self, message: Any) -> Any:
         match message:
@@ -143,11 +157,11 @@ class Coordinator(SupervisedActor):
             return execution
         reply = self.defer()
         if reply is not None:
-            self._awaiting.setdefault(message.id, []).append(reply)
+            self._awaiting.add(message.id, reply)
         return None
 
     def _answer_awaiting(self, execution_id: str) -> None:
-        waiting = self._awaiting.pop(execution_id, [])
+        waiting = self._awaiting.take(execution_id)
         if not waiting:
             return
         with self.store.reader() as reader:

@@ -24,7 +24,7 @@ from resident.api.discovery import API_ADDRESS_ENV, running
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
 from resident.cli.target import runtime_for
 from resident.errors import HomeInUse, SandboxUnavailable
-from resident.messages.sessions import HARNESSES, Harness, SessionRecord, SessionTurn
+from resident.messages.sessions import HARNESSES, Harness, SessionRecord, SessionTurn, TranscriptPart
 from resident.messages.sessions_calls import (
     DEFAULT_TTL,
     AdmitExcerpt,
@@ -59,6 +59,19 @@ def _summary(record: SessionRecord) -> str:
         f"session {record.id} of {record.member} ({record.harness}): {state}; {record.turns} turns from "
         f"{len(record.parts)} transcript file(s); redacted: {found}" + (f"; {record.note}" if record.note else "")
     )
+
+
+def _part_metadata(part: TranscriptPart) -> str:
+    """What the harness kept for itself in a transcript file, which `show` counts instead of showing as turns."""
+    said = [text for text in (part.model and f"model {part.model}", part.harness_version and f"version "
+                              f"{part.harness_version}") if text]
+    counted = [f"{count} {name}" for name, count in (("listings", part.listings), ("bookkeeping", part.bookkeeping),
+                                                    ("injected context", part.injected)) if count]
+    if counted:
+        said.append("kept as metadata: " + ", ".join(counted))
+    if part.unknown_kinds:
+        said.append("unknown kinds: " + ", ".join(f"{kind} {count}" for kind, count in part.unknown_kinds))
+    return "; " + "; ".join(said) if said else ""
 
 
 @click.group(short_help="Members at work in Claude Code, Codex, pi or any command; their sessions.")
@@ -276,7 +289,8 @@ def show(state: CliState, session_id: str, first: int, limit: int, raw_part: int
     stdout.print(f"task: {record.task}\ndirectory: {record.directory}\nstarted {_time(record.started_at)}, "
                  f"ended {_time(record.ended_at)}")
     for part in record.parts:
-        stdout.print(f"part {part.index}: {part.source} ({part.title or part.external_id}, {part.size} bytes)")
+        stdout.print(f"part {part.index}: {part.source} ({part.title or part.external_id}, {part.size} bytes)"
+                     + _part_metadata(part))
     stdout.print("")
     for turn in turns:
         stdout.print(_turn_line(turn))

@@ -28,6 +28,7 @@ from resident.actors.skills import SkillLibrary
 from resident.actors.substrate import Substrate
 from resident.actors.writer import StoreWriter
 from resident.config import Config, MemberConfig
+from resident.coordination.awaiting import Awaiting
 from resident.errors import SubstrateUnavailable
 from resident.memory.embedding import Embedder
 from resident.messages.memory import (
@@ -158,7 +159,8 @@ def build_wiring(
             ChildSpec(
                 coordinator,
                 Coordinator,
-                kwargs={"config": config, "store": store, "writer": writer},
+                # One `Awaiting` for every incarnation: a pending `await` outlives a coordinator restart.
+                kwargs={"config": config, "store": store, "writer": writer, "awaiting": Awaiting()},
             ),
             ChildSpec(skills, SkillLibrary, kwargs={"store": store}),
             *([knowledge] if knowledge is not None else []),

@@ -6,7 +6,9 @@ Messages `message` (content a string or blocks: `text`, `thinking`, `tool_use`, 
 tree by `parentUuid` (a rewound prompt branches from an earlier entry). After a compaction the new
 chain starts with no parent but names the old one in `logicalParentUuid`, which is followed so the
 conversation stays one path; the compacted history arrives as a user line marked
-`isCompactSummary`. Side chains (`isSidechain`, a subagent's turns) hang off their own roots. A
+`isCompactSummary`. A user line marked `isMeta` is context Claude Code injected, never typed (the
+local-command caveat, slash-command wrappers and their output, reminders): counted as injected, not a
+turn. Side chains (`isSidechain`, a subagent's turns) hang off their own roots. A
 `summary` line titles the session for `--resume`; `system` lines carry notices and slash-command
 output. The format is Claude Code's own and changes between releases, so lines of an unknown
 type are kept raw rather than dropped.
@@ -51,7 +53,7 @@ def _user(line: dict[str, Any], message: Any, at: float | None) -> list[Draft]:
     content = message.get("content") if isinstance(message, dict) else None
     if line.get("isCompactSummary") is True:
         return [Draft("summary", "summary", text_of(content), at=at)]
-    role: TurnRole = "system" if line.get("isMeta") is True else "user"
+    role: TurnRole = "user"
     if isinstance(content, str):
         return [Draft(role, "text", content, at=at)]
     drafts: list[Draft] = []
@@ -110,6 +112,10 @@ def entry_of(line: dict[str, Any]) -> Entry:
     kind = line.get("type")
     message = line.get("message")
     match kind:
+        case "user" if line.get("isMeta") is True:
+            # Context Claude Code injected (the local-command caveat, command wrappers, reminders): the entry
+            # keeps its place in the tree, its text stays in the raw transcript, and it is counted, not a turn.
+            return Entry(node, parent)
         case "user":
             return Entry(node, parent, _user(line, message, at), conversational=True)
         case "assistant":
@@ -133,6 +139,8 @@ def _read_meta(meta: Meta, line: dict[str, Any], titles: dict[str, str]) -> None
     message = line.get("message")
     if kind == "assistant" and isinstance(message, dict):
         meta.model = meta.model or string(message.get("model"))
+    if kind == "user" and line.get("isMeta") is True:
+        meta.injected += 1
     if kind in LISTINGS:
         meta.listings += 1
     if kind in BOOKKEEPING:

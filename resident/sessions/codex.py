@@ -109,6 +109,9 @@ def _response_item(meta: Meta, item: dict[str, Any], at: float | None) -> Entry:
     if _injected(item):
         meta.injected += 1
         return Entry()
+    if item.get("type") not in _ITEMS:
+        # Kept raw below, and counted by kind, so a new item type shows in the session's summary.
+        meta.count_unknown(f"response_item:{string(item.get('type')) or '(none)'}")
     return Entry(drafts=_item(item, at), conversational=True)
 
 

@@ -6,9 +6,12 @@ every later entry carries `id`, `parentId` and a `timestamp` and so forms a tree
 branch left behind. `message` entries hold an agent message whose `role` says what it is: `user`,
 `assistant` (content blocks `text`, `thinking`, `toolCall`), `toolResult` (paired by
 `toolCallId`), `bashExecution` (a command the user ran), `custom`, and the summaries
-`branchSummary` / `compactionSummary`. `compaction` and `branch_summary` entries are summaries too;
-`custom_message` is context an extension injected. `model_change`, `thinking_level_change`,
-`label` and `custom` are bookkeeping; `session_info` names the session. Version 1 files have no
+`branchSummary` / `compactionSummary`. `compaction` and `branch_summary` entries are summaries too.
+`custom_message` entries and `custom` messages are context an extension injected: counted as injected,
+never turns (pi keeps its own system prompt and context files, the projected AGENTS.md among them, out of
+the file; 0.73 writes none of it). Unknown entry types and message roles are kept raw and counted by kind.
+`model_change`, `thinking_level_change`, `label` and `custom` are bookkeeping, counted;
+`session_info` names the session. Version 1 files have no
 ids, so file order stands.
 """
 
@@ -33,6 +36,8 @@ from resident.sessions.lines import Line
 
 __all__ = ["parse"]
 
+# The message roles `_message` reads (`custom` is injected context, counted before it gets there).
+_ROLES = frozenset({"user", "assistant", "toolResult", "bashExecution", "branchSummary", "compactionSummary"})
 _BOOKKEEPING = frozenset({"model_change", "thinking_level_change", "label", "custom", "session_info"})
 
 
@@ -74,12 +79,15 @@ def _message(message: Any, at: float | None) -> list[Draft]:
         case "bashExecution":
             text = f"$ {string(message.get('command'))}\n{string(message.get('output'))}"
             return [Draft("tool", "tool_result", text, tool="bash", at=at)]
-        case "custom":
-            return [Draft("system", "text", text_of(content), at=at)]
         case "branchSummary" | "compactionSummary":
             return [Draft("summary", "summary", string(message.get("summary")), at=at)]
         case _:
             return [raw_draft(message, at)]
+
+
+def _injected(message: Any) -> bool:
+    """Whether a message entry is context pi or an extension injected (a `custom` message), not a turn."""
+    return isinstance(message, dict) and message.get("role") == "custom"
 
 
 def _entry(meta: Meta, line: dict[str, Any]) -> Entry:
@@ -92,18 +100,31 @@ def _entry(meta: Meta, line: dict[str, Any]) -> Entry:
             meta.started_at = meta.started_at if meta.started_at is not None else at
             meta.forked_from = meta.forked_from or string(line.get("parentSession"))[:500]
             return Entry()
+        case "message" if _injected(line.get("message")):
+            meta.injected += 1
+            return Entry(node, parent)
         case "message":
-            return Entry(node, parent, _message(line.get("message"), at), conversational=True)
+            message = line.get("message")
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                meta.model = meta.model or string(message.get("model"))
+            if not isinstance(message, dict) or message.get("role") not in _ROLES:
+                # Kept raw, and counted by kind, so a new message role shows in the session's summary.
+                role = message.get("role") if isinstance(message, dict) else None
+                meta.count_unknown(f"message:{string(role) or '(none)'}")
+            return Entry(node, parent, _message(message, at), conversational=True)
         case "compaction" | "branch_summary":
             return Entry(node, parent, [Draft("summary", "summary", string(line.get("summary")), at=at)])
         case "custom_message":
-            return Entry(node, parent, [Draft("system", "text", text_of(line.get("content")), at=at)])
+            meta.injected += 1
+            return Entry(node, parent)
         case "session_info":
             meta.title = string(line.get("name")) or meta.title
             return Entry(node, parent)
         case str() as kind if kind in _BOOKKEEPING:
+            meta.bookkeeping += 1
             return Entry(node, parent)
-        case _:
+        case kind:
+            meta.count_unknown(kind)
             return Entry(node, parent, [raw_draft(line, at)])
 
 

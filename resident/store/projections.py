@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from resident.coordination.execution_index import index_record, index_started, mark_records_covered, reindex
 from resident.errors import (
     EntryNotFound,
     ExecutionSettled,
@@ -137,6 +138,7 @@ def _switch_on(view: View, event: MemorySwitchedOn) -> None:
         # admitted from now on is indexed by its own event, so replication's index covers the home
         # and no start ever has to walk its records to build it.
         view.put(REALM_CURSOR, INDEXED_KEY, RealmCursor(seq=1))
+        mark_records_covered(view)
     view.put(
         MEMORY_CONFIG,
         "memory",
@@ -187,8 +189,10 @@ def _admit(view: View, event: RecordAdmitted) -> None:
         )
         view.put(RECORDS, withheld.id, withheld)
         _index_replication(view, withheld, event.at)
+        index_record(view, withheld)
         return
     _index_replication(view, event.record, event.at)
+    index_record(view, event.record)
 
 
 def _existing(view: View, record_id: str) -> Any:
@@ -401,6 +405,7 @@ def _grant_token_issued(view: View, event: GrantTokenIssued) -> None:
 @projection(ExecutionStarted)
 def _execution_started(view: View, event: ExecutionStarted) -> None:
     view.put(EXECUTIONS, event.execution.id, event.execution)
+    index_started(view, event.execution)
 
 
 def _execution(view: View, execution_id: str) -> Execution:
@@ -419,8 +424,9 @@ def _finishable(view: View, event: ExecutionFinished) -> bool:
 
 @projection(ExecutionFinished, check=_finishable)
 def _execution_finished(view: View, event: ExecutionFinished) -> None:
+    before = _execution(view, event.id)
     finished = msgspec.structs.replace(
-        _execution(view, event.id),
+        before,
         outcome=event.outcome,
         finished_at=event.at,
         result_digest=event.result_digest,
@@ -431,6 +437,7 @@ def _execution_finished(view: View, event: ExecutionFinished) -> None:
         seal=event.seal,
     )
     view.put(EXECUTIONS, event.id, finished)
+    reindex(view, before, finished)
 
 
 def _unsettled(execution: Execution) -> None:
@@ -451,8 +458,10 @@ def _acceptable(view: View, event: ExecutionAccepted) -> bool:
 
 @projection(ExecutionAccepted, check=_acceptable)
 def _accepted(view: View, event: ExecutionAccepted) -> None:
-    accepted = msgspec.structs.replace(_execution(view, event.id), accepted_at=event.at, accepted_by=event.by)
+    before = _execution(view, event.id)
+    accepted = msgspec.structs.replace(before, accepted_at=event.at, accepted_by=event.by)
     view.put(EXECUTIONS, event.id, accepted)
+    reindex(view, before, accepted)
 
 
 def _rejectable(view: View, event: ExecutionRejected) -> bool:
@@ -467,11 +476,13 @@ def _rejectable(view: View, event: ExecutionRejected) -> bool:
 
 @projection(ExecutionRejected, check=_rejectable)
 def _rejected(view: View, event: ExecutionRejected) -> None:
+    before = _execution(view, event.id)
     rejected = msgspec.structs.replace(
-        _execution(view, event.id), rejected_at=event.at, rejected_by=event.by, rejection=event.reason,
+        before, rejected_at=event.at, rejected_by=event.by, rejection=event.reason,
         reassigned_to=event.reassigned_to,
     )
     view.put(EXECUTIONS, event.id, rejected)
+    reindex(view, before, rejected)
 
 
 @projection(CorrectionRecorded, check=lambda view, event: bool(_execution(view, event.correction.execution)))

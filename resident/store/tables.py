@@ -43,6 +43,8 @@ __all__ = [
     "EVENTS",
     "EVOLUTION",
     "EXECUTIONS",
+    "EXECUTION_INDEX",
+    "EXECUTION_RECORDS",
     "GRANTS",
     "GRANT_TOKENS",
     "INDEXED_KEY",
@@ -131,6 +133,10 @@ REFUSED: Table[RealmRefusal] = Table("refused", RealmRefusal)
 INDEXED_KEY = "indexed"
 GRANTS: Table[Grant] = Table("grants", Grant)
 EXECUTIONS: Table[Execution] = Table("executions", Execution)
+# Execution ids by member, state and parent grant, values empty (`resident.coordination.execution_index`).
+EXECUTION_INDEX: Table[bytes] = Table("execution_index", bytes, raw=True)
+# The memories written for each execution, `execution ␟ record`, values empty (the same module).
+EXECUTION_RECORDS: Table[bytes] = Table("execution_records", bytes, raw=True)
 CORRECTIONS: Table[Correction] = Table("corrections", Correction)
 # Keyed by the token's digest: a session's token is looked up without ever being stored.
 GRANT_TOKENS: Table[GrantToken] = Table("grant_tokens", GrantToken)
@@ -164,7 +170,7 @@ KNOWLEDGE_ENTRIES: Table[KnowledgeEntry] = Table("knowledge_entries", KnowledgeE
 TABLES: tuple[Table[Any], ...] = (
     META, EVENTS, MEMORY_CONFIG, BANKS, RECORDS, VECTORS, TERMS, USAGE, MEMBERS, REPLICATION, REALM_CURSOR,
     REALM_INVALIDATIONS,
-    GRANTS, EXECUTIONS, CORRECTIONS, GRANT_TOKENS, PENDING, REFUSED,
+    GRANTS, EXECUTIONS, EXECUTION_INDEX, EXECUTION_RECORDS, CORRECTIONS, GRANT_TOKENS, PENDING, REFUSED,
     SKILLS, SKILL_HOLDINGS, SKILL_SESSIONS, MEMBER_EVOLUTION, EVOLUTION, PRINCIPLES, ENGAGEMENT, ENGAGEMENT_QUESTIONS,
     KNOWLEDGE_BANKS, PAGES, PAGE_SOURCES, PAGE_DIGESTS, KNOWLEDGE_REPOSITORIES, KNOWLEDGE_ENTRIES,
     SESSIONS, SESSION_TURNS, SESSION_RAW, SESSION_SOURCES,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from resident.coordination.execution_index import covers, indexed, records_of
 from resident.coordination.grants import ROLE_ACTIONS
 from resident.coordination.states import state_of
 from resident.errors import AskTimeout, ExecutionSettled, GrantExceeded, InvalidInput
@@ -44,7 +45,7 @@ from resident.runtime.sessions.start import MAX_TASK_CHARS
 from resident.runtime.sessions.transcripts import redaction_key
 from resident.runtime.sessions.work import work_item
 from resident.sessions.redaction import Redactor
-from resident.store.tables import EXECUTIONS, GRANTS, RECORDS, SESSIONS
+from resident.store.tables import EXECUTIONS, GRANTS, SESSIONS
 
 __all__ = ["accept", "dispatch", "executions", "reject", "report", "session_grant", "wait"]
 
@@ -123,16 +124,21 @@ def executions(context: Context, call: Call, request: ExecutionsQuery) -> Execut
     """The recorded executions, oldest first, filtered by member and state (a coordinator: those it dispatched)."""
     context.check_open()
     session = call.caller.session
+    parent = session.grant.id if session is not None else None
     with context.store.reader() as reader:
-        found = [e for _, e in reader.items(EXECUTIONS)]
-        grants = {e.grant: reader.get(GRANTS, e.grant) for e in found} if session is not None else {}
-    if session is not None:
-        found = [e for e in found if (g := grants.get(e.grant)) is not None and g.parent == session.grant.id]
-    if request.member is not None:
-        found = [e for e in found if e.member == request.member]
-    if request.state is not None:
-        found = [e for e in found if state_of(e) == request.state]
-    return Executions(executions=tuple(sorted(found, key=lambda e: e.started_at)))
+        if covers(reader) and (parent, request.member, request.state) != (None, None, None):
+            # The index answers what was asked without reading the rest of the history.
+            found = list(indexed(reader, member=request.member, state=request.state, parent=parent))
+        else:
+            found = [e for _, e in reader.items(EXECUTIONS)]
+            grants = {e.grant: reader.get(GRANTS, e.grant) for e in found} if parent is not None else {}
+            if parent is not None:
+                found = [e for e in found if (g := grants.get(e.grant)) is not None and g.parent == parent]
+            if request.member is not None:
+                found = [e for e in found if e.member == request.member]
+            if request.state is not None:
+                found = [e for e in found if state_of(e) == request.state]
+    return Executions(executions=tuple(sorted(found, key=lambda e: (e.started_at, e.id))))
 
 
 def wait(context: Context, call: Call, request: AwaitRequest) -> ExecutionReport:
@@ -149,12 +155,11 @@ def wait(context: Context, call: Call, request: AwaitRequest) -> ExecutionReport
 
 def report(context: Context, execution: Execution) -> ExecutionReport:
     """`execution` with its session and the memories written for it."""
-    source = f"execution:{execution.id}"
     with context.store.reader() as reader:
         session = reader.get(SESSIONS, execution.session) if execution.session else None
         written = tuple(
             WrittenRecord(id=r.id, scope=r.scope, kind=r.kind, summary=r.summary)
-            for _, r in reader.items(RECORDS) if r.source == source
+            for r in records_of(reader, execution.id)
         )
     return ExecutionReport(
         execution=execution, state=state_of(execution), session=session,
@@ -178,10 +183,16 @@ def _summary(execution: Execution, session: SessionRecord | None) -> str:
 
 
 def _harness_said(session: SessionRecord) -> list[str]:
-    """What the harness said of itself across the session's transcript files: model, version, record kinds unknown."""
+    """What the harness said of itself across the session's transcript files: model, version, what was kept as
+    metadata (listings, bookkeeping, injected context), record kinds unknown."""
     said = [f"model {m}" for m in dict.fromkeys(p.model for p in session.parts if p.model)]
     versions = dict.fromkeys(p.harness_version for p in session.parts if p.harness_version)
     said += [f"{session.harness} {version}" for version in versions]
+    kept = (("listings", sum(p.listings for p in session.parts)),
+            ("bookkeeping records", sum(p.bookkeeping for p in session.parts)),
+            ("injected context records", sum(p.injected for p in session.parts)))
+    if any(count for _, count in kept):
+        said.append("kept as metadata, not turns: " + ", ".join(f"{count} {name}" for name, count in kept if count))
     unknown: dict[str, int] = {}
     for part in session.parts:
         for kind, count in part.unknown_kinds:
@@ -235,6 +246,11 @@ def _reassign(context: Context, call: Call, execution: Execution, member: str) -
     launch: LaunchSpec | None = load_launch(context.home, execution.id) if execution.harness else None
     with context.store.reader() as reader:
         grant = reader.get(GRANTS, execution.grant)
+        session = reader.get(SESSIONS, execution.session) if execution.session else None
+    if launch is None and execution.harness and session is not None:
+        # The launch goes when its session ends; the session's record holds what ran (its arguments redacted).
+        launch = LaunchSpec(harness=session.harness, command=session.command, directory=session.directory,
+                            sandbox=False)
     request = DispatchRequest(
         member, execution.task, role=execution.role,
         harness=launch.harness if launch is not None else "",

@@ -20,7 +20,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from resident.errors import UnknownSession
+from resident.errors import InvalidInput, UnknownSession
 from resident.messages.coordination import Outcome
 from resident.messages.coordination_calls import FinishRequest
 from resident.messages.sessions import SessionRecord, SessionRecovered
@@ -31,6 +31,7 @@ from resident.runtime.context import Call, Context
 from resident.runtime.coordination import finish, result_digest
 from resident.runtime.sessions.harness_config import restore_harness_home
 from resident.runtime.sessions.harness_copies import settle_copies
+from resident.runtime.sessions.launch_files import forget_launch
 from resident.runtime.sessions.liveness import live
 from resident.runtime.sessions.transcripts import file_cwd, layout, read_transcript, redaction_key, scan, session_files
 from resident.runtime.sessions.tree import (
@@ -183,6 +184,11 @@ def end_session(
     else:
         digest = ""
     execution = record.execution if record is not None else (manifest.execution if manifest else "")
+    if execution:
+        # What the runner ran is done with (a reassignment reads it from this session's record). Removed before
+        # the finish, so whoever awaits the execution finds it gone.
+        with contextlib.suppress(OSError, InvalidInput):
+            forget_launch(home, execution)
     if execution and (record is not None or (manifest is not None and manifest.owns_execution)):
         _finish(context, execution, outcome, error, digest)
     _tidy(folder, keep_originals=bool(unrestored))

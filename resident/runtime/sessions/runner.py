@@ -26,6 +26,7 @@ import sys
 import threading
 from collections.abc import Callable
 
+from resident.coordination.execution_index import covers, indexed
 from resident.messages.coordination import Execution
 from resident.messages.coordination_calls import FinishRequest
 from resident.messages.sessions_calls import StartSession
@@ -33,7 +34,13 @@ from resident.runtime.caller import Caller
 from resident.runtime.context import Call, Context
 from resident.runtime.coordination import finish
 from resident.runtime.sessions.end import end_session
-from resident.runtime.sessions.launching import LaunchSpec, forget_launch, launches_root, load_launch
+from resident.runtime.sessions.launching import (
+    LaunchSpec,
+    forget_launch,
+    kept_launches,
+    launches_root,
+    load_launch,
+)
 from resident.runtime.sessions.liveness import live
 from resident.runtime.sessions.start import start
 from resident.runtime.sessions.tree import manifests, sessions_root
@@ -107,6 +114,7 @@ class ExecutionRunner:
         return self._context
 
     def _recover(self, context: Context) -> None:
+        self._forget_stale_launches(context)
         with context.store.reader() as reader:
             background = {
                 m.session: m for m in manifests(context.home)
@@ -117,6 +125,17 @@ class ExecutionRunner:
                 self._adopt(session_id, manifest.execution, manifest.process)
             elif not live(manifest):
                 self._end(context, session_id)
+
+    def _forget_stale_launches(self, context: Context) -> None:
+        """Remove launches a crash left behind: those of executions that ended (or were never recorded)."""
+        with context.store.reader() as reader:
+            stale = [
+                execution_id for execution_id in kept_launches(context.home)
+                if (e := reader.get(EXECUTIONS, execution_id)) is None or e.outcome != "running"
+            ]
+        for execution_id in stale:
+            with contextlib.suppress(OSError):
+                forget_launch(context.home, execution_id)
 
     def _loop(self) -> None:
         while True:
@@ -131,9 +150,11 @@ class ExecutionRunner:
 
     def _waiting(self, context: Context) -> list[Execution]:
         with context.store.reader() as reader:
-            found = [
-                e for _, e in reader.items(EXECUTIONS) if e.outcome == "running" and e.harness and not e.session
-            ]
+            # Only the running ones are read, through the index where it covers the home.
+            running = (
+                indexed(reader, state="running") if covers(reader) else (e for _, e in reader.items(EXECUTIONS))
+            )
+            found = [e for e in running if e.outcome == "running" and e.harness and not e.session]
         return sorted(found, key=lambda e: e.started_at)
 
     def _start_waiting(self, context: Context) -> None:
