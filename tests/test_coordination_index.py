@@ -13,16 +13,15 @@ from pathlib import Path
 import pytest
 
 from resident import Runtime
-from resident.coordination.execution_index import FAMILIES, RECORDS_COVERED, covers, indexed
 from resident.coordination.grants import ROLE_ACTIONS
-from resident.coordination.states import state_of
 from resident.messages.coordination import Execution
-from resident.messages.coordination_calls import ExecutionState, FinishRequest
+from resident.messages.coordination_calls import ExecutionState, FinishRequest, state_of
 from resident.runtime.caller import Caller
 from resident.runtime.context import Call
 from resident.runtime.coordination import dispatch_session, finish
 from resident.runtime.runtime import host_context
 from resident.store.environment import open_environment
+from resident.store.execution_index import FAMILIES, RECORDS_COVERED, covers, indexed
 from resident.store.tables import EXECUTION_INDEX, EXECUTION_RECORDS, EXECUTIONS
 
 pytestmark = pytest.mark.timeout(60)

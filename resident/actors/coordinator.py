@@ -14,8 +14,8 @@ from typing import Any
 
 import msgspec
 
+from resident.actors.awaiting import Awaiting
 from resident.config import Config
-from resident.coordination.awaiting import Awaiting
 from resident.coordination.grants import derive
 from resident.errors import GrantExceeded, InvalidInput, UnknownExecution
 from resident.ids import new_id

@@ -13,7 +13,6 @@ import click
 
 from resident.cli.common import UTF8, CliState, emit_json, json_option, pass_state, print_table, stdout
 from resident.cli.target import runtime_for
-from resident.coordination.states import state_of
 from resident.messages.coordination import Execution
 from resident.messages.coordination_calls import (
     EXECUTION_STATES,
@@ -23,6 +22,7 @@ from resident.messages.coordination_calls import (
     ExecutionReport,
     ExecutionsQuery,
     RejectRequest,
+    state_of,
 )
 from resident.operations import coordination as ops
 from resident.terminal import printable

@@ -31,10 +31,21 @@ __all__ = [
     "RejectRequest",
     "Rejected",
     "WrittenRecord",
+    "state_of",
 ]
 
 # Where an execution stands: its outcome, then whether its dispatcher accepted or rejected it.
 ExecutionState = Literal["running", "succeeded", "failed", "cancelled", "accepted", "rejected"]
+
+
+def state_of(execution: Execution) -> ExecutionState:
+    """Where `execution` stands: accepted or rejected once its dispatcher decided, else its outcome."""
+    if execution.accepted_at is not None:
+        return "accepted"
+    if execution.rejected_at is not None:
+        return "rejected"
+    return execution.outcome
+
 EXECUTION_STATES: tuple[ExecutionState, ...] = ("running", "succeeded", "failed", "cancelled", "accepted", "rejected")
 # A harness's command line: as `resident session start` takes it.
 _Argument = Annotated[str, msgspec.Meta(max_length=64_000)]

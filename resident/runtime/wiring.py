@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from resident.actors import substrate as substrate_actor
+from resident.actors.awaiting import Awaiting
 from resident.actors.cognition_service import CognitionService
 from resident.actors.coordinator import Coordinator
 from resident.actors.embedding import EmbeddingWorker
@@ -28,7 +29,6 @@ from resident.actors.skills import SkillLibrary
 from resident.actors.substrate import Substrate
 from resident.actors.writer import StoreWriter
 from resident.config import Config, MemberConfig
-from resident.coordination.awaiting import Awaiting
 from resident.errors import SubstrateUnavailable
 from resident.memory.embedding import Embedder
 from resident.messages.memory import (

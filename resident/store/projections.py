@@ -13,7 +13,6 @@ from typing import Any
 
 import msgspec
 
-from resident.coordination.execution_index import index_record, index_started, mark_records_covered, reindex
 from resident.errors import (
     EntryNotFound,
     ExecutionSettled,
@@ -85,6 +84,7 @@ from resident.messages.replication import (
     ReplicationAttempted,
     ReplicationStatus,
 )
+from resident.store.execution_index import index_record, index_started, mark_records_covered, reindex
 from resident.store.projecting import projection
 from resident.store.tables import (
     BANKS,

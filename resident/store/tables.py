@@ -133,7 +133,7 @@ REFUSED: Table[RealmRefusal] = Table("refused", RealmRefusal)
 INDEXED_KEY = "indexed"
 GRANTS: Table[Grant] = Table("grants", Grant)
 EXECUTIONS: Table[Execution] = Table("executions", Execution)
-# Execution ids by member, state and parent grant, values empty (`resident.coordination.execution_index`).
+# Execution ids by member, state and parent grant, values empty (`resident.store.execution_index`).
 EXECUTION_INDEX: Table[bytes] = Table("execution_index", bytes, raw=True)
 # The memories written for each execution, `execution ␟ record`, values empty (the same module).
 EXECUTION_RECORDS: Table[bytes] = Table("execution_records", bytes, raw=True)

@@ -13,9 +13,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from resident.coordination.execution_index import covers, indexed, records_of
 from resident.coordination.grants import ROLE_ACTIONS
-from resident.coordination.states import state_of
 from resident.errors import AskTimeout, ExecutionSettled, GrantExceeded, InvalidInput
 from resident.ids import check_record_id
 from resident.memory.records import clean_text
@@ -34,6 +32,7 @@ from resident.messages.coordination_calls import (
     Rejected,
     RejectRequest,
     WrittenRecord,
+    state_of,
 )
 from resident.messages.sessions import SessionRecord
 from resident.runtime.context import Call, Context
@@ -45,6 +44,7 @@ from resident.runtime.sessions.start import MAX_TASK_CHARS
 from resident.runtime.sessions.transcripts import redaction_key
 from resident.runtime.sessions.work import work_item
 from resident.sessions.redaction import Redactor
+from resident.store.execution_index import covers, indexed, records_of
 from resident.store.tables import EXECUTIONS, GRANTS, SESSIONS
 
 __all__ = ["accept", "dispatch", "executions", "reject", "report", "session_grant", "wait"]

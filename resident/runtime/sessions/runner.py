@@ -26,7 +26,6 @@ import sys
 import threading
 from collections.abc import Callable
 
-from resident.coordination.execution_index import covers, indexed
 from resident.messages.coordination import Execution
 from resident.messages.coordination_calls import FinishRequest
 from resident.messages.sessions_calls import StartSession
@@ -45,6 +44,7 @@ from resident.runtime.sessions.liveness import live
 from resident.runtime.sessions.start import start
 from resident.runtime.sessions.tree import manifests, sessions_root
 from resident.sessions.background import read_exit_status
+from resident.store.execution_index import covers, indexed
 from resident.store.tables import EXECUTIONS
 
 __all__ = ["BACKGROUND_MODULE", "ExecutionRunner"]

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from resident.coordination.states import state_of
 from resident.messages.coordination import Execution
-from resident.messages.coordination_calls import ExecutionState
+from resident.messages.coordination_calls import ExecutionState, state_of
 from resident.messages.memory import MemoryRecord
 from resident.store.reader import Reader
 from resident.store.tables import EXECUTION_INDEX, EXECUTION_RECORDS, EXECUTIONS, GRANTS, RECORDS
