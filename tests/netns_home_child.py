@@ -6,7 +6,8 @@ Opens HOME replicating to REALM_URL (the CA in CA_FILE pinned; the token from $R
 memory on and prints `ready`. Then, per line read:
 
 * `write PREFIX N` — writes N records, printing `ack ID` once each `remember` returned (it is durable), then `ok`;
-* `status` — prints `status JSON`: replication counts, last error, and each record's id → [state, digest];
+* `status` — prints `status JSON`: replication counts, last error, each record's id → [state, digest], and
+  each unsynced record's id → [failed attempts, last error];
 * `quit` — closes the runtime and prints `bye`.
 """
 
@@ -21,7 +22,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from resident import Runtime
-from tests.replication_support import FAST, counts, local_records
+from tests.replication_support import FAST, counts, local_records, record_status
 
 # Short waits, but a request over a veth with a TLS handshake gets more than loopback's half second.
 SETTINGS = dataclasses.replace(FAST, request_timeout=2.0, retry_later=0.3, wait_max=0.3)
@@ -47,7 +48,15 @@ def main(home: Path, realm_url: str, ca_file: str) -> None:
             elif words[:1] == ["status"]:
                 now = counts(runtime)
                 records = {r.id: [r.replication, r.digest] for r in local_records(runtime).values()}
-                say("status " + json.dumps({"counts": now.counts, "last_error": now.last_error, "records": records}))
+                # For each record not synced: how many pushes of it failed, and the last failure.
+                tries = {}
+                for rid, (state, _) in records.items():
+                    if state != "synced":
+                        one = record_status(runtime, rid)
+                        tries[rid] = [one.attempts, one.last_error]
+                say("status " + json.dumps(
+                    {"counts": now.counts, "last_error": now.last_error, "records": records, "tries": tries}
+                ))
             elif words[:1] == ["quit"]:
                 break
     finally:

@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -108,15 +109,20 @@ class NamespacedPostgres:
 
     USER = "pgserver"
 
-    def __init__(self, bin_dir: Path, directory: Path, prefix: Sequence[str], address: str, port: int = 5432) -> None:
-        from pgserver.utils import ensure_user_exists  # noqa: PLC0415 - optional: the dev extra installs it
+    def __init__(self, bin_dir: Path, prefix: Sequence[str], address: str, port: int = 5432) -> None:
+        from pgserver.utils import ensure_prefix_permissions, ensure_user_exists  # noqa: PLC0415 - the dev extra
 
         entry = ensure_user_exists(self.USER)
         assert entry is not None
         self.uid, self.gid = entry.pw_uid, entry.pw_gid
         self.bin_dir, self.prefix, self.address, self.port = bin_dir, list(prefix), address, port
-        self.data = directory / "pgdata"
+        # Not under pytest's basetemp, whose root is private to this user: the server's user must reach it.
+        self.directory = Path(tempfile.mkdtemp(prefix="resident-netns-pg-"))
+        directory = self.directory
         directory.chmod(0o755)
+        ensure_prefix_permissions(directory)
+        ensure_prefix_permissions(bin_dir)
+        self.data = directory / "pgdata"
         self.data.mkdir(mode=0o700)
         os.chown(self.data, self.uid, self.gid)
         self.log = directory / "postgres.log"
@@ -157,6 +163,11 @@ class NamespacedPostgres:
                     raise
             # Nothing to wait on but the server accepting connections.
             time.sleep(0.05)
+
+    def remove(self) -> None:
+        """Stop the server and delete its files."""
+        self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
     def stop(self) -> None:
         """A fast shutdown (SIGINT): clients are cut off, committed transactions are kept."""
