@@ -127,10 +127,14 @@ class NamespacedPostgres:
         os.chown(self.data, self.uid, self.gid)
         self.log = directory / "postgres.log"
         self.proc: subprocess.Popen[bytes] | None = None
-        subprocess.run(
-            [str(bin_dir / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8"],
-            user=self.uid, group=self.gid, capture_output=True, timeout=60, check=True,
-        )
+        try:
+            subprocess.run(
+                [str(bin_dir / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8"],
+                user=self.uid, group=self.gid, capture_output=True, timeout=60, check=True,
+            )
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
         with (self.data / "pg_hba.conf").open("a") as hba:
             hba.write(f"host all all {SUBNET}.0/24 trust\n")
 

@@ -236,10 +236,11 @@ def test_two_homes_two_realms_and_postgresql_on_three_hosts_through_a_kill_a_res
     realm_address = network.add_host("r")
     (tmp_path / "certs").mkdir()
     pair = write_server_pair(authority, tmp_path / "certs", realm_address)
-    postgres = NamespacedPostgres(bin_dir, network.exec("b"), database_host)
     realms: list[TlsRealm] = []
     homes: dict[str, Home] = {}
+    postgres: NamespacedPostgres | None = None
     try:
+        postgres = NamespacedPostgres(bin_dir, network.exec("b"), database_host)
         postgres.start()
         import psycopg  # noqa: PLC0415 - only where PostgreSQL is used
 
@@ -315,4 +316,5 @@ def test_two_homes_two_realms_and_postgresql_on_three_hosts_through_a_kill_a_res
             home.close()
         for realm in realms:
             realm.stop()
-        postgres.remove()
+        if postgres is not None:
+            postgres.remove()
