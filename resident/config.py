@@ -89,6 +89,8 @@ class Config:
     coordinator: str
     realm_url: str | None = None
     path: Path | None = None
+    # `[realm] ca_file`: pin Realm's CA (a path as written; relative ones are read from the home).
+    realm_ca_file: str | None = None
     extra_members: tuple[MemberConfig, ...] = field(default=())
     engagement: EngagementConfig = field(default_factory=EngagementConfig)
     knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
@@ -159,6 +161,8 @@ class _TeamTable(msgspec.Struct, forbid_unknown_fields=True):
 
 class _RealmTable(msgspec.Struct, forbid_unknown_fields=True):
     url: str | None = None
+    # A PEM bundle of the only CAs the home trusts for Realm (relative to the home); see docs/realm.md.
+    ca_file: str | None = None
 
 
 class _KnowledgeTable(msgspec.Struct, forbid_unknown_fields=True):
@@ -219,7 +223,7 @@ _HEADER = (
 _ALLOWED = {
     "the top level": "team, members, realm, memory, engagement, knowledge, sessions, cognition",
     "[team]": "coordinator",
-    "[realm]": "url",
+    "[realm]": "url, ca_file",
     "[knowledge]": "enabled",
     "[memory]": "embedder",
     "[sessions]": "sandbox, max_running, harness_transcripts",
@@ -328,6 +332,7 @@ def _parse(data: _ConfigFile, path: Path) -> Config:
         raise ConfigError(f'{path}: [memory] embedder must be "hash", "local" or a loopback URL')
     return Config(
         members=tuple(members), coordinator=coordinator, realm_url=url, path=path, engagement=engagement,
+        realm_ca_file=data.realm.ca_file,
         knowledge=KnowledgeConfig(enabled=data.knowledge.enabled), memory_embedder=embedder,
         session_sandbox=data.sessions.sandbox, max_running=data.sessions.max_running,
         harness_transcripts=data.sessions.harness_transcripts, cognition=_cognition(data.cognition, path),
@@ -387,6 +392,8 @@ def render_config(config: Config) -> str:
     }
     if config.realm_url:
         document["realm"] = {"url": config.realm_url}
+        if config.realm_ca_file:
+            document["realm"] = {"url": config.realm_url, "ca_file": config.realm_ca_file}
     engagement = engagement_table(config.engagement)
     if engagement is not None:
         document["engagement"] = engagement

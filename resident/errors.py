@@ -342,6 +342,10 @@ class RealmIdTaken(RealmRejected):
         self.ids = ids
 
 
+class RealmCertificateRefused(RealmUnavailable):
+    """Realm's TLS certificate does not chain to the CA the home pins (or the system's); nothing was sent."""
+
+
 class RealmInUse(ResidentError, RuntimeError):
     """Another `realm serve` already serves that data directory."""
 

@@ -258,6 +258,7 @@ class Replication(SupervisedActor):
         settings: ReplicationSettings | None = None,
         realm_token: str | None = None,
         client_factory: Callable[..., RealmClient] | None = None,
+        realm_ca: str | None = None,
     ) -> None:
         super().__init__(context)
         self.store = store
@@ -265,6 +266,7 @@ class Replication(SupervisedActor):
         self.realm_url = realm_url
         self.settings = settings or ReplicationSettings()
         self._token = realm_token
+        self._ca_file = realm_ca
         self._client_factory = client_factory
         self._client: RealmClient | None = None
         self._io: IoWorker | None = None
@@ -291,7 +293,9 @@ class Replication(SupervisedActor):
         self._index_older_records()
         if self.realm_url is not None:
             factory = self._client_factory or _realm_client_class()
-            self._client = factory(self.realm_url, self.settings.request_timeout, token=self._token)
+            # The pin is passed only when there is one, so test factories without the argument still fit.
+            pin = {"ca_file": self._ca_file} if self._ca_file is not None else {}
+            self._client = factory(self.realm_url, self.settings.request_timeout, token=self._token, **pin)
             self._io = IoWorker(self.name, self._from_worker)
             self._queue_push()
             self._poll_due.now()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -13,7 +14,7 @@ from resident.errors import InvalidInput
 from resident.messages.home_calls import BackupRequest, HomeStatus, StatusQuery
 from resident.operations import home as home_ops
 from resident.realm.tokens import HOME_TOKEN_FILE, read_token_file
-from resident.realm.urls import realm_base_url
+from resident.realm.urls import REALM_CA_FILE, realm_base_url
 from resident.store.home import CONFIG_FILE, HomeLock, ensure_home, resolve_home, write_private_file
 
 __all__ = ["COMMANDS"]
@@ -41,11 +42,19 @@ def _replace_config(path: Path, content: bytes | None) -> None:
     help="A file holding the home's Realm token (`resident realm enroll`); copied into the home, 0600.",
 )
 @click.option(
+    "--realm-ca",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="PEM bundle of the only CAs trusted for Realm's certificate; copied into the home as [realm] ca_file.",
+)
+@click.option(
     "--force", is_flag=True, help="Rewrite resident.toml with the default team (and --realm) even if it exists."
 )
 @json_option
 @pass_state
-def init(state: CliState, realm_url: str | None, realm_token_file: Path | None, force: bool, as_json: bool) -> None:
+def init(
+    state: CliState, realm_url: str | None, realm_token_file: Path | None, realm_ca: Path | None, force: bool,
+    as_json: bool,
+) -> None:
     """Create the home and its resident.toml, or set its Realm URL.
 
     The home is created private (0700) with the default team of five and memory off (turn it on
@@ -53,11 +62,13 @@ def init(state: CliState, realm_url: str | None, realm_token_file: Path | None, 
     --realm (which changes only the [realm] url) or --force (which starts over from the defaults)
     is given. If the home cannot be opened (in use, another schema), resident.toml is not changed:
     the home is claimed before anything is written. --realm-token-file copies the token Realm
-    issued to this home into it ($RESIDENT_REALM_TOKEN overrides it). While `resident up` runs
-    for the home, only a plain `init` of a home that has its resident.toml (which changes nothing)
-    runs; the others say `resident down`.
+    issued to this home into it ($RESIDENT_REALM_TOKEN overrides it). --realm-ca pins Realm's CA: the
+    bundle is copied into the home and named by [realm] ca_file ($RESIDENT_REALM_CA overrides it).
+    While `resident up` runs for the home, only a plain `init` of a home that has its resident.toml
+    (which changes nothing) runs; the others say `resident down`.
     """
     token = None if realm_token_file is None else read_token_file(realm_token_file)
+    ca_pem = None if realm_ca is None else _read_ca(realm_ca)
     url = None
     if realm_url is not None:
         try:
@@ -65,10 +76,22 @@ def init(state: CliState, realm_url: str | None, realm_token_file: Path | None, 
         except InvalidInput as error:
             raise InvalidInput(f"--realm: {error}") from None
     home = resolve_home(state.home)
-    if token is None and url is None and not force and (home / CONFIG_FILE).exists() and running(home) is not None:
+    unchanged = token is None and url is None and ca_pem is None and not force
+    if unchanged and (home / CONFIG_FILE).exists() and running(home) is not None:
         _kept_while_up(state, as_json)
         return
-    _init_here(require_closed(home), url, token, force=force, as_json=as_json)
+    _init_here(require_closed(home), url, token, force=force, as_json=as_json, ca_pem=ca_pem)
+
+
+def _read_ca(path: Path) -> bytes:
+    """The PEM bytes of `path`, refused in one line unless they load as CA certificates."""
+    from resident.realm.client import pinned_context  # noqa: PLC0415 - loads httpx, only when pinning
+
+    try:
+        pinned_context(str(path))
+        return path.read_bytes()
+    except InvalidInput as error:
+        raise InvalidInput(f"--realm-ca: {error}") from None
 
 
 def _kept_while_up(state: CliState, as_json: bool) -> None:
@@ -78,7 +101,9 @@ def _kept_while_up(state: CliState, as_json: bool) -> None:
     _said_init(Path(status.home), status.realm, created=False, changed=False, as_json=as_json)
 
 
-def _init_here(home: Path, url: str | None, token: str | None, *, force: bool, as_json: bool) -> None:
+def _init_here(
+    home: Path, url: str | None, token: str | None, *, force: bool, as_json: bool, ca_pem: bytes | None = None
+) -> None:
     """Create or update the home's configuration, holding its lock, and open it once to check it."""
     from resident.config import default_config, load_config, render_config  # noqa: PLC0415 - loaded only when this runs
     from resident.runtime import Runtime  # noqa: PLC0415 - loaded only when this runs
@@ -91,10 +116,16 @@ def _init_here(home: Path, url: str | None, token: str | None, *, force: bool, a
         config = default_config(path) if previous is None or force else load_config(path)
         if url is not None:
             config = config.with_realm(url)
+        if ca_pem is not None:
+            config = replace(config, realm_ca_file=REALM_CA_FILE)
         content = render_config(config).encode("utf-8")
-        changed = previous is None or ((force or url is not None) and content != previous)
+        asked = force or url is not None or ca_pem is not None
+        changed = previous is None or (asked and content != previous)
         if changed:
             _replace_config(path, content)
+        if ca_pem is not None:
+            # Before the runtime opens: the configuration now names it, and opening checks it is there.
+            write_private_file(home / REALM_CA_FILE, ca_pem)
         try:
             with Runtime.open(home, lock=lock):
                 pass  # opening checks the schema, and stamps a new store with its version

@@ -11,7 +11,9 @@
 
 Every call but `health` carries the client's bearer token. Plain `http` is refused for any host but
 this machine's loopback: a token must not cross a network in the clear, so a Realm elsewhere is
-reached over `https` (verified against the system's trust store, or `$SSL_CERT_FILE`).
+reached over `https`, verified against the CA bundle the home pins (`ca_file`: only those CAs are
+trusted, a certificate from any other is refused as `RealmCertificateRefused`), else against the
+system's trust store (or `$SSL_CERT_FILE`).
 
 Each call makes exactly one attempt: retry policy belongs to the caller (the replication actor
 schedules retries as messages). No call hangs: each socket operation is bounded by the timeout, and
@@ -30,7 +32,14 @@ from typing import TypeVar
 import httpx
 import msgspec
 
-from resident.errors import InvalidInput, RealmIdTaken, RealmRejected, RealmUnauthorized, RealmUnavailable
+from resident.errors import (
+    InvalidInput,
+    RealmCertificateRefused,
+    RealmIdTaken,
+    RealmRejected,
+    RealmUnauthorized,
+    RealmUnavailable,
+)
 from resident.messages.realm import (
     DEFAULT_PAGE_LIMIT,
     ErrorBody,
@@ -59,17 +68,20 @@ _TRANSIENT_4XX = frozenset({408, 429})
 class RealmClient:
     """A synchronous, pooled connection to one Realm; one attempt per call, errors classified."""
 
-    def __init__(self, url: str, timeout: float = 2.0, *, token: str | None = None) -> None:
+    def __init__(
+        self, url: str, timeout: float = 2.0, *, token: str | None = None, ca_file: str | None = None
+    ) -> None:
         self.url = realm_base_url(url)
         if not (math.isfinite(timeout) and timeout > 0):
             raise InvalidInput(f"Realm timeout must be a positive number of seconds, got {timeout!r}")
         self.timeout = timeout
         headers = {"authorization": f"Bearer {token}"} if token else {}
+        self.ca_file = ca_file
         # trust_env=False: a proxy named in the environment must not intercept a loopback service;
         # the default SSL context still honours $SSL_CERT_FILE for a private CA.
         self._http = httpx.Client(
             timeout=timeout, trust_env=False, follow_redirects=False, headers=headers,
-            verify=ssl.create_default_context(),
+            verify=pinned_context(ca_file) if ca_file is not None else ssl.create_default_context(),
         )
 
     def health(self) -> Health:
@@ -143,6 +155,12 @@ class RealmClient:
             how = "the answer was still arriving" if isinstance(exc, _TooSlow) else type(exc).__name__
             raise RealmUnavailable(f"Realm at {self.url} did not answer {what} within {self.timeout}s ({how})") from exc
         except httpx.HTTPError as exc:
+            refusal = _certificate_refusal(exc)
+            if refusal is not None:
+                trusted = f"the pinned CA {self.ca_file}" if self.ca_file is not None else "the system's CAs"
+                raise RealmCertificateRefused(
+                    f"Realm at {self.url} presented a certificate not issued by {trusted}: {refusal}"
+                ) from exc
             raise RealmUnavailable(
                 f"Realm at {self.url} is unreachable for {what}: {type(exc).__name__}: {_one_line(exc)}"
             ) from exc
@@ -195,6 +213,30 @@ class _TooLong(Exception):
 
 class _TooSlow(Exception):
     """The answer was still arriving when the call's deadline passed."""
+
+
+def pinned_context(ca_file: str) -> ssl.SSLContext:
+    """A client TLS context that trusts only the CAs (or self-signed certificates) in the PEM `ca_file`."""
+    # Not create_default_context(cafile=...): that would load the system store too, and a pin that
+    # any public CA can satisfy pins nothing.
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    try:
+        context.load_verify_locations(cafile=ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise InvalidInput(
+            f"the Realm CA bundle {ca_file} cannot be read as PEM certificates: {_one_line(exc)}"
+        ) from None
+    return context
+
+
+def _certificate_refusal(exc: BaseException) -> str | None:
+    """The verification failure behind `exc` (httpx wraps the ssl error in its own), else None."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return seen.verify_message or _one_line(seen)
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _error_detail(content: bytes) -> ErrorDetail | None:

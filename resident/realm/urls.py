@@ -7,7 +7,10 @@ import urllib.parse
 from resident.errors import InvalidInput
 from resident.loopback import is_loopback_host
 
-__all__ = ["realm_base_url", "realm_url"]
+__all__ = ["REALM_CA_FILE", "realm_base_url", "realm_url"]
+
+# Where `resident init --realm-ca` copies the CA bundle a home pins for reaching Realm, inside the home.
+REALM_CA_FILE = "realm-ca.pem"
 
 
 def realm_url(host: str, port: int, *, tls: bool = False) -> str:

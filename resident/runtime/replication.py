@@ -18,7 +18,10 @@ from resident.messages.replication import GetReplicationStatus, RecordReplicatio
 from resident.realm.tokens import HOME_TOKEN_FILE, TOKEN_ENV, check_token, read_token_file
 from resident.runtime.context import Call, Context
 
-__all__ = ["MAX_LISTED_IDS", "home_realm_token", "record", "status", "sync"]
+__all__ = ["CA_ENV", "MAX_LISTED_IDS", "home_realm_ca", "home_realm_token", "record", "status", "sync"]
+
+# Names the CA bundle a home pins for Realm, over `[realm] ca_file`.
+CA_ENV = "RESIDENT_REALM_CA"
 
 # The actor answers a sync at its deadline, but it may be inside one Realm request (bounded by the
 # request timeout) or restarting when the deadline falls; the caller waits this much longer.
@@ -70,6 +73,20 @@ def _bounded(counts: ReplicationCounts) -> ReplicationCounts:
     if len(counts.withheld) <= MAX_LISTED_IDS:
         return counts
     return msgspec.structs.replace(counts, withheld=counts.withheld[:MAX_LISTED_IDS])
+
+
+def home_realm_ca(home: Path, configured: str | None, explicit: str | None = None) -> str | None:
+    """The CA bundle a home pins for Realm: `explicit`, else `$RESIDENT_REALM_CA`, else `[realm] ca_file`.
+
+    A relative path is read from the home. None: the system's trust store (or `$SSL_CERT_FILE`).
+    """
+    chosen = explicit or os.environ.get(CA_ENV) or configured
+    if not chosen:
+        return None
+    path = home / Path(chosen).expanduser()
+    if not path.is_file():
+        raise InvalidInput(f"the Realm CA bundle {path} does not exist")
+    return str(path)
 
 
 def home_realm_token(home: Path, explicit: str | None = None) -> str | None:

@@ -48,7 +48,7 @@ from resident.runtime.executor import LocalExecutor
 from resident.runtime.heap import release_freed_heap
 from resident.runtime.home import maintenance
 from resident.runtime.memory.admissions import Admissions
-from resident.runtime.replication import home_realm_token
+from resident.runtime.replication import home_realm_ca, home_realm_token
 from resident.runtime.sessions.runner import ExecutionRunner
 from resident.runtime.wiring import Wiring, build_wiring
 from resident.store.backup import rejudge_restored
@@ -181,6 +181,7 @@ class Runtime(Facade):
         max_map_size: int = MAX_MAP_SIZE,
         realm: str | None = None,
         realm_token: str | None = None,
+        realm_ca: str | None = None,
         replication: ReplicationSettings | None = None,
         create: bool = True,
         lock: HomeLock | None = None,
@@ -189,7 +190,9 @@ class Runtime(Facade):
 
         `realm` overrides the Realm URL of `resident.toml` (`"none"` turns replication off for
         this run) and `realm_token` the token the home presents to it (else
-        `$RESIDENT_REALM_TOKEN`, else `<home>/realm.token`); `replication` tunes batch sizes,
+        `$RESIDENT_REALM_TOKEN`, else `<home>/realm.token`); `realm_ca` the only CAs trusted for
+        Realm's certificate (else `$RESIDENT_REALM_CA`, else `[realm] ca_file`, else the system's);
+        `replication` tunes batch sizes,
         attempts and backoff. The store's map starts at `map_size` bytes and grows up to
         `max_map_size` (past it, writes are refused as `MapFull`). With `create=False` the home
         must already hold a store (`HomeNotFound` otherwise). A home this process may not write
@@ -221,8 +224,10 @@ class Runtime(Facade):
             realm_url = config.realm_url if realm is None else (None if realm == "none" else realm_base_url(realm))
             config = config.with_realm(realm_url)
             token = home_realm_token(path, realm_token) if realm_url is not None else None
+            ca_file = home_realm_ca(path, config.realm_ca_file, realm_ca) if realm_url is not None else None
             wiring = build_wiring(
-                store, config, embedder_factory or make_embedder, realm_url, replication, realm_token=token, home=path
+                store, config, embedder_factory or make_embedder, realm_url, replication, realm_token=token, home=path,
+                realm_ca=ca_file,
             )
             runtime = cls(
                 home=path, lock=lock if owns_lock else None, store=store, config=config, clock=active_clock,

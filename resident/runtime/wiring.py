@@ -97,6 +97,7 @@ def build_wiring(
     *,
     realm_token: str | None = None,
     home: Path | None = None,
+    realm_ca: str | None = None,
 ) -> Wiring:
     writer = Address("writer", default_timeout=DEFAULT_TIMEOUT)
     substrate = Address("substrate", default_timeout=DEFAULT_TIMEOUT, timeout_error=SubstrateUnavailable)
@@ -152,7 +153,7 @@ def build_wiring(
                 Replication,
                 kwargs={
                     "store": store, "writer": writer, "realm_url": realm_url, "settings": replication_settings,
-                    "realm_token": realm_token,
+                    "realm_token": realm_token, "realm_ca": realm_ca,
                 },
                 backoff=Backoff(min=0.05, max=5.0, jitter=0.2, reset_after=30.0),
             ),
