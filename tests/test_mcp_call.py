@@ -19,8 +19,10 @@ from mcp import Client, StdioServerParameters
 
 from resident.api.mcp import CONTEXT_TOOL
 from resident.coordination.tokens import GRANT_FILE_ENV, GRANT_TOKEN_ENV
+from resident.messages.sessions import Harness
 from resident.runtime.coordination import dispatch_session
 from resident.runtime.runtime import host_context
+from resident.sessions.projection import WorkPackage, agents_text
 from tests.cli_helpers import expect_error, expect_json, invoke
 from tests.knowledge_helpers import candidate, evidence_chain, open_knowledge, owner_grant, work_item
 
@@ -82,3 +84,13 @@ def test_mcp_serve_finds_the_grant_in_its_file(granted: tuple[Path, Path]) -> No
     result = asyncio.run(run())
     assert not result.is_error, result
     assert "alpha shared" in result.content[0].text
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex", "pi", "command"])
+def test_the_projection_tells_each_member_how_it_reaches_the_tool(harness: Harness) -> None:
+    package = WorkPackage(member="deven", role="implement", harness=harness, session="ses_x", execution="exec_x",
+                          task="fix it", resident=("/opt/resident/bin/resident",))
+    callbacks = agents_text(package).split("## Calling back", 1)[1]
+    assert "`/opt/resident/bin/resident mcp call knowledge_context '{" in callbacks
+    assert ("MCP tool `knowledge_context`" in callbacks) == (harness in {"claude-code", "codex"})
+    assert "$RESIDENT_GRANT_FILE" in callbacks

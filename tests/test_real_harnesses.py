@@ -236,18 +236,32 @@ def _knowledge_home(home: Path, repo: Path) -> dict[str, str]:
     return {"project_id": "payments", "repository_id": "payments", "query": "retry test"}
 
 
+@pytest.mark.parametrize("how", ["start", "dispatch"])
 def test_codex_calls_the_runtimes_mcp_tool_through_its_projected_config(
-    home: Path, repo: Path, tmp_path: Path
+    how: str, home: Path, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     binary = _binary("codex")
     ask = _knowledge_home(home, repo)
     with ScriptedModel(Script([Tool("knowledge_context", ask), Text(ANSWER)])) as model:
         argv, variables = _codex(binary, model, home, tmp_path)
         own = (home / "harness" / "deven" / "codex" / "config.toml").read_bytes()
-        outcome = run_process(
-            home, "session", "start", "deven", "--harness", "codex", "--dir", str(repo),
-            "--task", "fix the payments retry test", "--json", "--", *argv, env=variables,
-        )
+        if how == "start":
+            outcome = run_process(
+                home, "session", "start", "deven", "--harness", "codex", "--dir", str(repo),
+                "--task", "fix the payments retry test", "--json", "--", *argv, env=variables,
+            )
+        else:
+            # Under `resident up` the server reaches the runtime over the API ($RESIDENT_API and the proof key,
+            # forwarded by the config entry), not by opening the home.
+            for name, value in variables.items():
+                monkeypatch.setenv(name, value)
+            with UpProcess(home):
+                dispatched = run_process(
+                    home, "dispatch", "deven", "--harness", "codex", "--dir", str(repo),
+                    "--task", "fix the payments retry test", "--", *argv,
+                )
+                assert dispatched.code == 0, dispatched.describe()
+                outcome = run_process(home, "await", dispatched.stdout.strip(), "--timeout", "240", "--json")
         main_requests = [body for _path, body in model.requests if body.get("tools")]
     assert outcome.code == 0, outcome.describe()
     # Codex offered the runtime's tool, in the MCP namespace its projected config.toml entry names.
