@@ -7,7 +7,14 @@ harness run a shell tool that calls the runtime back as the member (`resident re
 session's grant), then finish with text. Checked: the harness ran in the member's projection and
 exited 0, the callback's write arrived as the member's, the transcript was recovered with the
 conversation in it, the directory was restored, and a secret planted in the task is in neither the
-store nor the session shown. Without node or the installed packages the tests skip, saying why.
+store nor the session shown. The callback is the exact command the projection told the member (this
+`resident` by its absolute path), with nothing else passed: the address and the grant reach the shell on
+their own, through Codex's secret filter too.
+
+The runtime's MCP tool `knowledge_context`: Claude Code through the projected `.mcp.json`, Codex through
+the entry in its config.toml (under `start` and `dispatch`), its answer reaching the model in the next
+request. pi speaks no MCP: its member reaches the same tool through `resident mcp call` from its shell.
+Without node or the installed packages the tests skip, saying why.
 """
 
 from __future__ import annotations
@@ -201,11 +208,7 @@ def test_claude_code_calls_the_runtimes_mcp_tool_for_the_repository_it_works_in(
     home: Path, repo: Path, tmp_path: Path
 ) -> None:
     binary = _binary("claude-code")
-    config = home / "resident.toml"
-    config.write_text(config.read_text() + "\n[knowledge]\nenabled = true\n")
-    with Runtime.open(home, realm="none") as runtime:
-        runtime.knowledge.register_repository("payments", repo, members=["deven"])
-    ask = {"project_id": "payments", "repository_id": "payments", "query": "retry test"}
+    ask = _knowledge_home(home, repo)
     script = Script([Shell(_callback()), Tool("knowledge_context", ask), Text(ANSWER)])
     with ScriptedModel(script) as model:
         argv, variables = _claude_code(binary, model, home, tmp_path)
