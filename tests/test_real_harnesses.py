@@ -115,6 +115,9 @@ def _codex(binary: Path, model: ScriptedModel, home: Path, _scratch: Path) -> tu
     (codex_home / "config.toml").write_text(
         'model = "scripted-model"\nmodel_provider = "scripted"\n\n[model_providers.scripted]\n'
         f'name = "scripted"\nbase_url = "{model.url}/v1"\nwire_api = "responses"\nenv_key = "SCRIPTED_MODEL_KEY"\n'
+        # Codex's secret filter on, as a user may have it: the shell loses `*TOKEN*` (`$RESIDENT_GRANT_TOKEN`),
+        # and the callback must still reach the runtime (through `$RESIDENT_GRANT_FILE`).
+        "\n[shell_environment_policy]\nignore_default_excludes = false\n"
     )
     # Codex's own sandbox needs kernel features a container may lack; the session's bubblewrap is the sandbox.
     argv = [str(binary), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
