@@ -6,8 +6,9 @@ It speaks the two wire formats those harnesses use, streaming as they ask:
 * OpenAI Responses (`POST /v1/responses`, server-sent events): Codex.
 
 The model's decisions are a `Script`: the steps of the main conversation, each a shell command to run
-through the harness's own shell tool, a named tool to call (an MCP tool, Anthropic Messages only), or the
-final text. Which step answers a request is the number
+through the harness's own shell tool, a named tool to call (an MCP tool), or the final text. Codex
+offers its MCP tools in a Responses `namespace` tool (`mcp__resident` holding `knowledge_context`) and
+expects the call back as a `function_call` naming both. Which step answers a request is the number
 of tool results the conversation already holds, so a harness that retries a request gets the same
 answer again. Requests that offer no tools (a harness asking for a title or a summary on the side) get
 a short text. Every request body is kept (`ScriptedModel.requests`) for the test to read.
@@ -28,7 +29,7 @@ __all__ = ["Script", "ScriptedModel", "Shell", "Text", "Tool"]
 # The names the harnesses give their shell tool, in the order they are looked for in a request's tools.
 SHELL_TOOLS = ("Bash", "bash", "shell", "shell_command", "exec_command", "local_shell")
 SIDE_TEXT = "Noted."
-# Marks a call of a named (MCP) tool rather than the shell, inside `_anthropic` (Anthropic Messages only).
+# Marks a call of a named (MCP) tool rather than the shell, inside `_anthropic`.
 _TOOL_CALL = "tool:"
 
 
@@ -221,16 +222,36 @@ class ScriptedModel:
 
     def _responses(self, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         tools = [tool.get("name") or tool.get("type", "") for tool in body.get("tools") or []]
+        # (namespace, name) of each tool a `namespace` tool holds: how Codex offers MCP tools.
+        namespaced = [
+            (tool.get("name", ""), inner.get("name", ""))
+            for tool in body.get("tools") or [] if tool.get("type") == "namespace"
+            for inner in tool.get("tools") or []
+        ]
         items = body.get("input") or []
         results = sum(
             1 for item in items if isinstance(item, dict) and item.get("type", "").endswith("_call_output")
         )
         step, shell = self._decide(tools, results)
         response_id = self._next_id("resp")
-        if isinstance(step, Shell) and shell is not None:
+        if isinstance(step, Tool):
+            offered = next(((ns, name) for ns, name in namespaced if name.endswith(step.suffix)), None)
+            flat = next((name for name in tools if name.endswith(step.suffix)), None)
+            if offered is None and flat is None:
+                step = Text(f"no tool ending in {step.suffix} was offered: {tools} {namespaced}")
+        if isinstance(step, Tool):
+            item: dict[str, Any] = {
+                "type": "function_call", "id": self._next_id("fc"), "call_id": self._next_id("call"),
+                "arguments": json.dumps(step.arguments), "status": "completed",
+            }
+            if offered is not None:
+                item |= {"namespace": offered[0], "name": offered[1]}
+            else:
+                item["name"] = flat
+        elif isinstance(step, Shell) and shell is not None:
             call_id = self._next_id("call")
             if shell == "local_shell":
-                item: dict[str, Any] = {
+                item = {
                     "type": "local_shell_call", "id": self._next_id("lsh"), "call_id": call_id, "status": "completed",
                     "action": {"type": "exec", "command": ["bash", "-lc", step.command]},
                 }

@@ -7,7 +7,14 @@ harness run a shell tool that calls the runtime back as the member (`resident re
 session's grant), then finish with text. Checked: the harness ran in the member's projection and
 exited 0, the callback's write arrived as the member's, the transcript was recovered with the
 conversation in it, the directory was restored, and a secret planted in the task is in neither the
-store nor the session shown. Without node or the installed packages the tests skip, saying why.
+store nor the session shown. The callback is the exact command the projection told the member (this
+`resident` by its absolute path), with nothing else passed: the address and the grant reach the shell on
+their own, through Codex's secret filter too.
+
+The runtime's MCP tool `knowledge_context`: Claude Code through the projected `.mcp.json`, Codex through
+the entry in its config.toml (under `start` and `dispatch`), its answer reaching the model in the next
+request. pi speaks no MCP: its member reaches the same tool through `resident mcp call` from its shell.
+Without node or the installed packages the tests skip, saying why.
 """
 
 from __future__ import annotations
@@ -16,12 +23,14 @@ import json
 import os
 import shlex
 import shutil
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from resident import Runtime
+from resident.runtime.sessions.start import resident_command
+from resident.sessions.projection import command_line
 from tests.api_helpers import UpProcess
 from tests.cli_helpers import Outcome, expect_json, invoke, run_process
 from tests.scripted_model import Script, ScriptedModel, Shell, Text, Tool
@@ -67,8 +76,16 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _callback() -> str:
-    """The member's call back into the runtime, as the harness's shell runs it: this interpreter's `resident`."""
-    return f"{shlex.quote(sys.executable)} -m resident.cli remember deven {shlex.quote(NOTE)} --json"
+    """The member's call back into the runtime, by the exact command the projection tells it (this `resident`).
+
+    Nothing else is passed: the runtime's address and the grant must reach the harness's shell on their own
+    (Codex's shell drops `*TOKEN*` variables; the grant file's name survives it)."""
+    return f"{command_line(resident_command())} remember deven {shlex.quote(NOTE)} --json"
+
+
+def _told_the_command(requests: list[dict[str, Any]]) -> bool:
+    """Whether the model was shown the exact callback command (the projected AGENTS.md, as the harness sends it)."""
+    return command_line(resident_command()) in json.dumps(requests)
 
 
 def _claude_code(binary: Path, model: ScriptedModel, _home: Path, _scratch: Path) -> tuple[list[str], dict[str, str]]:
@@ -98,6 +115,9 @@ def _codex(binary: Path, model: ScriptedModel, home: Path, _scratch: Path) -> tu
     (codex_home / "config.toml").write_text(
         'model = "scripted-model"\nmodel_provider = "scripted"\n\n[model_providers.scripted]\n'
         f'name = "scripted"\nbase_url = "{model.url}/v1"\nwire_api = "responses"\nenv_key = "SCRIPTED_MODEL_KEY"\n'
+        # Codex's secret filter on, as a user may have it: the shell loses `*TOKEN*` (`$RESIDENT_GRANT_TOKEN`),
+        # and the callback must still reach the runtime (through `$RESIDENT_GRANT_FILE`).
+        "\n[shell_environment_policy]\nignore_default_excludes = false\n"
     )
     # Codex's own sandbox needs kernel features a container may lack; the session's bubblewrap is the sandbox.
     argv = [str(binary), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
@@ -131,6 +151,8 @@ def test_a_real_harness_runs_the_member_calls_back_and_its_transcript_is_recover
     assert (session["state"], session["outcome"]) == ("recovered", "succeeded"), session
     # The harness asked the model twice in the conversation: before and after running the callback.
     assert len(main_requests) >= 2
+    # The member was told the exact command it called back with.
+    assert _told_the_command(main_requests), "the projected callback command never reached the model"
     assert tree(repo) == before, "the projection was not restored exactly"
 
     # The callback's write arrived, as deven's.
@@ -189,11 +211,7 @@ def test_claude_code_calls_the_runtimes_mcp_tool_for_the_repository_it_works_in(
     home: Path, repo: Path, tmp_path: Path
 ) -> None:
     binary = _binary("claude-code")
-    config = home / "resident.toml"
-    config.write_text(config.read_text() + "\n[knowledge]\nenabled = true\n")
-    with Runtime.open(home, realm="none") as runtime:
-        runtime.knowledge.register_repository("payments", repo, members=["deven"])
-    ask = {"project_id": "payments", "repository_id": "payments", "query": "retry test"}
+    ask = _knowledge_home(home, repo)
     script = Script([Shell(_callback()), Tool("knowledge_context", ask), Text(ANSWER)])
     with ScriptedModel(script) as model:
         argv, variables = _claude_code(binary, model, home, tmp_path)
@@ -213,3 +231,82 @@ def test_claude_code_calls_the_runtimes_mcp_tool_for_the_repository_it_works_in(
     [result] = [turn for turn in shown["turns"] if turn["kind"] == "tool_result" and turn["call"] == calls[0]["call"]]
     assert not result["text"].startswith("[error]"), result["text"]
     assert "entries" in result["text"]
+
+
+def _knowledge_home(home: Path, repo: Path) -> dict[str, str]:
+    """Knowledge on, the repository registered for deven; what `knowledge_context` is asked."""
+    config = home / "resident.toml"
+    config.write_text(config.read_text() + "\n[knowledge]\nenabled = true\n")
+    with Runtime.open(home, realm="none") as runtime:
+        runtime.knowledge.register_repository("payments", repo, members=["deven"])
+    return {"project_id": "payments", "repository_id": "payments", "query": "retry test"}
+
+
+@pytest.mark.parametrize("how", ["start", "dispatch"])
+def test_codex_calls_the_runtimes_mcp_tool_through_its_projected_config(
+    how: str, home: Path, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    binary = _binary("codex")
+    ask = _knowledge_home(home, repo)
+    with ScriptedModel(Script([Tool("knowledge_context", ask), Text(ANSWER)])) as model:
+        argv, variables = _codex(binary, model, home, tmp_path)
+        own = (home / "harness" / "deven" / "codex" / "config.toml").read_bytes()
+        if how == "start":
+            outcome = run_process(
+                home, "session", "start", "deven", "--harness", "codex", "--dir", str(repo),
+                "--task", "fix the payments retry test", "--json", "--", *argv, env=variables,
+            )
+        else:
+            # Under `resident up` the server reaches the runtime over the API ($RESIDENT_API and the proof key,
+            # forwarded by the config entry), not by opening the home.
+            for name, value in variables.items():
+                monkeypatch.setenv(name, value)
+            with UpProcess(home):
+                dispatched = run_process(
+                    home, "dispatch", "deven", "--harness", "codex", "--dir", str(repo),
+                    "--task", "fix the payments retry test", "--", *argv,
+                )
+                assert dispatched.code == 0, dispatched.describe()
+                outcome = run_process(home, "await", dispatched.stdout.strip(), "--timeout", "240", "--json")
+        main_requests = [body for _path, body in model.requests if body.get("tools")]
+    assert outcome.code == 0, outcome.describe()
+    # Codex offered the runtime's tool, in the MCP namespace its projected config.toml entry names.
+    offered = [(tool["name"], [inner["name"] for inner in tool.get("tools") or []])
+               for tool in main_requests[0]["tools"] if tool.get("type") == "namespace"]
+    assert ("mcp__resident", ["knowledge_context"]) in offered, offered
+    # The tool's answer reached the model in the next request: the server found its grant and the runtime.
+    outputs = [item["output"] for body in main_requests for item in body.get("input") or []
+               if item.get("type") == "function_call_output"]
+    assert len(outputs) == 1, outputs
+    assert '"entries"' in outputs[0], outputs
+    assert "GrantInvalid" not in json.dumps(outputs), outputs
+    assert "NotVisible" not in json.dumps(outputs), outputs
+    # The member's own Codex config is back byte for byte.
+    assert (home / "harness" / "deven" / "codex" / "config.toml").read_bytes() == own
+
+
+def test_pi_speaks_no_mcp_and_reaches_the_same_tool_through_the_callback_command(
+    home: Path, repo: Path, tmp_path: Path
+) -> None:
+    binary = _binary("pi")
+    ask = _knowledge_home(home, repo)
+    # pi 0.73 has no MCP client (its README: "No MCP"): the same tool from its shell, with the grant.
+    cli = f"{command_line(resident_command())} mcp call knowledge_context {shlex.quote(json.dumps(ask))}"
+    with ScriptedModel(Script([Shell(cli), Text(ANSWER)])) as model:
+        argv, variables = _pi(binary, model, home, tmp_path)
+        outcome = run_process(
+            home, "session", "start", "deven", "--harness", "pi", "--dir", str(repo),
+            "--task", "fix the payments retry test", "--json", "--", *argv, env=variables,
+        )
+        main_requests = [body for _path, body in model.requests if body.get("tools")]
+    assert outcome.code == 0, outcome.describe()
+    assert not any(tool.get("name", "").startswith("mcp") for tool in main_requests[0]["tools"])
+    assert _told_the_command(main_requests)
+    results = [block for body in main_requests for message in body.get("messages") or []
+               if isinstance(message.get("content"), list)
+               for block in message["content"] if block.get("type") == "tool_result"]
+    assert len(results) == 1, results
+    text = json.dumps(results[0].get("content"))
+    # The tool's JSON answer, not a refusal: the grant reached it as deven's, for the repository deven works in.
+    assert "error" not in text.lower(), text
+    assert '\\"entries\\"' in text, text

@@ -40,7 +40,9 @@ def test_a_codex_tool_without_the_token_variable_calls_back_through_the_grant_fi
     seen = tomllib.loads((repo / "seen-config.toml").read_text())
     server = seen["mcp_servers"]["resident"]
     assert server["args"][-2:] == ["mcp", "serve"]
-    assert set(server["env"]) == {"RESIDENT_GRANT_FILE", "RESIDENT_HOME"}
+    # Codex starts an MCP server with a bare environment: the entry forwards the session's variables by name.
+    assert {"RESIDENT_GRANT_FILE", "RESIDENT_HOME", "RESIDENT_API", "RESIDENT_SESSION"} <= set(server["env_vars"])
+    assert "env" not in server, "nothing particular to one session is written into the shared config"
     assert seen["shell_environment_policy"]["inherit"] == "all"
     with Runtime.open(home, realm="none") as rt:
         [hit] = rt.member("deven").recall("written through the grant file", 1)

@@ -38,6 +38,7 @@ MEMBER_COMMANDS: frozenset[tuple[str, ...]] = frozenset({
     ("evolution", "log"),
     # The MCP server takes its subject from the session's grant itself (never from tool arguments).
     ("mcp", "serve"),
+    ("mcp", "call"),
     # A member reads its own experience; another member's sessions are unknown to it.
     ("session", "list"),
     ("session", "show"),

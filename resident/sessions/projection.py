@@ -121,13 +121,26 @@ def command_line(argv: tuple[str, ...]) -> str:
     return " ".join(shlex.quote(printable(part)) for part in argv)
 
 
+# The harnesses that start the runtime's MCP server from what the projection configures (`.mcp.json`, Codex's
+# config.toml); the others (pi speaks no MCP) reach the same tool through `resident mcp call`.
+MCP_HARNESSES = frozenset({"claude-code", "codex"})
+
+
+def _knowledge_line(package: WorkPackage, resident: str) -> str:
+    call = f"`{resident} mcp call knowledge_context " + """'{"project_id": "P", "repository_id": "R", "query": "Q"}'`"""
+    if package.harness in MCP_HARNESSES:
+        return f"- MCP tool `knowledge_context` (server `{MCP_SERVER}`), or {call} — verified knowledge for this work"
+    return f"- {call} — verified knowledge for this work (the runtime's MCP tool, from the shell)"
+
+
 def _callbacks(package: WorkPackage) -> list[str]:
     member = package.member
     allowed = ", ".join(package.actions) or "nothing"
     resident = command_line(package.resident)
     lines = [
-        f"`$RESIDENT_GRANT_TOKEN` and `$RESIDENT_HOME` are set: this command acts as {member}, within this",
-        f"session's grant (it allows: {allowed}). Call it by this exact path (your PATH may not have it):",
+        "`$RESIDENT_GRANT_TOKEN` (or, where your shell drops it, the file `$RESIDENT_GRANT_FILE`) and",
+        f"`$RESIDENT_HOME` are set: this command acts as {member}, within this session's grant (it allows: {allowed}).",
+        "Call it by this exact path (your PATH may not have it):",
         "",
         f"    {resident}",
         "",
@@ -136,6 +149,7 @@ def _callbacks(package: WorkPackage) -> list[str]:
         f"- `{resident} skills read NAME`, `{resident} skills search QUERY` — your skills",
         f"- `{resident} engagement show`, `{resident} engage --domain work --project NAME` — what you are engaged in",
         f'- `{resident} principles propose "RULE" --basis "WHY"` — propose a principle (the owner decides)',
+        _knowledge_line(package, resident),
     ]
     if "dispatch" in package.actions:
         lines += [

@@ -38,11 +38,18 @@ from resident.runtime.context import Call, Context
 from resident.runtime.coordination import Session, dispatch_session, issue_grant, resume_session
 from resident.runtime.principles import principles_of
 from resident.runtime.sessions.end import end_session
-from resident.runtime.sessions.harness_config import configure_codex, write_grant_file
+from resident.runtime.sessions.harness_config import SHARED, configure_codex, write_grant_file
 from resident.runtime.sessions.liveness import live
 from resident.runtime.sessions.sandbox import sandboxed
 from resident.runtime.sessions.transcripts import HARNESS_ENV, harness_home, layout, redaction_key, scan
-from resident.runtime.sessions.tree import Manifest, ProjectionTree, manifests, save_manifest, session_dir
+from resident.runtime.sessions.tree import (
+    Manifest,
+    ProjectionTree,
+    manifests,
+    save_manifest,
+    session_dir,
+    sessions_root,
+)
 from resident.runtime.sessions.work import work_item
 from resident.runtime.skills.library import chosen_skills
 from resident.sessions.projection import AGENTS_FILE, CLAUDE_FILE, MCP_FILE, Remembered, WorkPackage, plan_projection
@@ -262,9 +269,10 @@ def _start(
     manifest.grant_file = str(grant_file)
     save_manifest(home, manifest)
     if harness == "codex":
-        manifest.codex_config = configure_codex(
-            Path(where), session_dir(home, manifest.session), resident_command(), grant_file, home
-        )
+        # Written down first: a session killed while configuring still takes its hold off when recovered.
+        manifest.codex_config = SHARED
+        save_manifest(home, manifest)
+        configure_codex(Path(where), manifest.session, sessions_root(home), resident_command())
     manifest.state = "running"
     save_manifest(home, manifest)
     if request.sandbox:
