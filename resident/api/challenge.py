@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from resident.api.discovery import Discovery
+from resident.coordination.callback_env import PROOF_KEY_ENV
 from resident.errors import RuntimeNotUp
 
 __all__ = ["CHALLENGE_PATH", "NONCE_BYTES", "PROOF_KEY_ENV", "answer_challenge", "prove_server", "session_proof_key"]
@@ -42,8 +43,6 @@ NONCE_BYTES = 16
 # Keys the proof to this use: an answer is never a MAC of anything the API signs elsewhere.
 _CONTEXT = b"resident api challenge v1\0"
 _SESSION_CONTEXT = b"resident session proof key v1\0"
-# The harness's copy of its session's proof key (see the module docstring).
-PROOF_KEY_ENV = "RESIDENT_API_PROOF"
 _TIMEOUT = 5.0
 _MAX_ANSWER = 4096
 

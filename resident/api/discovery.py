@@ -22,6 +22,7 @@ from typing import Literal
 
 import msgspec
 
+from resident.coordination.callback_env import API_ADDRESS_ENV, SESSION_ENV
 from resident.errors import InvalidInput, RuntimeNotUp
 from resident.loopback import is_loopback_host
 from resident.messages.home_calls import API_VERSION
@@ -45,11 +46,6 @@ __all__ = [
 ]
 
 DISCOVERY_FILE = "api.json"
-# The runtime's address as a member session's harness gets it: a sandboxed one cannot read api.json
-# (nor its token, which acts as the owner), so it calls with this address and its grant token alone.
-API_ADDRESS_ENV = "RESIDENT_API"
-# The session a harness runs for (set by the runtime's session launch, under the same name).
-SESSION_ENV = "RESIDENT_SESSION"
 # The home's lock file (see `resident.store.home.LOCK_FILE`), named here to keep this module light.
 LOCK_FILE_NAME = "resident.lock"
 _MAX_FILE_BYTES = 64 * 1024

@@ -34,8 +34,7 @@ from typing import Any
 import msgspec
 import tomli_w
 
-from resident.api.challenge import PROOF_KEY_ENV
-from resident.api.discovery import API_ADDRESS_ENV, SESSION_ENV
+from resident.coordination.callback_env import API_ADDRESS_ENV, PROOF_KEY_ENV, SESSION_ENV
 from resident.coordination.tokens import GRANT_FILE_ENV
 from resident.errors import ProjectionRefused
 from resident.files import read_private_file, write_private_file

@@ -21,6 +21,7 @@ from pathlib import Path
 import platformdirs
 
 from resident.children.orphans import process_start
+from resident.coordination.callback_env import SESSION_ENV
 from resident.coordination.grants import ROLE_ACTIONS
 from resident.coordination.tokens import GRANT_FILE_ENV, GRANT_TOKEN_ENV, new_token, token_digest
 from resident.errors import GrantExceeded, HarnessNotFound, InvalidInput, ProjectionRefused, ResidentError
@@ -67,7 +68,6 @@ MAX_COMMAND_ARGS = 1_000
 RECALLED = 8
 RECALL_BUDGET = 4_000
 TRANSCRIPT_FILE = "transcript.jsonl"
-SESSION_ENV = "RESIDENT_SESSION"
 MEMBER_ENV = "RESIDENT_MEMBER"
 
 
