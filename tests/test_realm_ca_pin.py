@@ -13,6 +13,7 @@ from resident.config import load_config
 from resident.errors import InvalidInput, RealmCertificateRefused
 from resident.realm.client import RealmClient
 from resident.realm.state import RealmState
+from resident.realm.tokens import ADMIN_TOKEN_FILE
 from resident.realm.urls import REALM_CA_FILE
 from resident.runtime.replication import CA_ENV, home_realm_ca
 from resident.store.home import CONFIG_FILE
@@ -132,3 +133,23 @@ def test_init_copies_the_pinned_ca_into_the_home_and_refuses_one_that_is_not_pem
     assert "--realm-ca" in message
     # Refused before anything changed: the first pin is still the one in the home.
     assert (home / REALM_CA_FILE).read_bytes() == ca.cert_pem.bytes()
+
+
+def test_governance_commands_trust_the_homes_pin_and_refuse_another_ca_in_one_line(
+    realm_from_ca: tuple[TlsRealm, trustme.CA], tmp_path: Path
+) -> None:
+    realm, ca = realm_from_ca
+    admin = realm.directory / ADMIN_TOKEN_FILE
+    assert admin.is_file(), "realm serve writes its admin token at first start"
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    home = tmp_path / "home"
+    expect_ok(invoke(home, "init", "--realm", realm.url, "--realm-ca", str(tmp_path / "ca.pem")))
+    # The home's pin is the default: no --realm, no --realm-ca.
+    expect_ok(invoke(home, "realm", "records", "--token-file", str(admin)))
+    trustme.CA().cert_pem.write_to_path(str(tmp_path / "other.pem"))
+    for command in (("records",), ("invalidate", "mem_x", "--reason", "wrong")):
+        message = expect_error(
+            invoke(home, "realm", *command, "--token-file", str(admin), "--realm-ca", str(tmp_path / "other.pem")),
+            "RealmCertificateRefused",
+        )
+        assert "other.pem" in message

@@ -182,16 +182,26 @@ def copy_command(source: Path, target: str, as_json: bool) -> None:
     stdout.print("copied; every table's rows and digest match")
 
 
-def _admin_client(state: CliState, realm_url: str | None, token_file: Path | None) -> tuple[str, str]:
-    """The Realm URL and admin token a governance command uses."""
-    from resident.config import load_config  # noqa: PLC0415 - loaded only when this runs
+def _admin_client(
+    state: CliState, realm_url: str | None, token_file: Path | None, realm_ca: Path | None
+) -> tuple[str, str, str | None]:
+    """The Realm URL, admin token and pinned CA bundle (None: the system's) a governance command uses.
 
-    url = realm_url or load_config(resolve_home(state.home) / CONFIG_FILE).realm_url
+    The URL and the pin default to the home's, so a Realm the home reaches under a private CA is reached
+    the same way here; `--realm-ca` names another bundle.
+    """
+    from resident.config import load_config  # noqa: PLC0415 - loaded only when this runs
+    from resident.runtime.replication import home_realm_ca  # noqa: PLC0415 - loaded only when this runs
+
+    home = resolve_home(state.home)
+    config = load_config(home / CONFIG_FILE)
+    url = realm_url or config.realm_url
     if url is None:
         raise InvalidInput("no Realm URL: pass --realm URL or set it with `resident init --realm URL`")
     if token_file is None:
         raise InvalidInput(f"governance needs Realm's admin token: pass --token-file DATA/{ADMIN_TOKEN_FILE}")
-    return url, read_token_file(token_file)
+    ca_file = home_realm_ca(home, config.realm_ca_file, str(realm_ca.resolve()) if realm_ca else None)
+    return url, read_token_file(token_file), ca_file
 
 
 _REALM_OPTION = click.option(
@@ -200,6 +210,10 @@ _REALM_OPTION = click.option(
 _TOKEN_OPTION = click.option(
     "--token-file", type=click.Path(dir_okay=False, path_type=Path),
     help=f"File holding Realm's admin token ({ADMIN_TOKEN_FILE} in its data directory).",
+)
+_CA_OPTION = click.option(
+    "--realm-ca", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+    help="The only CA bundle to trust for Realm's certificate (default: the home's [realm] ca_file, if any).",
 )
 
 
@@ -210,10 +224,17 @@ _TOKEN_OPTION = click.option(
 )
 @_REALM_OPTION
 @_TOKEN_OPTION
+@_CA_OPTION
 @json_option
 @pass_state
 def invalidate(
-    state: CliState, record_id: str, reason: str, realm_url: str | None, token_file: Path | None, as_json: bool
+    state: CliState,
+    record_id: str,
+    reason: str,
+    realm_url: str | None,
+    token_file: Path | None,
+    realm_ca: Path | None,
+    as_json: bool,
 ) -> None:
     """Invalidate record ID, which Realm accepted before (needs the admin token).
 
@@ -222,8 +243,8 @@ def invalidate(
     """
     from resident.realm.client import RealmClient  # noqa: PLC0415 - loaded only when this runs
 
-    url, token = _admin_client(state, realm_url, token_file)
-    with RealmClient(url, token=token) as client:
+    url, token, ca_file = _admin_client(state, realm_url, token_file, realm_ca)
+    with RealmClient(url, token=token, ca_file=ca_file) as client:
         item = client.invalidate(record_id, reason)
     if as_json:
         emit_json(item)
@@ -236,16 +257,23 @@ def invalidate(
 @click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True, help="At most this many.")
 @_REALM_OPTION
 @_TOKEN_OPTION
+@_CA_OPTION
 @json_option
 @pass_state
 def records(
-    state: CliState, after: str, limit: int, realm_url: str | None, token_file: Path | None, as_json: bool
+    state: CliState,
+    after: str,
+    limit: int,
+    realm_url: str | None,
+    token_file: Path | None,
+    realm_ca: Path | None,
+    as_json: bool,
 ) -> None:
     """List the records Realm accepted, by id, with the home that owns each (needs the admin token)."""
     from resident.realm.client import RealmClient  # noqa: PLC0415 - loaded only when this runs
 
-    url, token = _admin_client(state, realm_url, token_file)
-    with RealmClient(url, token=token) as client:
+    url, token, ca_file = _admin_client(state, realm_url, token_file, realm_ca)
+    with RealmClient(url, token=token, ca_file=ca_file) as client:
         page = client.records(after, limit)
     if as_json:
         emit_json(page)
