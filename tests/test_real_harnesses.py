@@ -32,7 +32,7 @@ from resident import Runtime
 from resident.runtime.sessions.start import resident_command
 from resident.sessions.projection import command_line
 from tests.api_helpers import UpProcess
-from tests.cli_helpers import Outcome, expect_json, invoke, run_process
+from tests.cli_helpers import Outcome, expect_json, expect_ok, invoke, run_process
 from tests.scripted_model import Script, ScriptedModel, Shell, Text, Tool
 from tests.session_helpers import files_holding, requires_sandbox, tree
 
@@ -202,9 +202,16 @@ def test_a_real_harness_dispatched_runs_in_the_background_and_await_reports_its_
     assert not any("<environment_context>" in turn["text"] or "<INSTRUCTIONS>" in turn["text"]
                    for turn in shown["turns"]), "injected context became turns"
     assert ANSWER in json.dumps(shown)
-    # The planted key is neither in the store nor in the harness's own copies (redacted in place).
+    # The planted key is neither in the store nor in the harness's own copies (redacted in place), nor in what
+    # leaves the home: the member's export (its sessions too) and a backup.
     assert files_holding(home / "store.1", [PLANTED]) == []
     assert files_holding(home / "harness", [PLANTED]) == []
+    expect_ok(invoke(home, "member", "export", "deven", str(tmp_path / "deven.export")))
+    expect_ok(invoke(home, "backup", str(tmp_path / "backup")))
+    assert files_holding(tmp_path / "backup", [PLANTED]) == []
+    exported = (tmp_path / "deven.export").read_bytes()
+    assert NOTE.encode() in exported, "the export holds the member's write"
+    assert PLANTED.encode() not in exported
 
 
 def test_claude_code_calls_the_runtimes_mcp_tool_for_the_repository_it_works_in(
