@@ -120,7 +120,12 @@ STAGING_INGEST = textwrap.dedent(
     import os, signal, sys
     from resident import Runtime
     from resident.messages.knowledge import CatchUpIndex
+    import time
     rt = Runtime.open(sys.argv[1], realm="none")
+    # The indexer's start catches up in the background; once it is ready, nothing commits unless asked.
+    deadline = time.monotonic() + 30
+    while rt.knowledge.index_status().state != "ready":
+        assert time.monotonic() < deadline, "the knowledge index never became ready"
     rt.knowledge.create_bank("handbook")
     # The ingest's closing catch-up only stages: the process dies with its pages in LMDB and
     # their documents handed to the index writer, but no index commit covering them.
