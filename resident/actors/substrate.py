@@ -43,7 +43,16 @@ import numpy as np
 import numpy.typing as npt
 
 from resident.actors.index_build import IndexBuild, index_stored
-from resident.actors.index_snapshot import Snapshot, load_snapshot, save_snapshot, snapshot_path
+from resident.actors.index_snapshot import (
+    Snapshot,
+    SnapshotState,
+    load_snapshot,
+    snapshot_path,
+    snapshot_state,
+    verify_snapshot,
+    write_snapshot,
+)
+from resident.actors.io_worker import Done, IoWorker
 from resident.errors import InvalidInput, MemoryDisabled, SubstrateUnavailable
 from resident.memory.embedders import embedder_name, runs_inline, semantic_weight
 from resident.memory.embedding import Embedder, HashEmbedder
@@ -164,6 +173,23 @@ class _BuildChunk:
 @dataclass(frozen=True, slots=True)
 class _SaveIndex:
     """Persist the index (`resident.actors.index_snapshot`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Saved:
+    """The I/O thread finished writing the snapshot of `records` records, reflecting event `seq`."""
+
+    records: int
+    # How many records added since the last save this one covers.
+    unsaved: int
+    started: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Verified:
+    """The I/O thread checked the mapped files of the snapshot loaded by build `generation`."""
+
+    generation: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +354,14 @@ class Substrate(SupervisedActor):
         self._snapshot = snapshot_path(store.path)
         self._unsaved = 0
         self._save_wake = self.wake_up(_SaveIndex())
+        # Snapshot writes and checks run on this thread, never the actor's (a recall never waits on
+        # the disk); one save at a time, and another after it if one was asked for meanwhile.
+        self._io: IoWorker | None = None
+        self._saving = False
+        self._save_again = False
+        # Which index this is (each build or load makes a new one): a check of a snapshot's files
+        # answers for the index loaded from it only.
+        self._generation = 0
         self._index_from = ""
         self._replayed = 0
         # Durable records the index has not taken in yet: those to read from the store, those to
@@ -368,6 +402,7 @@ class Substrate(SupervisedActor):
         """The start ping is answered: the persisted index is loaded and the events after it replayed,
         or, without a fitting one, the index is built from the store a chunk per turn."""
         started = time.perf_counter()
+        self._io = IoWorker(self.name, self.actor_ref.tell)
         with self.store.reader() as reader:
             last = reader.last_event()
         loaded = load_snapshot(self._snapshot, embedder=self._embedder.name, last_seq=last[0] if last else 0)
@@ -389,10 +424,19 @@ class Substrate(SupervisedActor):
         stopped = SubstrateUnavailable("the substrate stopped before every memory had its vector")
         settle_all([(reply, None, stopped) for reply in waiters])
         self._flush_usage()
-        if self._unsaved:
-            self._save_index()
+        io, self._io = self._io, None
+        if io is not None:
+            io.close()
+        wanted = self._unsaved or self._saving or self._save_again
+        if wanted and (self._build is None or self._build.done):
+            # At a stop the save is made here, on the way out: one still queued on the I/O thread
+            # was dropped with it, and one running there finishes first (writes take turns).
+            self._write(snapshot_state(self._indexed()), self._covered_seq)
 
     def on_crash(self, error: BaseException) -> None:  # noqa: ARG002 - the cause is already logged
+        io, self._io = self._io, None
+        if io is not None:
+            io.close()
         # Waiting recalls were never answered: the next incarnation takes them, in order. Records
         # not indexed yet are durable; its rebuild finds them (and analyses those without terms).
         waiting, self._waiting = self._waiting, {}
@@ -423,6 +467,7 @@ class Substrate(SupervisedActor):
         self._covered_seq = last[0] if last else 0
         self._index_from = "store"
         self._index = RecallIndex()
+        self._generation += 1
         self._build = IndexBuild(self.store, self._index, self._embedder.name)
         self._filler.filling.clear()
 
@@ -459,6 +504,10 @@ class Substrate(SupervisedActor):
         self._index, self._build = loaded.index, None
         self._covered_seq = loaded.seq
         self._index_from = "snapshot"
+        self._generation += 1
+        if self._io is not None and loaded.unverified:
+            unverified = loaded.unverified
+            self._io.run(_Verified(self._generation), lambda: verify_snapshot(unverified))
         with self.store.reader() as reader:
             events = list(reader.events(loaded.seq + 1))
         self._replayed = len(events)
@@ -495,21 +544,63 @@ class Substrate(SupervisedActor):
             index.set_vectors([i for i, _ in rows], np.stack([vector for _, vector in rows]))
 
     def _save_index(self) -> None:
-        """Persist the whole index (not while it is being built); a failure only costs a longer restart."""
+        """Persist the whole index (not while it is being built) on the I/O thread, from a copy taken now.
+
+        A failure only costs a longer restart.
+        """
         if self._build is not None and not self._build.done:
             return
-        index = self._indexed()
+        if self._saving:
+            self._save_again = True
+            return
+        io = self._io
+        if io is None:
+            return
         started = time.perf_counter()
+        state, seq, unsaved = snapshot_state(self._indexed()), self._covered_seq, self._unsaved
+        self._saving = True
+        io.run(_Saved(state.records, unsaved, started), lambda: self._write(state, seq))
+
+    def _write(self, state: SnapshotState, seq: int) -> bool:
+        """Write `state` (on whichever thread calls); whether it was written."""
         try:
-            save_snapshot(self._snapshot, index, embedder=self._embedder.name, seq=self._covered_seq)
+            write_snapshot(self._snapshot, state, embedder=self._embedder.name, seq=seq)
         except OSError as error:
             # A full disk is already said, once and typed, by the write that met it (DiskFull); here it only
             # costs a longer restart, so it is not said again on every command's close.
             log = logger.info if error.errno == errno.ENOSPC else logger.warning
             log("recall index not persisted (%s); the next start rebuilds or replays more", error)
+            return False
+        return True
+
+    def _saved(self, saved: _Saved, written: bool) -> None:
+        self._saving = False
+        if written:
+            self._unsaved = max(0, self._unsaved - saved.unsaved)
+            logger.info("substrate persisted %d records in %.2f s", saved.records, time.perf_counter() - saved.started)
+        if self._save_again:
+            self._save_again = False
+            self._save_wake.now()
+
+    def _verified(self, verified: _Verified, problem: str) -> None:
+        """The loaded snapshot's files were checked: one that does not match means building from the store."""
+        if not problem or verified.generation != self._generation:
             return
-        self._unsaved = 0
-        logger.info("substrate persisted %d records in %.2f s", len(index), time.perf_counter() - started)
+        logger.warning("recall index snapshot %s is damaged (%s); building from the store", self._snapshot, problem)
+        self._snapshot.unlink(missing_ok=True)
+        self._indexed()
+        self._start_build()
+        self._build_wake.now()
+
+    def _from_io(self, done: Done) -> None:
+        match done.tag:
+            case _Saved() as saved:
+                if done.error is not None:
+                    logger.warning("recall index not persisted (%s)", done.error)
+                self._saved(saved, done.error is None and bool(done.value))
+            case _Verified() as verified:
+                problem = str(done.value) if done.error is None else f"the check failed: {done.error}"
+                self._verified(verified, problem)
 
     # -- messages ---------------------------------------------------------------------------------
 
@@ -533,6 +624,8 @@ class Substrate(SupervisedActor):
             case _SaveIndex():
                 self._save_wake.done()
                 self._save_index()
+            case Done():
+                self._from_io(message)
             case _IndexQueued():
                 self._index_wake.done()
                 self._indexed()
