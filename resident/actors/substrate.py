@@ -19,8 +19,9 @@ vectors are indexed. The filler retries a failing embedder on a growing schedule
 
 LMDB is the truth and the in-memory `RecallIndex` a cache, built from the store after the start
 ping is answered, a chunk at a time between other messages (`resident.actors.index_build`): no
-start waits on work the size of the home. A recall or status asked before the build is done
-finishes it first, so it answers from every record. Every recall result is re-read from LMDB and
+start waits on work the size of the home. A recall asked before the build is done is answered
+once it is (the build going on a chunk per turn meanwhile), and a status finishes it first, so
+both answer from every record. Every recall result is re-read from LMDB and
 selected for serving by `resident.memory.serving`, so a record withheld or retracted a moment ago
 is never returned even if the index has not heard of the change yet. A record committed but not yet analysed when the
 substrate stops is found at the next rebuild without stored terms and analysed then. Vectors are
@@ -378,6 +379,8 @@ class Substrate(SupervisedActor):
         self._fill_wake = self.wake_up(_Fill())
         self._tokens = itertools.count(1)
         self._waiting: dict[int, _WaitingRecall] = {}
+        # Recalls that came while the index was being built, answered once it is done.
+        self._build_waiting: list[tuple[_Search, Reply | None]] = []
         # Callers of `WaitForVectors`, answered once no record lacks a vector.
         self._vector_waiters: list[Reply | None] = []
         # Ids served since the last usage commit, once per time served (each counts one recall).
@@ -418,6 +421,9 @@ class Substrate(SupervisedActor):
         self._indexed()
         # Recalls still waiting for a query vector are answered from what is indexed; nobody is
         # left waiting on a substrate that stopped.
+        if self._build_waiting:
+            self._complete()
+            self._answer_built()
         for token in list(self._waiting):
             self._answer_recall(token, None)
         waiters, self._vector_waiters = self._vector_waiters, []
@@ -441,8 +447,10 @@ class Substrate(SupervisedActor):
         # not indexed yet are durable; its rebuild finds them (and analyses those without terms).
         waiting, self._waiting = self._waiting, {}
         vector_waiters, self._vector_waiters = self._vector_waiters, []
+        building, self._build_waiting = self._build_waiting, []
         self.context.address.rescue(
             [
+                *((search.message, reply) for search, reply in building),
                 *((w.search.message, w.reply) for w in waiting.values()),
                 *((WaitForVectors(), reply) for reply in vector_waiters),
             ]
@@ -498,6 +506,7 @@ class Substrate(SupervisedActor):
         self._save_wake.now()
         self._fill_soon()
         self._settle_vector_waiters()
+        self._answer_built()
 
     def _resume(self, loaded: Snapshot, started: float) -> None:
         """Take the persisted index (loaded since `started`), and replay the store's events after it into it."""
@@ -978,23 +987,49 @@ class Substrate(SupervisedActor):
         search = self._checked(message)
         if not search.banks:
             return []
-        self._complete()
+        if self._build is not None and not self._build.done:
+            # Answered once the build is done, which goes on a chunk per turn meanwhile: the
+            # actor keeps serving writes and status between chunks instead of building the
+            # rest of the home in this one turn (see `resident.actors.index_build`).
+            self._build_waiting.append((search, self.defer()))
+            self._build_wake.now()
+            return None
         embedder = self._embedder
         if embedder.inline is not None:
             return self._search(search, embedder.inline.embed([search.query])[0])
         if not self._should_wait():
             return self._search(search, None)
-        # Continuation: the query's vector comes back as a message, or its wait runs out first.
+        self._wait_for_query_vector(search, self.defer())
+        return None
+
+    def _answer_built(self) -> None:
+        """The build is done: answer the recalls that came during it, as if they came now."""
+        waiting, self._build_waiting = self._build_waiting, []
+        embedder = self._embedder
+        for search, reply in waiting:
+            try:
+                if embedder.inline is None and self._should_wait():
+                    self._wait_for_query_vector(search, reply)
+                    continue
+                vector = embedder.inline.embed([search.query])[0] if embedder.inline is not None else None
+                result: Any = self._search(search, vector)
+            except Exception as error:  # noqa: BLE001 - the waiting caller gets the error, as an ask would
+                settle_all([(reply, None, error)])
+                continue
+            settle_all([(reply, result, None)])
+
+    def _wait_for_query_vector(self, search: _Search, reply: Reply | None) -> None:
+        """Answer `search` (to `reply`) once its query's vector comes back, or its wait runs out first."""
+        embedder = self._embedder
         token = next(self._tokens)
         now = self.clock.monotonic()
         waited_since = embedder.late_since(now) or now
         embedder.outstanding[token] = now
-        self._waiting[token] = _WaitingRecall(search, self.defer(), embedder.spec)
+        self._waiting[token] = _WaitingRecall(search, reply, embedder.spec)
         self.worker.tell(EmbedTexts(token=token, spec=embedder.spec, texts=(search.query,), query=True))
         # A query queued behind an earlier request cannot be answered before it: wait no longer
         # than that request leaves before the worker counts as late.
         self.schedule(max(0.0, waited_since + QUERY_WAIT - now), _QueryDeadline(token))
-        return None
 
     def _checked(self, message: Recall) -> _Search:
         self._require_memory()
