@@ -136,6 +136,9 @@ USAGE_BATCH = 64
 # The index is persisted again once this many records were added since it last was (besides after
 # a build and at a stop), so that a restart replays at most about that many records' events.
 SNAPSHOT_EVERY = 50_000
+# The persisted index's mapped files are checked against their checksums this long after a load
+# (`resident.actors.index_snapshot`), once the first answers are out.
+VERIFY_AFTER = 2.0
 # Terms written back for records stored without them go in commits of this many (a home written
 # before terms were stored has all its records to fill in at its first rebuild).
 TERMS_FILL_BATCH = 5_000
@@ -184,6 +187,14 @@ class _Saved:
     # How many records added since the last save this one covers.
     unsaved: int
     started: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Verify:
+    """Check the mapped files of the snapshot loaded by build `generation` (on the I/O thread)."""
+
+    generation: int
+    unverified: tuple[tuple[str, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -514,9 +525,9 @@ class Substrate(SupervisedActor):
         self._covered_seq = loaded.seq
         self._index_from = "snapshot"
         self._generation += 1
-        if self._io is not None and loaded.unverified:
-            unverified = loaded.unverified
-            self._io.run(_Verified(self._generation), lambda: verify_snapshot(unverified))
+        if loaded.unverified:
+            # Not at once: reading every mapped file would compete with the load's first answers.
+            self.schedule(VERIFY_AFTER, _Verify(self._generation, loaded.unverified))
         with self.store.reader() as reader:
             events = list(reader.events(loaded.seq + 1))
         self._replayed = len(events)
@@ -635,6 +646,9 @@ class Substrate(SupervisedActor):
                 self._save_index()
             case Done():
                 self._from_io(message)
+            case _Verify(generation=generation, unverified=unverified):
+                if self._io is not None and generation == self._generation:
+                    self._io.run(_Verified(generation), lambda: verify_snapshot(unverified))
             case _IndexQueued():
                 self._index_wake.done()
                 self._indexed()
