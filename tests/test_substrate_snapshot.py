@@ -61,6 +61,7 @@ _CHILD = textwrap.dedent(
     import numpy as np
     from resident import Runtime
     from resident.actors import index_snapshot
+    from resident.actors.substrate import _SaveIndex
 
     home, retract, new_text, later, mode = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 
@@ -86,6 +87,23 @@ _CHILD = textwrap.dedent(
     if mode == "mid-persist":
         index_snapshot.np.savez = half_then_kill
         rt.close()
+    if mode == "mid-mapped":
+        # Every array in a file of its own, and the background save killed half-way through one.
+        real_save_columns = index_snapshot._save_columns
+
+        def half_a_column_then_kill(final, first, second=None):
+            real_save_columns(final, first, second)
+            torn = final.with_name(final.name + ".tmp")
+            data = final.read_bytes()
+            final.unlink()
+            torn.write_bytes(data[: len(data) // 2])
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        index_snapshot._MAPPED_BYTES = 1
+        index_snapshot._save_columns = half_a_column_then_kill
+        rt._internal.wiring.substrate.tell(_SaveIndex())
+        import threading
+        threading.Event().wait(60)  # the I/O thread kills this process
     os.kill(os.getpid(), signal.SIGKILL)
     """
 )
@@ -147,6 +165,21 @@ def test_a_kill_while_persisting_leaves_the_previous_index_whole_and_the_next_st
     status = _check_recovered(home, retracted, new_id)
     assert status.index_from == "snapshot"
     assert status.replayed <= 1
+
+
+def test_a_kill_while_the_background_save_writes_a_mapped_array_leaves_the_previous_index_whole(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    retracted = _first_home(home)
+    snapshot = _snapshot(home)
+    persisted = snapshot.read_bytes()
+    new_id = _crash_after_writing(home, retracted, "mid-mapped")
+    assert list(snapshot.parent.glob(f"{snapshot.name}.*.npy.tmp"))
+    assert snapshot.read_bytes() == persisted
+    status = _check_recovered(home, retracted, new_id)
+    assert status.index_from == "snapshot"
+    assert not list(snapshot.parent.glob(f"{snapshot.name}.*.npy.tmp"))
 
 
 def test_a_damaged_persisted_index_is_not_used_and_the_index_is_built_from_the_store(tmp_path: Path) -> None:

@@ -7,8 +7,15 @@ and the current embedder's vectors stored beside exactly those keys, and adds th
 (`resident.memory.rebuild.index_columns`). Between chunks the actor handles its inbox, so writes,
 status and the filler go on meanwhile.
 
-A recall that arrives before the build is done finishes it first (`finish`): it is then answered
-from the whole index, exactly as it would be after the build, never from part of it. Records
+A recall that arrives before the build is done waits for it, and the build goes on a chunk per
+turn meanwhile: the recall is answered from the whole index, exactly as it would be after the
+build, never from part of it, and the actor serves writes and status between chunks instead of
+building the rest of the home in the recall's turn. This was chosen over answering at once from the
+part indexed plus an exact scan of the rest: the keyword scores depend on the whole corpus (each
+term's document frequency, the mean length), so a part plus a scan would rank differently from the
+built index until the build ended, and a scan of "the rest" is the build's own work done twice.
+The recall's delay is the rest of the build (about a second at a million records), once per start
+without a fitting persisted index. Status still finishes the build in its turn (`finish`). Records
 committed meanwhile may reach the index twice, once published and once read by a chunk; the index
 keeps whichever came first (`index_columns` skips ids it holds).
 """

@@ -19,8 +19,9 @@ vectors are indexed. The filler retries a failing embedder on a growing schedule
 
 LMDB is the truth and the in-memory `RecallIndex` a cache, built from the store after the start
 ping is answered, a chunk at a time between other messages (`resident.actors.index_build`): no
-start waits on work the size of the home. A recall or status asked before the build is done
-finishes it first, so it answers from every record. Every recall result is re-read from LMDB and
+start waits on work the size of the home. A recall asked before the build is done is answered
+once it is (the build going on a chunk per turn meanwhile), and a status finishes it first, so
+both answer from every record. Every recall result is re-read from LMDB and
 selected for serving by `resident.memory.serving`, so a record withheld or retracted a moment ago
 is never returned even if the index has not heard of the change yet. A record committed but not yet analysed when the
 substrate stops is found at the next rebuild without stored terms and analysed then. Vectors are
@@ -43,7 +44,16 @@ import numpy as np
 import numpy.typing as npt
 
 from resident.actors.index_build import IndexBuild, index_stored
-from resident.actors.index_snapshot import Snapshot, load_snapshot, save_snapshot, snapshot_path
+from resident.actors.index_snapshot import (
+    Snapshot,
+    SnapshotState,
+    load_snapshot,
+    snapshot_path,
+    snapshot_state,
+    verify_snapshot,
+    write_snapshot,
+)
+from resident.actors.io_worker import Done, IoWorker
 from resident.errors import InvalidInput, MemoryDisabled, SubstrateUnavailable
 from resident.memory.embedders import embedder_name, runs_inline, semantic_weight
 from resident.memory.embedding import Embedder, HashEmbedder
@@ -126,6 +136,9 @@ USAGE_BATCH = 64
 # The index is persisted again once this many records were added since it last was (besides after
 # a build and at a stop), so that a restart replays at most about that many records' events.
 SNAPSHOT_EVERY = 50_000
+# The persisted index's mapped files are checked against their checksums this long after a load
+# (`resident.actors.index_snapshot`), once the first answers are out.
+VERIFY_AFTER = 2.0
 # Terms written back for records stored without them go in commits of this many (a home written
 # before terms were stored has all its records to fill in at its first rebuild).
 TERMS_FILL_BATCH = 5_000
@@ -164,6 +177,31 @@ class _BuildChunk:
 @dataclass(frozen=True, slots=True)
 class _SaveIndex:
     """Persist the index (`resident.actors.index_snapshot`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Saved:
+    """The I/O thread finished writing the snapshot of `records` records, reflecting event `seq`."""
+
+    records: int
+    # How many records added since the last save this one covers.
+    unsaved: int
+    started: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Verify:
+    """Check the mapped files of the snapshot loaded by build `generation` (on the I/O thread)."""
+
+    generation: int
+    unverified: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Verified:
+    """The I/O thread checked the mapped files of the snapshot loaded by build `generation`."""
+
+    generation: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +366,14 @@ class Substrate(SupervisedActor):
         self._snapshot = snapshot_path(store.path)
         self._unsaved = 0
         self._save_wake = self.wake_up(_SaveIndex())
+        # Snapshot writes and checks run on this thread, never the actor's (a recall never waits on
+        # the disk); one save at a time, and another after it if one was asked for meanwhile.
+        self._io: IoWorker | None = None
+        self._saving = False
+        self._save_again = False
+        # Which index this is (each build or load makes a new one): a check of a snapshot's files
+        # answers for the index loaded from it only.
+        self._generation = 0
         self._index_from = ""
         self._replayed = 0
         # Durable records the index has not taken in yet: those to read from the store, those to
@@ -344,6 +390,8 @@ class Substrate(SupervisedActor):
         self._fill_wake = self.wake_up(_Fill())
         self._tokens = itertools.count(1)
         self._waiting: dict[int, _WaitingRecall] = {}
+        # Recalls that came while the index was being built, answered once it is done.
+        self._build_waiting: list[tuple[_Search, Reply | None]] = []
         # Callers of `WaitForVectors`, answered once no record lacks a vector.
         self._vector_waiters: list[Reply | None] = []
         # Ids served since the last usage commit, once per time served (each counts one recall).
@@ -368,6 +416,7 @@ class Substrate(SupervisedActor):
         """The start ping is answered: the persisted index is loaded and the events after it replayed,
         or, without a fitting one, the index is built from the store a chunk per turn."""
         started = time.perf_counter()
+        self._io = IoWorker(self.name, self.actor_ref.tell)
         with self.store.reader() as reader:
             last = reader.last_event()
         loaded = load_snapshot(self._snapshot, embedder=self._embedder.name, last_seq=last[0] if last else 0)
@@ -383,22 +432,36 @@ class Substrate(SupervisedActor):
         self._indexed()
         # Recalls still waiting for a query vector are answered from what is indexed; nobody is
         # left waiting on a substrate that stopped.
+        if self._build_waiting:
+            self._complete()
+            self._answer_built()
         for token in list(self._waiting):
             self._answer_recall(token, None)
         waiters, self._vector_waiters = self._vector_waiters, []
         stopped = SubstrateUnavailable("the substrate stopped before every memory had its vector")
         settle_all([(reply, None, stopped) for reply in waiters])
         self._flush_usage()
-        if self._unsaved:
-            self._save_index()
+        io, self._io = self._io, None
+        if io is not None:
+            io.close()
+        wanted = self._unsaved or self._saving or self._save_again
+        if wanted and (self._build is None or self._build.done):
+            # At a stop the save is made here, on the way out: one still queued on the I/O thread
+            # was dropped with it, and one running there finishes first (writes take turns).
+            self._write(snapshot_state(self._indexed()), self._covered_seq)
 
     def on_crash(self, error: BaseException) -> None:  # noqa: ARG002 - the cause is already logged
+        io, self._io = self._io, None
+        if io is not None:
+            io.close()
         # Waiting recalls were never answered: the next incarnation takes them, in order. Records
         # not indexed yet are durable; its rebuild finds them (and analyses those without terms).
         waiting, self._waiting = self._waiting, {}
         vector_waiters, self._vector_waiters = self._vector_waiters, []
+        building, self._build_waiting = self._build_waiting, []
         self.context.address.rescue(
             [
+                *((search.message, reply) for search, reply in building),
                 *((w.search.message, w.reply) for w in waiting.values()),
                 *((WaitForVectors(), reply) for reply in vector_waiters),
             ]
@@ -423,6 +486,7 @@ class Substrate(SupervisedActor):
         self._covered_seq = last[0] if last else 0
         self._index_from = "store"
         self._index = RecallIndex()
+        self._generation += 1
         self._build = IndexBuild(self.store, self._index, self._embedder.name)
         self._filler.filling.clear()
 
@@ -453,12 +517,17 @@ class Substrate(SupervisedActor):
         self._save_wake.now()
         self._fill_soon()
         self._settle_vector_waiters()
+        self._answer_built()
 
     def _resume(self, loaded: Snapshot, started: float) -> None:
         """Take the persisted index (loaded since `started`), and replay the store's events after it into it."""
         self._index, self._build = loaded.index, None
         self._covered_seq = loaded.seq
         self._index_from = "snapshot"
+        self._generation += 1
+        if loaded.unverified:
+            # Not at once: reading every mapped file would compete with the load's first answers.
+            self.schedule(VERIFY_AFTER, _Verify(self._generation, loaded.unverified))
         with self.store.reader() as reader:
             events = list(reader.events(loaded.seq + 1))
         self._replayed = len(events)
@@ -495,21 +564,63 @@ class Substrate(SupervisedActor):
             index.set_vectors([i for i, _ in rows], np.stack([vector for _, vector in rows]))
 
     def _save_index(self) -> None:
-        """Persist the whole index (not while it is being built); a failure only costs a longer restart."""
+        """Persist the whole index (not while it is being built) on the I/O thread, from a copy taken now.
+
+        A failure only costs a longer restart.
+        """
         if self._build is not None and not self._build.done:
             return
-        index = self._indexed()
+        if self._saving:
+            self._save_again = True
+            return
+        io = self._io
+        if io is None:
+            return
         started = time.perf_counter()
+        state, seq, unsaved = snapshot_state(self._indexed()), self._covered_seq, self._unsaved
+        self._saving = True
+        io.run(_Saved(state.records, unsaved, started), lambda: self._write(state, seq))
+
+    def _write(self, state: SnapshotState, seq: int) -> bool:
+        """Write `state` (on whichever thread calls); whether it was written."""
         try:
-            save_snapshot(self._snapshot, index, embedder=self._embedder.name, seq=self._covered_seq)
+            write_snapshot(self._snapshot, state, embedder=self._embedder.name, seq=seq)
         except OSError as error:
             # A full disk is already said, once and typed, by the write that met it (DiskFull); here it only
             # costs a longer restart, so it is not said again on every command's close.
             log = logger.info if error.errno == errno.ENOSPC else logger.warning
             log("recall index not persisted (%s); the next start rebuilds or replays more", error)
+            return False
+        return True
+
+    def _saved(self, saved: _Saved, written: bool) -> None:
+        self._saving = False
+        if written:
+            self._unsaved = max(0, self._unsaved - saved.unsaved)
+            logger.info("substrate persisted %d records in %.2f s", saved.records, time.perf_counter() - saved.started)
+        if self._save_again:
+            self._save_again = False
+            self._save_wake.now()
+
+    def _verified(self, verified: _Verified, problem: str) -> None:
+        """The loaded snapshot's files were checked: one that does not match means building from the store."""
+        if not problem or verified.generation != self._generation:
             return
-        self._unsaved = 0
-        logger.info("substrate persisted %d records in %.2f s", len(index), time.perf_counter() - started)
+        logger.warning("recall index snapshot %s is damaged (%s); building from the store", self._snapshot, problem)
+        self._snapshot.unlink(missing_ok=True)
+        self._indexed()
+        self._start_build()
+        self._build_wake.now()
+
+    def _from_io(self, done: Done) -> None:
+        match done.tag:
+            case _Saved() as saved:
+                if done.error is not None:
+                    logger.warning("recall index not persisted (%s)", done.error)
+                self._saved(saved, done.error is None and bool(done.value))
+            case _Verified() as verified:
+                problem = str(done.value) if done.error is None else f"the check failed: {done.error}"
+                self._verified(verified, problem)
 
     # -- messages ---------------------------------------------------------------------------------
 
@@ -533,6 +644,11 @@ class Substrate(SupervisedActor):
             case _SaveIndex():
                 self._save_wake.done()
                 self._save_index()
+            case Done():
+                self._from_io(message)
+            case _Verify(generation=generation, unverified=unverified):
+                if self._io is not None and generation == self._generation:
+                    self._io.run(_Verified(generation), lambda: verify_snapshot(unverified))
             case _IndexQueued():
                 self._index_wake.done()
                 self._indexed()
@@ -885,23 +1001,49 @@ class Substrate(SupervisedActor):
         search = self._checked(message)
         if not search.banks:
             return []
-        self._complete()
+        if self._build is not None and not self._build.done:
+            # Answered once the build is done, which goes on a chunk per turn meanwhile: the
+            # actor keeps serving writes and status between chunks instead of building the
+            # rest of the home in this one turn (see `resident.actors.index_build`).
+            self._build_waiting.append((search, self.defer()))
+            self._build_wake.now()
+            return None
         embedder = self._embedder
         if embedder.inline is not None:
             return self._search(search, embedder.inline.embed([search.query])[0])
         if not self._should_wait():
             return self._search(search, None)
-        # Continuation: the query's vector comes back as a message, or its wait runs out first.
+        self._wait_for_query_vector(search, self.defer())
+        return None
+
+    def _answer_built(self) -> None:
+        """The build is done: answer the recalls that came during it, as if they came now."""
+        waiting, self._build_waiting = self._build_waiting, []
+        embedder = self._embedder
+        for search, reply in waiting:
+            try:
+                if embedder.inline is None and self._should_wait():
+                    self._wait_for_query_vector(search, reply)
+                    continue
+                vector = embedder.inline.embed([search.query])[0] if embedder.inline is not None else None
+                result: Any = self._search(search, vector)
+            except Exception as error:  # noqa: BLE001 - the waiting caller gets the error, as an ask would
+                settle_all([(reply, None, error)])
+                continue
+            settle_all([(reply, result, None)])
+
+    def _wait_for_query_vector(self, search: _Search, reply: Reply | None) -> None:
+        """Answer `search` (to `reply`) once its query's vector comes back, or its wait runs out first."""
+        embedder = self._embedder
         token = next(self._tokens)
         now = self.clock.monotonic()
         waited_since = embedder.late_since(now) or now
         embedder.outstanding[token] = now
-        self._waiting[token] = _WaitingRecall(search, self.defer(), embedder.spec)
+        self._waiting[token] = _WaitingRecall(search, reply, embedder.spec)
         self.worker.tell(EmbedTexts(token=token, spec=embedder.spec, texts=(search.query,), query=True))
         # A query queued behind an earlier request cannot be answered before it: wait no longer
         # than that request leaves before the worker counts as late.
         self.schedule(max(0.0, waited_since + QUERY_WAIT - now), _QueryDeadline(token))
-        return None
 
     def _checked(self, message: Recall) -> _Search:
         self._require_memory()
