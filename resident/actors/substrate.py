@@ -133,6 +133,9 @@ FILL_DEADLINE_PER_TEXT = 2.0
 INDEX_DELAY = 0.02
 USAGE_FLUSH_SECONDS = 0.25
 USAGE_BATCH = 64
+# How long letting go of an index waits for its graph thread to finish the chunk it is adding (about a second
+# at 10,000 rows on 2 cores).
+_GRAPH_STOP_WAIT = 10.0
 # The index is persisted again once this many records were added since it last was (besides after
 # a build and at a stop), so that a restart replays at most about that many records' events.
 SNAPSHOT_EVERY = 50_000
@@ -365,6 +368,9 @@ class Substrate(SupervisedActor):
         self._covered_seq = 0
         self._snapshot = snapshot_path(store.path)
         self._unsaved = 0
+        # Rows the vector graph held in the last snapshot saved or loaded: the graph grows on its own thread
+        # after the records arrived, so a close saves again when it grew even if no record came since.
+        self._saved_graph_rows = 0
         self._save_wake = self.wake_up(_SaveIndex())
         # Snapshot writes and checks run on this thread, never the actor's (a recall never waits on
         # the disk); one save at a time, and another after it if one was asked for meanwhile.
@@ -444,16 +450,20 @@ class Substrate(SupervisedActor):
         io, self._io = self._io, None
         if io is not None:
             io.close()
-        wanted = self._unsaved or self._saving or self._save_again
+        grown = self._index.graph_rows() > self._saved_graph_rows
+        wanted = self._unsaved or self._saving or self._save_again or grown
         if wanted and (self._build is None or self._build.done):
             # At a stop the save is made here, on the way out: one still queued on the I/O thread
             # was dropped with it, and one running there finishes first (writes take turns).
             self._write(snapshot_state(self._indexed()), self._covered_seq)
+        self._let_go(self._index)
 
     def on_crash(self, error: BaseException) -> None:  # noqa: ARG002 - the cause is already logged
         io, self._io = self._io, None
         if io is not None:
             io.close()
+        # The next incarnation loads or builds an index of its own: this one's graph thread stops here.
+        self._let_go(self._index)
         # Waiting recalls were never answered: the next incarnation takes them, in order. Records
         # not indexed yet are durable; its rebuild finds them (and analyses those without terms).
         waiting, self._waiting = self._waiting, {}
@@ -466,6 +476,12 @@ class Substrate(SupervisedActor):
                 *((WaitForVectors(), reply) for reply in vector_waiters),
             ]
         )
+
+    @staticmethod
+    def _let_go(index: RecallIndex) -> None:
+        """Stop `index`'s graph thread (after its current chunk): an index replaced or left behind must not
+        keep a core busy, nor be inside faiss when the process exits."""
+        index.stop_building(timeout=_GRAPH_STOP_WAIT)
 
     def _use_embedder(self, spec: str) -> None:
         inline = self._make_embedder(spec) if runs_inline(spec) else None
@@ -485,6 +501,7 @@ class Substrate(SupervisedActor):
         # The build reads every record as committed at this event or later.
         self._covered_seq = last[0] if last else 0
         self._index_from = "store"
+        self._let_go(self._index)
         self._index = RecallIndex()
         self._generation += 1
         self._build = IndexBuild(self.store, self._index, self._embedder.name)
@@ -521,7 +538,9 @@ class Substrate(SupervisedActor):
 
     def _resume(self, loaded: Snapshot, started: float) -> None:
         """Take the persisted index (loaded since `started`), and replay the store's events after it into it."""
+        self._let_go(self._index)
         self._index, self._build = loaded.index, None
+        self._saved_graph_rows = self._index.graph_rows()
         self._covered_seq = loaded.seq
         self._index_from = "snapshot"
         self._generation += 1
@@ -577,7 +596,9 @@ class Substrate(SupervisedActor):
         if io is None:
             return
         started = time.perf_counter()
+        graph_rows = self._indexed().graph_rows()
         state, seq, unsaved = snapshot_state(self._indexed()), self._covered_seq, self._unsaved
+        self._saved_graph_rows = graph_rows
         self._saving = True
         io.run(_Saved(state.records, unsaved, started), lambda: self._write(state, seq))
 
