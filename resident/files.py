@@ -15,10 +15,18 @@ import contextlib
 import os
 from pathlib import Path
 
-__all__ = ["fsync_dir", "private_file", "read_private_file", "write_private_file", "write_whole"]
+__all__ = ["fsync_dir", "private_dir", "private_file", "read_private_file", "write_private_file", "write_whole"]
 
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def private_dir(path: Path) -> Path:
+    """`path`, a folder made private (`0700`) if it was missing; one that exists is left as it is. Its parent
+    must exist: a missing one is an error, not created with the default mode."""
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    return path
 
 
 def private_file(path: Path) -> None:

@@ -15,7 +15,6 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -29,7 +28,7 @@ from resident.messages.realm import AcceptedRecord
 from resident.realm.state import RealmState
 from resident.realm.tokens import TOKEN_ENV
 from tests.netns_support import NamespacedPostgres, Network, pgserver_bin, skip_reason
-from tests.replication_support import accepted_by_realm
+from tests.replication_support import accepted_by_realm, wait_until
 from tests.tls_realm import TlsRealm, write_server_pair
 
 pytestmark = pytest.mark.timeout(150)
@@ -41,14 +40,8 @@ CONVERGE = 30.0
 
 
 def wait_for(predicate: Callable[[], Any], what: str, timeout: float = CONVERGE) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.05)
+    """`wait_until` with this test's default deadline, polled as often as a cross-namespace check warrants."""
+    return wait_until(predicate, timeout, what, interval=0.05)
 
 
 class Home:

@@ -27,7 +27,7 @@ from pathlib import Path
 import msgspec
 
 from resident.errors import InvalidInput
-from resident.files import read_private_file, write_private_file
+from resident.files import private_dir, read_private_file, write_private_file
 from resident.processes import pid_alive
 
 __all__ = [
@@ -65,9 +65,7 @@ def children_dir() -> Path:
     It lives in the temporary folder, shared with other users on most systems, so a folder of
     that name that someone else made, or a symlink put there, is refused rather than used.
     """
-    path = Path(tempfile.gettempdir()) / f"resident-{os.getuid()}-children"
-    with contextlib.suppress(FileExistsError):
-        path.mkdir(mode=0o700)
+    path = private_dir(Path(tempfile.gettempdir()) / f"resident-{os.getuid()}-children")
     info = path.lstat()
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
         raise InvalidInput(

@@ -8,14 +8,13 @@ harness), so a session's end can remove its launch without importing what starts
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
 import msgspec
 
 from resident.errors import InvalidInput
-from resident.files import read_private_file, write_private_file
+from resident.files import private_dir, read_private_file, write_private_file
 from resident.ids import check_record_id
 
 __all__ = ["LaunchSpec", "forget_launch", "kept_launches", "launches_root", "load_launch", "save_launch"]
@@ -34,10 +33,7 @@ class LaunchSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 def launches_root(home: Path) -> Path:
-    root = home / "executions"
-    with contextlib.suppress(FileExistsError):
-        root.mkdir(mode=0o700)
-    return root
+    return private_dir(home / "executions")
 
 
 def _path(home: Path, execution_id: str) -> Path:

@@ -28,7 +28,7 @@ from pathlib import Path
 import msgspec
 
 from resident.errors import InvalidInput
-from resident.files import read_private_file, write_private_file
+from resident.files import private_dir, read_private_file, write_private_file
 from resident.messages.sessions import Harness
 from resident.sessions.transcript import MAX_FILE_BYTES, TranscriptFile
 
@@ -89,8 +89,7 @@ def harness_home(home: Path, member: str, harness: Harness) -> Path:
     """The member's own home for `harness` (created private)."""
     path = home / "harness" / member / harness
     for folder in (home / "harness", home / "harness" / member, path):
-        with contextlib.suppress(FileExistsError):
-            folder.mkdir(mode=0o700)
+        private_dir(folder)
         if folder.is_symlink() or not folder.is_dir():
             raise InvalidInput(f"{folder} is not a folder of this home (a symbolic link or a file); remove it")
     return path

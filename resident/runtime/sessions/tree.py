@@ -33,7 +33,7 @@ from typing import Literal
 import msgspec
 
 from resident.errors import InvalidInput, ProjectionRefused
-from resident.files import read_private_file, write_private_file, write_whole
+from resident.files import private_dir, read_private_file, write_private_file, write_whole
 from resident.messages.sessions import Harness
 
 __all__ = [
@@ -116,17 +116,11 @@ def is_session_id(value: str) -> bool:
 
 def sessions_root(home: Path) -> Path:
     """`HOME/sessions`, private, created on first use."""
-    root = home / "sessions"
-    with contextlib.suppress(FileExistsError):
-        root.mkdir(mode=0o700)
-    return root
+    return private_dir(home / "sessions")
 
 
 def session_dir(home: Path, session: str) -> Path:
-    path = sessions_root(home) / session
-    with contextlib.suppress(FileExistsError):
-        path.mkdir(mode=0o700)
-    return path
+    return private_dir(sessions_root(home) / session)
 
 
 def save_manifest(home: Path, manifest: Manifest) -> None:
