@@ -596,9 +596,9 @@ class Substrate(SupervisedActor):
         if io is None:
             return
         started = time.perf_counter()
-        graph_rows = self._indexed().graph_rows()
-        state, seq, unsaved = snapshot_state(self._indexed()), self._covered_seq, self._unsaved
-        self._saved_graph_rows = graph_rows
+        index = self._indexed()
+        self._saved_graph_rows = index.graph_rows()
+        state, seq, unsaved = snapshot_state(index), self._covered_seq, self._unsaved
         self._saving = True
         io.run(_Saved(state.records, unsaved, started), lambda: self._write(state, seq))
 
