@@ -89,11 +89,16 @@ class VectorIndex:
     def state(self) -> dict[str, npt.NDArray[Any]]:
         """Arrays that `from_state` makes the same index of again (a persisted index's vectors): the
         rows' columns are `base` then `grown`, side by side (a writer joins them as it writes), and
-        the graph (`ann`, its bytes; `ann_covered`, `ann_late`: which rows it does not hold yet)."""
+        the graph (`ann`, its bytes; `ann_covered`, `ann_late`: which rows it does not hold yet).
+
+        Only `present` is a copy. The columns are the live ones, not copied (a gigabyte at a million
+        rows): a row's vector is only ever written while the row is absent from `present` (filled
+        in), so a writer may catch such a row half-written, and no search reads the vector of a
+        row whose `present` flag is off."""
         empty = np.zeros((self._dim or 0, 0), dtype=np.float32)
         grown = self._columns[:, : self._count - self._base_rows] if self._columns is not None else empty
         base = self._base if self._base is not None else empty
-        arrays = {"present": self._present[: self._count], "base": base, "grown": grown}
+        arrays = {"present": self._present[: self._count].copy(), "base": base, "grown": grown}
         with self._graph_lock:
             if self._ann is not None:
                 arrays["ann"] = self._ann.state()
@@ -267,7 +272,7 @@ class VectorIndex:
         scores = self.similarities(query)
         if scores is None or limit <= 0:
             return empty
-        wanted = scores > 0
+        wanted = (scores > 0) & self._present[: self._count]
         if mask is not None:
             wanted &= mask[: self._count]
         rows = np.flatnonzero(wanted)
@@ -303,7 +308,7 @@ class VectorIndex:
         cosines = self.similarities(unit)
         if cosines is None:
             return None
-        rows = np.flatnonzero(allowed.flags & (cosines > 0))
+        rows = np.flatnonzero(allowed.flags & self._present[: self._count] & (cosines > 0))
         return top_k(rows, cosines[rows], limit)
 
     def cosines(self, query: npt.ArrayLike, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
@@ -311,7 +316,10 @@ class VectorIndex:
         unit = self._unit(query)
         if unit is None:
             return np.zeros(len(rows), dtype=np.float32)
-        return self._gather(rows) @ unit
+        cosines: npt.NDArray[np.float32] = self._gather(rows) @ unit
+        # A row without a vector may hold a half-written one, from a save that caught it being filled.
+        cosines[~self._present[rows]] = 0.0
+        return cosines
 
     def wait_built(self, timeout: float | None = None) -> bool:
         """Wait for the build thread (if any) to finish; whether the graph holds every row it will."""
