@@ -7,14 +7,14 @@ so that a few hundred rows make a graph, and wait for the build thread before th
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from resident.actors.index_snapshot import load_snapshot, save_snapshot
-from resident.errors import InvalidInput
-from resident.memory import keyword, vectors
+from resident.memory import ann, keyword, vectors
 from resident.memory.index import IndexEntry, RecallIndex
 from resident.messages.memory import ReplicationState
 
@@ -164,11 +164,47 @@ def test_keyword_scores_summed_sparsely_equal_those_summed_densely(monkeypatch: 
     assert all(mask[row] for row in answers[0][0])
 
 
-def test_a_torn_graph_is_refused_as_invalid_input_so_the_snapshot_is_not_used() -> None:
+def test_a_torn_graph_is_built_again_and_its_rows_are_found_meanwhile() -> None:
     live, _ = _home(seed=2)
     arrays, names = live.state()
     arrays["vectors.columns"] = np.concatenate((arrays.pop("vectors.base"), arrays.pop("vectors.grown")), axis=1)
-    assert RecallIndex.from_state(arrays, names).graph_rows() == ROWS
     arrays["vectors.ann"] = arrays["vectors.ann"][: len(arrays["vectors.ann"]) // 2]
-    with pytest.raises(InvalidInput):
-        RecallIndex.from_state(arrays, names)
+    index = RecallIndex.from_state(arrays, names)
+    query = _unit(np.random.default_rng(6).standard_normal(DIM))
+    exact = _ids(live, query, ["bank0", "bank1"], exact=True)
+    assert _ids(index, query, ["bank0", "bank1"], exact=True) == exact
+    assert index.wait_vectors_indexed(60)
+    assert index.graph_rows() == ROWS
+    assert _ids(index, query, ["bank0", "bank1"]) == _ids(live, query, ["bank0", "bank1"])
+
+
+def test_a_loaded_index_answers_exactly_while_its_graph_is_still_being_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    live, _ = _home(seed=5)
+    arrays, names = live.state()
+    arrays["vectors.columns"] = np.concatenate((arrays.pop("vectors.base"), arrays.pop("vectors.grown")), axis=1)
+    reading, release = threading.Event(), threading.Event()
+    read_graph = ann.Ann.from_state
+
+    def held_read(serialised: np.ndarray) -> ann.Ann:
+        reading.set()
+        assert release.wait(60)
+        return read_graph(serialised)
+
+    monkeypatch.setattr(ann.Ann, "from_state", staticmethod(held_read))
+    index = RecallIndex.from_state(arrays, names)
+    try:
+        assert reading.wait(60)
+        # The graph is not in yet: every answer is the exact scan's; a row added meanwhile, its
+        # vector coming after it, is added to the graph once the graph is in.
+        assert index.graph_rows() == ROWS
+        rng = np.random.default_rng(9)
+        for query in _unit(rng.standard_normal((5, DIM))):
+            assert _ids(index, query, ["bank0"]) == _ids(live, query, ["bank0"], exact=True)
+        index.add([_entry(ROWS, "bank0")], np.zeros((1, DIM), dtype=np.float32), np.zeros(1, dtype=bool))
+        target = _unit(rng.standard_normal(DIM))
+        index.set_vectors([f"mem_{ROWS:05d}"], target[None, :])
+    finally:
+        release.set()
+    assert index.wait_vectors_indexed(60)
+    assert index.graph_rows() == ROWS + 1
+    assert _ids(index, target, ["bank0"])[0] == f"mem_{ROWS:05d}"

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from resident.errors import InvalidInput
+from resident.memory.allowed import AllowedRows
 from resident.memory.vectors import VectorIndex
 
 
@@ -118,3 +119,29 @@ def test_search_equals_brute_force_over_allowed_rows_with_vectors(count: int, di
     expected = sorted(eligible, key=lambda row: -cosines[row])[:limit]
     assert rows.tolist() == expected
     assert scores.tolist() == pytest.approx(cosines[expected].tolist(), abs=1e-5)
+
+
+def test_a_half_written_vector_of_a_row_without_one_is_never_read() -> None:
+    # A save shares the live columns (it does not copy a gigabyte), so it may catch a row's vector
+    # being filled in; that row is absent in the saved flags, and no search may read its column.
+    columns = np.array([[1.0, 0.0, 0.6], [0.0, 1.0, 0.8]], dtype=np.float32)
+    index = VectorIndex.from_state({"present": np.array([True, True, False]), "columns": columns})
+    query = np.array([0.6, 0.8], dtype=np.float32)
+    rows, _ = index.search(query, None, 3)
+    assert 2 not in rows.tolist()
+    found = index.nearest(query, AllowedRows(np.ones(3, dtype=np.bool_)), 3)
+    assert found is not None
+    assert 2 not in found[0].tolist()
+    assert index.cosines(query, np.array([2], dtype=np.int64)).tolist() == [0.0]
+
+
+def test_the_state_a_save_takes_is_not_reached_by_later_changes() -> None:
+    index = VectorIndex()
+    index.append(3, np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]], dtype=np.float32), np.array([True, True, False]))
+    state = index.state()
+    kept = {key: value.copy() for key, value in state.items()}
+    index.set([2], np.array([[0.6, 0.8]], dtype=np.float32))
+    index.append(2000, np.ones((2000, 2), dtype=np.float32))
+    assert state["present"].tolist() == kept["present"].tolist() == [True, True, False]
+    # The rows that were present then keep their vectors; the filled-in row may be caught half-way.
+    assert np.array_equal(state["grown"][:, :2], kept["grown"][:, :2])

@@ -6,19 +6,24 @@ Each crash is a real process killed by SIGKILL, so no teardown persists anything
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from resident import Runtime
 from resident.actors.index_snapshot import snapshot_path
+from resident.actors.substrate import _SaveIndex
+from resident.memory import ann, vectors
 from resident.messages.memory import GetSubstrateStatus, Receipt, SubstrateStatus
-from tests.memory_helpers import open_runtime
+from tests.memory_helpers import open_runtime, wait_until
 from tests.store_helpers import open_home
 
 pytestmark = pytest.mark.timeout(180)
@@ -208,3 +213,54 @@ def test_an_index_persisted_past_the_end_of_the_store_s_log_is_stale_and_not_use
         found = [hit.id for hit in rt.member("deven").recall(QUERY, k=5)]
     assert (status.index_from, status.records) == ("store", FIRST)
     assert found[:1] == [retracted]
+
+
+def test_a_close_saves_the_vector_graph_grown_since_the_last_save(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The graph grows on a thread of its own after the records came, so the last save may predate
+    # it; a close must save again, or every start reads a graph short of rows and builds the rest.
+    monkeypatch.setattr(vectors, "ANN_MIN_ROWS", 100)
+    monkeypatch.setattr(vectors, "BUILD_STEP", 32)
+    monkeypatch.setattr(vectors, "BUILD_CHUNK", 64)
+    training, release, added = threading.Event(), threading.Event(), threading.Event()
+    gather, add = vectors.VectorIndex._gather, ann.Ann.add
+
+    def held_gather(index: vectors.VectorIndex, rows: np.ndarray) -> np.ndarray:
+        # The build thread reads its rows before it takes the graph's lock: held there, it lets a save through.
+        if threading.current_thread().name == "resident-ann" and not training.is_set():
+            training.set()
+            assert release.wait(60)
+        return gather(index, rows)
+
+    def noted_add(graph: ann.Ann, rows: np.ndarray, vectors_: np.ndarray) -> None:
+        add(graph, rows, vectors_)
+        added.set()
+
+    monkeypatch.setattr(vectors.VectorIndex, "_gather", held_gather)
+    monkeypatch.setattr(ann.Ann, "add", noted_add)
+    home = tmp_path / "home"
+    with open_runtime(home) as rt:
+        rt.memory.enable()
+        rt.member("deven").remember_many([{"text": f"note {n} on the ledger rota"} for n in range(FIRST)])
+        snapshot = snapshot_path(rt._internal.store.path)
+        assert training.wait(60), "the graph's build never started"
+        rt._internal.wiring.substrate.tell(_SaveIndex())
+        assert wait_until(lambda: _persisted(snapshot) == (FIRST, 0), 60), "the save without a graph never landed"
+        release.set()
+        assert added.wait(60), "the graph never took a row"
+    persisted = _persisted(snapshot)
+    assert persisted is not None
+    assert persisted[1] >= 64
+
+
+def _persisted(snapshot: Path) -> tuple[int, int] | None:
+    """The persisted index's records, and the rows its graph covers (None while there is no snapshot).
+
+    Read from the file, not loaded: a loaded index would build its own graph."""
+    if not snapshot.exists():
+        return None
+    with np.load(snapshot, allow_pickle=False) as stored:
+        header = json.loads(stored["header"].tobytes())
+        has_graph = "vectors.ann" in stored.files or "vectors.ann" in header["mapped"]
+        return len(stored["lifecycle"]), int(stored["vectors.ann_covered"][0]) if has_graph else 0

@@ -26,9 +26,9 @@ away and build it from the store. A forged file of the right size can therefore 
 moment the check takes (about a second at a million records) before the rebuild: a window chosen
 over making every start pay for a check that almost never fails.
 
-Saving is split in two so that it never holds up a recall: `snapshot_state` takes a consistent copy
-of the index's arrays on the substrate's thread (memory copies, no I/O), and `write_snapshot` writes
-that copy to disk on another thread. Writes are serialised by a lock, so a save at a stop cannot
+Saving is split in two so that it never holds up a recall: `snapshot_state` takes a consistent view
+of the index's arrays on the substrate's thread (copying only the small ones that change, no I/O),
+and `write_snapshot` writes it to disk on another thread. Writes are serialised by a lock, so a save at a stop cannot
 interleave with one still running in the background.
 """
 
@@ -120,17 +120,11 @@ def save_snapshot(path: Path, index: RecallIndex, *, embedder: str, seq: int) ->
 
 
 def snapshot_state(index: RecallIndex) -> SnapshotState:
-    """A copy of `index`'s arrays that later changes to the index do not reach (its `state()` is views).
-
-    Copying is a memory copy of each array, far cheaper than writing it out and flushing it, which
-    is left to `write_snapshot` on another thread.
+    """`index`'s arrays, which later changes to the index do not reach (`RecallIndex.state` copies the
+    few that change and shares the large ones that do not), ready for `write_snapshot` on another thread.
     """
     arrays, names = index.state()
-    return SnapshotState(
-        {key: np.array(value, copy=True) for key, value in arrays.items()},
-        {key: list(value) for key, value in names.items()},
-        len(index),
-    )
+    return SnapshotState(dict(arrays), {key: list(value) for key, value in names.items()}, len(index))
 
 
 def write_snapshot(path: Path, state: SnapshotState, *, embedder: str, seq: int) -> None:

@@ -212,9 +212,16 @@ class RecallIndex:
     def state(self) -> tuple[dict[str, npt.NDArray[Any]], dict[str, list[str]]]:
         """What `from_state` makes the same index of again: arrays (metadata columns, the record ids,
         and the keyword and vector channels' arrays under `keyword.` and `vectors.`), and the names
-        in code order."""
+        in code order.
+
+        Later changes to the index do not reach the arrays, so another thread may write them out: the
+        columns that change (a record's lifecycle, its replication) are copied, a few bytes a row; the
+        large arrays are not, because what they hold of these rows never changes (postings, ids, the
+        graph's bytes) or is only ever written for rows `vectors.present` says have no vector yet.
+        Copying those would hold a second copy of the index, 1-2 GB at a million records, per save.
+        """
         count = len(self)
-        arrays: dict[str, npt.NDArray[Any]] = {name: getattr(self, f"_{name}")[:count] for name in _COLUMNS}
+        arrays: dict[str, npt.NDArray[Any]] = {name: getattr(self, f"_{name}")[:count].copy() for name in _COLUMNS}
         arrays.update(self._ids.state())
         arrays.update({f"keyword.{key}": value for key, value in self._keyword.state().items()})
         arrays.update({f"vectors.{key}": value for key, value in self._vectors.state().items()})

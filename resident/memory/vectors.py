@@ -14,12 +14,15 @@ the graph `BUILD_CHUNK` at a time, once `BUILD_STEP` are waiting; until a row is
 scored exactly (the rows past the graph's, and the "late" rows whose vector arrived after their
 turn), so a search never misses a row for not being in the graph yet. While the thread is adding
 to the graph, a search does not wait for it: it scans every row exactly, as below the threshold.
-Every candidate the graph returns is scored again with the exact vector.
+Every candidate the graph returns is scored again with the exact vector. A persisted graph is read
+back on that thread too, searches scanning exactly meanwhile: reading it grows with the home, and
+must not delay the first answer.
 """
 
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
 import weakref
 from collections.abc import Mapping
@@ -34,6 +37,8 @@ from resident.memory.ann import Ann
 from resident.memory.fusion import top_k
 
 __all__ = ["VectorIndex"]
+
+_log = logging.getLogger(__name__)
 
 _MIN_CAPACITY = 1024
 # Below this many rows an exact scan costs under a millisecond: no graph is built.
@@ -78,15 +83,22 @@ class VectorIndex:
         self._late_lock = threading.Lock()
         self._builder: threading.Thread | None = None
         self._stopping = False
+        # While a persisted graph is read on the build thread: how many rows it holds.
+        self._loading_rows: int | None = None
 
     def state(self) -> dict[str, npt.NDArray[Any]]:
         """Arrays that `from_state` makes the same index of again (a persisted index's vectors): the
         rows' columns are `base` then `grown`, side by side (a writer joins them as it writes), and
-        the graph (`ann`, its bytes; `ann_covered`, `ann_late`: which rows it does not hold yet)."""
+        the graph (`ann`, its bytes; `ann_covered`, `ann_late`: which rows it does not hold yet).
+
+        Only `present` is a copy. The columns are the live ones, not copied (a gigabyte at a million
+        rows): a row's vector is only ever written while the row is absent from `present` (filled
+        in), so a writer may catch such a row half-written, and no search reads the vector of a
+        row whose `present` flag is off."""
         empty = np.zeros((self._dim or 0, 0), dtype=np.float32)
         grown = self._columns[:, : self._count - self._base_rows] if self._columns is not None else empty
         base = self._base if self._base is not None else empty
-        arrays = {"present": self._present[: self._count], "base": base, "grown": grown}
+        arrays = {"present": self._present[: self._count].copy(), "base": base, "grown": grown}
         with self._graph_lock:
             if self._ann is not None:
                 arrays["ann"] = self._ann.state()
@@ -99,7 +111,8 @@ class VectorIndex:
     def from_state(cls, state: Mapping[str, npt.NDArray[Any]]) -> VectorIndex:
         """The index of persisted `present` flags and `columns` (dim x rows), which it keeps as given:
         a memory map stays one, its pages read from the file and copied only where a row is set;
-        and its graph, if it had one (read into memory; rows it did not hold are added afresh)."""
+        and its graph, if it had one, read into memory on the build thread (rows it did not hold
+        are added afresh)."""
         present, columns = state["present"], state["columns"]
         count = len(present)
         index = cls()
@@ -114,11 +127,53 @@ class VectorIndex:
         index._present[:count] = present
         index._count = count
         if "ann" in state and index._dim is not None:
-            index._ann = Ann.from_state(state["ann"])
-            index._covered = min(count, int(state["ann_covered"][0]))
-            index._late = {row for row in state["ann_late"].tolist() if row < count}
-        index._schedule()
+            covered = min(count, int(state["ann_covered"][0]))
+            late = {row for row in state["ann_late"].tolist() if row < count}
+            index._load_graph(state["ann"], covered, late)
+        else:
+            index._schedule()
         return index
+
+    def _load_graph(self, serialised: npt.NDArray[np.uint8], covered: int, late: set[int]) -> None:
+        """Read the persisted graph on the build thread, then add what it does not hold.
+
+        Reading it is proportional to the home (370 MB at a million rows, faiss cannot walk a mapped
+        graph), so it must not delay the first answer: until it is read, searches scan exactly, as
+        while the thread adds a chunk. The calling thread takes the graph lock and the thread lets
+        it go, so that `state` (a save) waits for the graph instead of persisting an index without
+        one; and rows below `covered` whose vector comes meanwhile are late, as the graph will not
+        hold them.
+        """
+        self._building_below = covered
+        self._loading_rows = int(np.count_nonzero(self._present[:covered])) - sum(1 for row in late if row < covered)
+        self._graph_lock.acquire()  # released by the build thread once the graph is in
+        self._builder = threading.Thread(
+            target=self._load_then_build, args=(serialised, covered, late), name="resident-ann", daemon=True
+        )
+        _BUILDING.add(self)
+        self._builder.start()
+
+    def _load_then_build(self, serialised: npt.NDArray[np.uint8], covered: int, late: set[int]) -> None:
+        """The build thread of a loaded index: the graph first (the lock is held for it), then the rest.
+
+        A graph faiss cannot read (a torn file) is dropped and built again from the vectors, which
+        are sound: the rows are still found meanwhile, by the exact scan.
+        """
+        try:
+            try:
+                self._ann = Ann.from_state(serialised)
+                self._covered = covered
+            except InvalidInput as error:
+                _log.warning("the persisted vector graph is rebuilt: %s", error)
+                self._ann, self._covered, late = None, 0, set()
+            with self._late_lock:
+                if self._ann is None:
+                    self._late.clear()
+                self._late.update(late)
+        finally:
+            self._loading_rows = None
+            self._graph_lock.release()
+        self._build()
 
     @property
     def dim(self) -> int | None:
@@ -217,7 +272,7 @@ class VectorIndex:
         scores = self.similarities(query)
         if scores is None or limit <= 0:
             return empty
-        wanted = scores > 0
+        wanted = (scores > 0) & self._present[: self._count]
         if mask is not None:
             wanted &= mask[: self._count]
         rows = np.flatnonzero(wanted)
@@ -253,7 +308,7 @@ class VectorIndex:
         cosines = self.similarities(unit)
         if cosines is None:
             return None
-        rows = np.flatnonzero(allowed.flags & (cosines > 0))
+        rows = np.flatnonzero(allowed.flags & self._present[: self._count] & (cosines > 0))
         return top_k(rows, cosines[rows], limit)
 
     def cosines(self, query: npt.ArrayLike, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
@@ -261,7 +316,10 @@ class VectorIndex:
         unit = self._unit(query)
         if unit is None:
             return np.zeros(len(rows), dtype=np.float32)
-        return self._gather(rows) @ unit
+        cosines: npt.NDArray[np.float32] = self._gather(rows) @ unit
+        # A row without a vector may hold a half-written one, from a save that caught it being filled.
+        cosines[~self._present[rows]] = 0.0
+        return cosines
 
     def wait_built(self, timeout: float | None = None) -> bool:
         """Wait for the build thread (if any) to finish; whether the graph holds every row it will."""
@@ -271,8 +329,11 @@ class VectorIndex:
         return not self._waiting()
 
     def graph_rows(self) -> int:
-        """How many rows the graph holds (0 without one)."""
-        ann = self._ann
+        """How many rows the graph holds (0 without one; a persisted graph still being read counts
+        the rows it was saved with)."""
+        loading, ann = self._loading_rows, self._ann
+        if loading is not None:
+            return loading
         return len(ann) if ann is not None else 0
 
     def similarities(self, query: npt.ArrayLike) -> npt.NDArray[np.float32] | None:
