@@ -54,6 +54,7 @@ from resident.actors.index_snapshot import (
     write_snapshot,
 )
 from resident.actors.io_worker import Done, IoWorker
+from resident.actors.substrate_usage import UsageFlush
 from resident.errors import InvalidInput, MemoryDisabled, SubstrateUnavailable
 from resident.memory.embedders import embedder_name, runs_inline, semantic_weight
 from resident.memory.embedding import Embedder, HashEmbedder
@@ -128,11 +129,8 @@ EMBEDDER_BACKOFF = Backoff(min=1.0, max=30.0, jitter=0.0)
 # A fill request the worker never answered (it died with it) is given up after this long.
 FILL_DEADLINE = 60.0
 FILL_DEADLINE_PER_TEXT = 2.0
-# Recall counts go to the writer in small, frequent commits: each rewrites the records it counts,
-# and a short commit never holds the GIL long enough to delay a recall running beside it.
+# Newly committed records wait this long for others to join their batch (see `_index_soon`).
 INDEX_DELAY = 0.02
-USAGE_FLUSH_SECONDS = 0.25
-USAGE_BATCH = 64
 # How long letting go of an index waits for its graph thread to finish the chunk it is adding (about a second
 # at 10,000 rows on 2 cores).
 _GRAPH_STOP_WAIT = 10.0
@@ -228,7 +226,7 @@ class _QueryDeadline:
 
 @dataclass(frozen=True, slots=True)
 class _FlushUsage:
-    """Write the recall counts gathered since the last flush."""
+    """Write the recall counts gathered since the last flush (`UsageFlush`)."""
 
 
 # -- what travels with a record or a request --------------------------------------------------------
@@ -400,9 +398,7 @@ class Substrate(SupervisedActor):
         self._build_waiting: list[tuple[_Search, Reply | None]] = []
         # Callers of `WaitForVectors`, answered once no record lacks a vector.
         self._vector_waiters: list[Reply | None] = []
-        # Ids served since the last usage commit, once per time served (each counts one recall).
-        self._recalled: list[str] = []
-        self._usage_wake = self.wake_up(_FlushUsage())
+        self._usage = UsageFlush(self.wake_up(_FlushUsage()), self._write_usage)
         self._rebuild_seconds = 0.0
 
     # -- life cycle -------------------------------------------------------------------------------
@@ -446,7 +442,7 @@ class Substrate(SupervisedActor):
         waiters, self._vector_waiters = self._vector_waiters, []
         stopped = SubstrateUnavailable("the substrate stopped before every memory had its vector")
         settle_all([(reply, None, stopped) for reply in waiters])
-        self._flush_usage()
+        self._usage.flush()
         io, self._io = self._io, None
         if io is not None:
             io.close()
@@ -650,7 +646,7 @@ class Substrate(SupervisedActor):
             case Recall():
                 return self._recall(message)
             case NoteRecalled(ids=ids):
-                self._note_usage(ids)
+                self._usage.note(ids)
             case Completed(outcomes=outcomes):
                 self._completed(outcomes)
             case Published():
@@ -681,8 +677,7 @@ class Substrate(SupervisedActor):
             case _QueryDeadline(token=token):
                 self._query_deadline(token)
             case _FlushUsage():
-                self._usage_wake.done()
-                self._flush_usage()
+                self._usage.due()
             case GetSubstrateStatus():
                 return self._status()
             case WaitForVectors():
@@ -1125,7 +1120,7 @@ class Substrate(SupervisedActor):
             )
         self._learn_from(served)
         if message.count_usage:
-            self._note_usage(served.used)
+            self._usage.note(served.used)
         return served.hits
 
     def _learn_from(self, served: Served) -> None:
@@ -1138,17 +1133,7 @@ class Substrate(SupervisedActor):
         for record_id, lifecycle in served.inactive:
             index.set_lifecycle(record_id, lifecycle)
 
-    def _note_usage(self, ids: Iterable[str]) -> None:
-        self._recalled.extend(ids)
-        if len(self._recalled) >= USAGE_BATCH:
-            self._flush_usage()
-        elif self._recalled:
-            self._usage_wake.after(USAGE_FLUSH_SECONDS)
-
-    def _flush_usage(self) -> None:
-        if not self._recalled:
-            return
-        ids, self._recalled = self._recalled, []
+    def _write_usage(self, ids: Sequence[str]) -> None:
         # Usage counts are best effort: no caller waits, and a lost batch only undercounts. They are
         # counted in place, with no event, so reads do not grow the log (`resident.store.usage`).
         self.writer.tell(Commit(events=(), usage=usage_entries(ids, self.clock.time())))
