@@ -54,6 +54,7 @@ from resident.actors.index_snapshot import (
     write_snapshot,
 )
 from resident.actors.io_worker import Done, IoWorker
+from resident.actors.substrate_embedder import FILL_DEADLINE, QUERY_WAIT, EmbedderState
 from resident.actors.substrate_usage import UsageFlush
 from resident.errors import InvalidInput, MemoryDisabled, SubstrateUnavailable
 from resident.memory.embedders import embedder_name, runs_inline, semantic_weight
@@ -98,12 +99,10 @@ from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS, TERMS, VECTORS
 from resident.store.usage import usage_entries
 from resident.supervisor import (
     Address,
-    Backoff,
     ChildContext,
     Completed,
     ForwardReply,
     Reply,
-    Retries,
     SupervisedActor,
     settle_all,
 )
@@ -115,19 +114,7 @@ logger = logging.getLogger(__name__)
 # How long the substrate's start may take: reading its settings and warming up the text analysis,
 # never indexing the home (see `resident.actors.index_build`).
 START_TIMEOUT = 15.0
-# How long a recall waits for its query's vector from the embedding worker before it answers
-# without one. A model on this machine embeds a question in 20-150 ms, even under load.
-QUERY_WAIT = 0.5
-# The hash embedder fills this many vectors per commit; the worker, as many as it embeds in about
-# `FILL_SECONDS` (so a query queued behind a chunk waits little), between 1 and `WORKER_CHUNK`.
-BACKFILL_BATCH = 256
-FILL_SECONDS = 0.2
-WORKER_CHUNK = 64
-# A failing embedder is tried again after 1 s, then twice as long after every failure in a row,
-# up to half a minute.
-EMBEDDER_BACKOFF = Backoff(min=1.0, max=30.0, jitter=0.0)
-# A fill request the worker never answered (it died with it) is given up after this long.
-FILL_DEADLINE = 60.0
+# A fill request is given up after `FILL_DEADLINE` and this long for each text it carries.
 FILL_DEADLINE_PER_TEXT = 2.0
 # Newly committed records wait this long for others to join their batch (see `_index_soon`).
 INDEX_DELAY = 0.02
@@ -271,59 +258,6 @@ class _WaitingRecall:
     spec: str
 
 
-# -- the embedder's state, as the substrate sees it -------------------------------------------------
-
-
-@dataclass
-class _EmbedderState:
-    """Which embedder is current, and how its worker is doing.
-
-    `down`: the last request failed; recalls stop asking for query vectors and the filler probes on
-    a growing schedule (`retries`) until one succeeds. `outstanding`: requests at the worker by token, with when
-    they were sent; the worker is late once one has been out longer than `QUERY_WAIT`.
-    """
-
-    spec: str = "hash"
-    name: str = "hash"
-    weight: float = 0.0
-    inline: Embedder | None = None
-    down: bool = False
-    error: str = ""
-    retries: Retries = field(default_factory=lambda: Retries(EMBEDDER_BACKOFF))
-    outstanding: dict[int, float] = field(default_factory=dict)
-    # Seconds per text of the worker's recent fills (a moving average), to size the next chunk.
-    seconds_per_text: float = 0.05
-
-    def late_since(self, now: float) -> float | None:
-        """When the oldest outstanding request was sent, if any is.
-
-        A request out for longer than a fill's deadline was lost with a worker that died: it is
-        forgotten, so that one lost answer does not leave the worker counted late for ever.
-        """
-        for token, sent in list(self.outstanding.items()):
-            if now - sent > FILL_DEADLINE:
-                del self.outstanding[token]
-        return min(self.outstanding.values()) if self.outstanding else None
-
-    def chunk(self) -> int:
-        if self.inline is not None:
-            return BACKFILL_BATCH
-        return max(1, min(WORKER_CHUNK, int(FILL_SECONDS / max(self.seconds_per_text, 1e-6))))
-
-    def succeeded(self, texts: int, seconds: float, *, fill: bool) -> None:
-        if fill and texts:
-            self.seconds_per_text = 0.7 * self.seconds_per_text + 0.3 * seconds / texts
-        self.down = False
-        self.error = ""
-        self.retries.succeeded()
-
-    def failed(self, error: str) -> float:
-        """Record a failure; the delay before the next try (`EMBEDDER_BACKOFF`)."""
-        self.down = True
-        self.error = error
-        return self.retries.failed()
-
-
 @dataclass
 class _Filler:
     """The fill in progress: records whose vectors are being made or written, and the worker request."""
@@ -357,7 +291,7 @@ class Substrate(SupervisedActor):
         # Memory on or off, as of the last switch event this substrate heard of. The writer checks
         # again inside the write transaction; this spares every request a read of its own.
         self._enabled = False
-        self._embedder = _EmbedderState()
+        self._embedder = EmbedderState()
         self._index = RecallIndex()
         self._build: IndexBuild | None = None
         self._build_wake = self.wake_up(_BuildChunk())
@@ -481,7 +415,7 @@ class Substrate(SupervisedActor):
 
     def _use_embedder(self, spec: str) -> None:
         inline = self._make_embedder(spec) if runs_inline(spec) else None
-        self._embedder = _EmbedderState(
+        self._embedder = EmbedderState(
             spec=spec,
             name=inline.name if inline is not None else embedder_name(spec),
             weight=semantic_weight(spec),
@@ -925,7 +859,7 @@ class Substrate(SupervisedActor):
         token = next(self._tokens)
         filler.token, filler.ids = token, ids
         filler.filling.update(ids)
-        embedder.outstanding[token] = self.clock.monotonic()
+        embedder.sent(token, self.clock.monotonic())
         self.worker.tell(EmbedTexts(token=token, spec=embedder.spec, texts=texts))
         self.schedule(FILL_DEADLINE + FILL_DEADLINE_PER_TEXT * len(texts), _FillDeadline(token))
 
@@ -943,7 +877,7 @@ class Substrate(SupervisedActor):
         if filled.embedder != self._embedder.name:
             return
         if error is not None:
-            self._fill_soon(self._embedder.retries.next_wait())
+            self._fill_soon(self._embedder.retry_wait())
             return
         index = self._indexed()
         rows = [i for i, record_id in enumerate(filled.ids) if record_id in index]
@@ -962,21 +896,19 @@ class Substrate(SupervisedActor):
         self._fill_failed(token, f"the embedding worker did not answer within {FILL_DEADLINE:.0f} s")
 
     def _fill_failed(self, token: int, error: str) -> None:
-        self._embedder.outstanding.pop(token, None)
+        self._embedder.answered(token)
         self._filler.clear_request()
         self._embedder_failed(error)
 
     def _embedder_failed(self, error: str) -> None:
         """The embedder failed: recalls stop waiting for it, and the filler tries again later."""
-        if not self._embedder.down:
-            logger.warning("embedder %s failed, recall goes on by keyword: %s", self._embedder.spec, error)
         self._fill_soon(self._embedder.failed(error))
 
     # -- answers from the embedding worker ----------------------------------------------------------
 
     def _embedded(self, answer: TextsEmbedded) -> None:
         embedder = self._embedder
-        embedder.outstanding.pop(answer.token, None)
+        embedder.answered(answer.token)
         if answer.spec != embedder.spec:
             return  # for an embedder switched away from meanwhile
         count = len(answer.vectors) // (4 * answer.dim) if answer.dim > 0 else 0
@@ -1002,7 +934,7 @@ class Substrate(SupervisedActor):
             self._fill_soon()
 
     def _embedding_failed(self, answer: EmbeddingFailed) -> None:
-        self._embedder.outstanding.pop(answer.token, None)
+        self._embedder.answered(answer.token)
         if answer.spec != self._embedder.spec:
             return
         if answer.token in self._waiting:
@@ -1053,13 +985,11 @@ class Substrate(SupervisedActor):
         embedder = self._embedder
         token = next(self._tokens)
         now = self.clock.monotonic()
-        waited_since = embedder.late_since(now) or now
-        embedder.outstanding[token] = now
+        wait = embedder.query_wait(now)
+        embedder.sent(token, now)
         self._waiting[token] = _WaitingRecall(search, reply, embedder.spec)
         self.worker.tell(EmbedTexts(token=token, spec=embedder.spec, texts=(search.query,), query=True))
-        # A query queued behind an earlier request cannot be answered before it: wait no longer
-        # than that request leaves before the worker counts as late.
-        self.schedule(max(0.0, waited_since + QUERY_WAIT - now), _QueryDeadline(token))
+        self.schedule(wait, _QueryDeadline(token))
 
     def _checked(self, message: Recall) -> _Search:
         self._require_memory()
@@ -1077,9 +1007,7 @@ class Substrate(SupervisedActor):
         embedder = self._embedder
         if embedder.down or not self._indexed().has_vectors():
             return False
-        now = self.clock.monotonic()
-        since = embedder.late_since(now)
-        return since is None or now - since < QUERY_WAIT
+        return not embedder.late(self.clock.monotonic())
 
     def _query_deadline(self, token: int) -> None:
         if token in self._waiting:
@@ -1145,8 +1073,6 @@ class Substrate(SupervisedActor):
         index = self._complete()
         lifecycle, replication = index.counts()
         embedder = self._embedder
-        now = self.clock.monotonic()
-        since = embedder.late_since(now)
         return SubstrateStatus(
             records=len(index),
             missing_vectors=index.missing_vector_count(),
@@ -1159,7 +1085,7 @@ class Substrate(SupervisedActor):
             batches=self._batches,
             largest_batch=self._largest_batch,
             spec=embedder.spec,
-            embedder_late=since is not None and now - since >= QUERY_WAIT,
+            embedder_late=embedder.late(self.clock.monotonic()),
             index_from=self._index_from,
             replayed=self._replayed,
         )
