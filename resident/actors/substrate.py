@@ -37,7 +37,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -55,6 +55,7 @@ from resident.actors.index_snapshot import (
 )
 from resident.actors.io_worker import Done, IoWorker
 from resident.actors.substrate_embedder import FILL_DEADLINE, QUERY_WAIT, EmbedderState
+from resident.actors.substrate_filling import FillDeadline, VectorFilling
 from resident.actors.substrate_usage import UsageFlush
 from resident.errors import InvalidInput, MemoryDisabled, SubstrateUnavailable
 from resident.memory.embedders import embedder_name, runs_inline, semantic_weight
@@ -114,8 +115,6 @@ logger = logging.getLogger(__name__)
 # How long the substrate's start may take: reading its settings and warming up the text analysis,
 # never indexing the home (see `resident.actors.index_build`).
 START_TIMEOUT = 15.0
-# A fill request is given up after `FILL_DEADLINE` and this long for each text it carries.
-FILL_DEADLINE_PER_TEXT = 2.0
 # Newly committed records wait this long for others to join their batch (see `_index_soon`).
 INDEX_DELAY = 0.02
 # How long letting go of an index waits for its graph thread to finish the chunk it is adding (about a second
@@ -198,13 +197,6 @@ class _Fill:
 
 
 @dataclass(frozen=True, slots=True)
-class _FillDeadline:
-    """The worker has had fill request `token` for too long."""
-
-    token: int
-
-
-@dataclass(frozen=True, slots=True)
 class _QueryDeadline:
     """Recall `token` has waited long enough for its query's vector."""
 
@@ -256,20 +248,6 @@ class _WaitingRecall:
     search: _Search
     reply: Reply | None
     spec: str
-
-
-@dataclass
-class _Filler:
-    """The fill in progress: records whose vectors are being made or written, and the worker request."""
-
-    filling: set[str] = field(default_factory=set)
-    # The worker request out now: its token, and the ids it embeds (none for a probe).
-    token: int | None = None
-    ids: tuple[str, ...] = ()
-
-    def clear_request(self) -> None:
-        self.filling.difference_update(self.ids)
-        self.token, self.ids = None, ()
 
 
 class Substrate(SupervisedActor):
@@ -324,8 +302,7 @@ class Substrate(SupervisedActor):
         self._banks: dict[str, Bank] = {}
         self._batches = 0
         self._largest_batch = 0
-        self._filler = _Filler()
-        self._fill_wake = self.wake_up(_Fill())
+        self._filling = VectorFilling(self.wake_up(_Fill()), self.schedule)
         self._tokens = itertools.count(1)
         self._waiting: dict[int, _WaitingRecall] = {}
         # Recalls that came while the index was being built, answered once it is done.
@@ -421,7 +398,7 @@ class Substrate(SupervisedActor):
             weight=semantic_weight(spec),
             inline=inline,
         )
-        self._filler.clear_request()
+        self._filling.forget_request()
 
     def _start_build(self) -> None:
         """Index the home from LMDB from the next `_BuildChunk` on; vectors of another embedder count as missing."""
@@ -435,7 +412,7 @@ class Substrate(SupervisedActor):
         self._index = RecallIndex()
         self._generation += 1
         self._build = IndexBuild(self.store, self._index, self._embedder.name)
-        self._filler.filling.clear()
+        self._filling.restart()
 
     def _build_chunk(self) -> None:
         build = self._build
@@ -462,7 +439,7 @@ class Substrate(SupervisedActor):
         self._rebuild_seconds = build.seconds
         logger.info("substrate indexed %d records in %.2f s", len(self._index), build.seconds)
         self._save_wake.now()
-        self._fill_soon()
+        self._filling.soon()
         self._settle_vector_waiters()
         self._answer_built()
 
@@ -500,7 +477,7 @@ class Substrate(SupervisedActor):
             len(events),
             self._rebuild_seconds,
         )
-        self._fill_soon()
+        self._filling.soon()
         self._settle_vector_waiters()
 
     def _refill(self, ids: Sequence[str]) -> None:
@@ -604,9 +581,9 @@ class Substrate(SupervisedActor):
                 self._index_wake.done()
                 self._indexed()
             case _Fill():
-                self._fill_wake.done()
-                self._fill()
-            case _FillDeadline(token=token):
+                if self._filling.due():
+                    self._fill()
+            case FillDeadline(token=token):
                 self._fill_deadline(token)
             case _QueryDeadline(token=token):
                 self._query_deadline(token)
@@ -705,7 +682,7 @@ class Substrate(SupervisedActor):
         if self._unsaved >= SNAPSHOT_EVERY:
             self._save_wake.now()
         if present is None or not present.all():
-            self._fill_soon()
+            self._filling.soon()
 
     def _learn_bank(self, record: MemoryRecord) -> None:
         with self.store.reader() as reader:
@@ -826,20 +803,14 @@ class Substrate(SupervisedActor):
 
     # -- filling in vectors -----------------------------------------------------------------------------
 
-    def _fill_soon(self, delay: float = 0.0) -> None:
-        self._fill_wake.after(delay)
-
     def _fill(self) -> None:
-        """Embed the next chunk of records that lack a vector of the current embedder.
+        """Embed the next chunk of records that lack a vector of the current embedder (no request is out).
 
         The hash embedder embeds here and now; any other goes to the worker, one request at a time.
         With nothing to fill but the embedder marked down, a probe asks whether it is back.
         """
-        filler, embedder = self._filler, self._embedder
-        if filler.token is not None:
-            return
-        limit = embedder.chunk()
-        missing = self._indexed().missing_vector_ids(limit, exclude=filler.filling)
+        embedder = self._embedder
+        missing = self._indexed().missing_vector_ids(embedder.chunk(), exclude=self._filling.in_progress)
         if not missing:
             if embedder.down and embedder.inline is None:
                 self._ask_worker((), (_PROBE_TEXT,))
@@ -850,22 +821,20 @@ class Substrate(SupervisedActor):
         ids = tuple(record.id for record in records)
         if embedder.inline is not None:
             self._write_vectors(ids, embedder.inline.embed(texts), embedder.name)
-            self._fill_soon()
+            self._filling.soon()
             return
         self._ask_worker(ids, tuple(texts))
 
     def _ask_worker(self, ids: tuple[str, ...], texts: tuple[str, ...]) -> None:
-        filler, embedder = self._filler, self._embedder
+        embedder = self._embedder
         token = next(self._tokens)
-        filler.token, filler.ids = token, ids
-        filler.filling.update(ids)
+        self._filling.asked(token, ids, len(texts))
         embedder.sent(token, self.clock.monotonic())
         self.worker.tell(EmbedTexts(token=token, spec=embedder.spec, texts=texts))
-        self.schedule(FILL_DEADLINE + FILL_DEADLINE_PER_TEXT * len(texts), _FillDeadline(token))
 
     def _write_vectors(self, ids: tuple[str, ...], vectors: npt.NDArray[np.float32], name: str) -> None:
         """Store filled-in vectors with their event; they are indexed once the write is durable."""
-        self._filler.filling.update(ids)
+        self._filling.writing(ids)
         stored = [(vector_key(name, record_id), encode_vector(name, vectors[row])) for row, record_id in enumerate(ids)]
         self.writer.tell(
             Commit(events=(VectorsFilled(at=self.clock.time(), ids=ids, embedder=name),), vectors=tuple(stored)),
@@ -873,11 +842,11 @@ class Substrate(SupervisedActor):
         )
 
     def _vectors_written(self, filled: _Filled, error: BaseException | None) -> None:
-        self._filler.filling.difference_update(filled.ids)
+        self._filling.written(filled.ids)
         if filled.embedder != self._embedder.name:
             return
         if error is not None:
-            self._fill_soon(self._embedder.retry_wait())
+            self._filling.soon(self._embedder.retry_wait())
             return
         index = self._indexed()
         rows = [i for i, record_id in enumerate(filled.ids) if record_id in index]
@@ -891,18 +860,17 @@ class Substrate(SupervisedActor):
             settle_all([(reply, None, None) for reply in waiters])
 
     def _fill_deadline(self, token: int) -> None:
-        if self._filler.token != token:
+        if not self._filling.asks(token):
             return
         self._fill_failed(token, f"the embedding worker did not answer within {FILL_DEADLINE:.0f} s")
 
     def _fill_failed(self, token: int, error: str) -> None:
         self._embedder.answered(token)
-        self._filler.clear_request()
-        self._embedder_failed(error)
+        self._filling.failed(self._embedder.failed(error))
 
     def _embedder_failed(self, error: str) -> None:
         """The embedder failed: recalls stop waiting for it, and the filler tries again later."""
-        self._fill_soon(self._embedder.failed(error))
+        self._filling.soon(self._embedder.failed(error))
 
     # -- answers from the embedding worker ----------------------------------------------------------
 
@@ -916,8 +884,7 @@ class Substrate(SupervisedActor):
         if answer.token in self._waiting:
             embedder.succeeded(count, answer.seconds, fill=False)
             self._answer_recall(answer.token, vectors[0] if count else None)
-        elif answer.token == self._filler.token:
-            ids = self._filler.ids
+        elif self._filling.asks(answer.token):
             width = self._index.vector_dim
             if width is not None and answer.dim != width:
                 # The same embedder now answers in another width (a server given another model).
@@ -927,11 +894,11 @@ class Substrate(SupervisedActor):
                     "dimensional (was its model changed?); serve the first model again, or enable another embedder",
                 )
                 return
-            self._filler.clear_request()
+            ids = self._filling.answered()
             embedder.succeeded(count, answer.seconds, fill=bool(ids))
             if ids and count == len(ids):
                 self._write_vectors(ids, vectors.copy(), embedder.name)
-            self._fill_soon()
+            self._filling.soon()
 
     def _embedding_failed(self, answer: EmbeddingFailed) -> None:
         self._embedder.answered(answer.token)
@@ -940,7 +907,7 @@ class Substrate(SupervisedActor):
         if answer.token in self._waiting:
             self._embedder_failed(answer.error)
             self._answer_recall(answer.token, None)
-        elif answer.token == self._filler.token:
+        elif self._filling.asks(answer.token):
             self._fill_failed(answer.token, answer.error)
 
     # -- recall -----------------------------------------------------------------------------------
