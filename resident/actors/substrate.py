@@ -57,6 +57,7 @@ from resident.actors.io_worker import Done, IoWorker
 from resident.actors.substrate_embedder import FILL_DEADLINE, QUERY_WAIT, EmbedderState
 from resident.actors.substrate_filling import FillDeadline, VectorFilling
 from resident.actors.substrate_usage import UsageFlush
+from resident.actors.substrate_waiting import QueryDeadline, Search, WaitingRecall, WaitingRecalls
 from resident.errors import InvalidInput, MemoryDisabled, SubstrateUnavailable
 from resident.memory.embedders import embedder_name, runs_inline, semantic_weight
 from resident.memory.embedding import Embedder, HashEmbedder
@@ -80,7 +81,6 @@ from resident.messages.memory import (
     MemorySwitchedOff,
     MemorySwitchedOn,
     NoteRecalled,
-    Principal,
     Recall,
     RecallHit,
     RecordAdmitted,
@@ -197,13 +197,6 @@ class _Fill:
 
 
 @dataclass(frozen=True, slots=True)
-class _QueryDeadline:
-    """Recall `token` has waited long enough for its query's vector."""
-
-    token: int
-
-
-@dataclass(frozen=True, slots=True)
 class _FlushUsage:
     """Write the recall counts gathered since the last flush (`UsageFlush`)."""
 
@@ -230,24 +223,6 @@ class _Filled:
     ids: tuple[str, ...]
     vectors: npt.NDArray[np.float32]
     embedder: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Search:
-    """A recall, checked, with the banks its principal may see."""
-
-    message: Recall
-    principal: Principal
-    query: str
-    k: int
-    banks: list[str]
-
-
-@dataclass(slots=True)
-class _WaitingRecall:
-    search: _Search
-    reply: Reply | None
-    spec: str
 
 
 class Substrate(SupervisedActor):
@@ -304,9 +279,7 @@ class Substrate(SupervisedActor):
         self._largest_batch = 0
         self._filling = VectorFilling(self.wake_up(_Fill()), self.schedule)
         self._tokens = itertools.count(1)
-        self._waiting: dict[int, _WaitingRecall] = {}
-        # Recalls that came while the index was being built, answered once it is done.
-        self._build_waiting: list[tuple[_Search, Reply | None]] = []
+        self._waiting = WaitingRecalls(self.schedule, self._answer_waiting)
         # Callers of `WaitForVectors`, answered once no record lacks a vector.
         self._vector_waiters: list[Reply | None] = []
         self._usage = UsageFlush(self.wake_up(_FlushUsage()), self._write_usage)
@@ -345,11 +318,10 @@ class Substrate(SupervisedActor):
         self._indexed()
         # Recalls still waiting for a query vector are answered from what is indexed; nobody is
         # left waiting on a substrate that stopped.
-        if self._build_waiting:
+        if self._waiting.for_build():
             self._complete()
             self._answer_built()
-        for token in list(self._waiting):
-            self._answer_recall(token, None)
+        self._waiting.give_up()
         waiters, self._vector_waiters = self._vector_waiters, []
         stopped = SubstrateUnavailable("the substrate stopped before every memory had its vector")
         settle_all([(reply, None, stopped) for reply in waiters])
@@ -373,15 +345,9 @@ class Substrate(SupervisedActor):
         self._let_go(self._index)
         # Waiting recalls were never answered: the next incarnation takes them, in order. Records
         # not indexed yet are durable; its rebuild finds them (and analyses those without terms).
-        waiting, self._waiting = self._waiting, {}
         vector_waiters, self._vector_waiters = self._vector_waiters, []
-        building, self._build_waiting = self._build_waiting, []
         self.context.address.rescue(
-            [
-                *((search.message, reply) for search, reply in building),
-                *((w.search.message, w.reply) for w in waiting.values()),
-                *((WaitForVectors(), reply) for reply in vector_waiters),
-            ]
+            [*self._waiting.rescue(), *((WaitForVectors(), reply) for reply in vector_waiters)]
         )
 
     @staticmethod
@@ -585,8 +551,8 @@ class Substrate(SupervisedActor):
                     self._fill()
             case FillDeadline(token=token):
                 self._fill_deadline(token)
-            case _QueryDeadline(token=token):
-                self._query_deadline(token)
+            case QueryDeadline(token=token):
+                self._waiting.due(token)
             case _FlushUsage():
                 self._usage.due()
             case GetSubstrateStatus():
@@ -881,9 +847,9 @@ class Substrate(SupervisedActor):
             return  # for an embedder switched away from meanwhile
         count = len(answer.vectors) // (4 * answer.dim) if answer.dim > 0 else 0
         vectors = np.frombuffer(answer.vectors, dtype=np.float32).reshape(count, max(answer.dim, 1))
-        if answer.token in self._waiting:
+        if self._waiting.waits(answer.token):
             embedder.succeeded(count, answer.seconds, fill=False)
-            self._answer_recall(answer.token, vectors[0] if count else None)
+            self._waiting.vector_came(answer.token, vectors[0] if count else None)
         elif self._filling.asks(answer.token):
             width = self._index.vector_dim
             if width is not None and answer.dim != width:
@@ -904,9 +870,9 @@ class Substrate(SupervisedActor):
         self._embedder.answered(answer.token)
         if answer.spec != self._embedder.spec:
             return
-        if answer.token in self._waiting:
+        if self._waiting.waits(answer.token):
             self._embedder_failed(answer.error)
-            self._answer_recall(answer.token, None)
+            self._waiting.vector_came(answer.token, None)
         elif self._filling.asks(answer.token):
             self._fill_failed(answer.token, answer.error)
 
@@ -920,7 +886,7 @@ class Substrate(SupervisedActor):
             # Answered once the build is done, which goes on a chunk per turn meanwhile: the
             # actor keeps serving writes and status between chunks instead of building the
             # rest of the home in this one turn (see `resident.actors.index_build`).
-            self._build_waiting.append((search, self.defer()))
+            self._waiting.wait_for_build(search, self.defer())
             self._build_wake.now()
             return None
         embedder = self._embedder
@@ -933,9 +899,8 @@ class Substrate(SupervisedActor):
 
     def _answer_built(self) -> None:
         """The build is done: answer the recalls that came during it, as if they came now."""
-        waiting, self._build_waiting = self._build_waiting, []
         embedder = self._embedder
-        for search, reply in waiting:
+        for search, reply in self._waiting.built():
             try:
                 if embedder.inline is None and self._should_wait():
                     self._wait_for_query_vector(search, reply)
@@ -947,18 +912,17 @@ class Substrate(SupervisedActor):
                 continue
             settle_all([(reply, result, None)])
 
-    def _wait_for_query_vector(self, search: _Search, reply: Reply | None) -> None:
+    def _wait_for_query_vector(self, search: Search, reply: Reply | None) -> None:
         """Answer `search` (to `reply`) once its query's vector comes back, or its wait runs out first."""
         embedder = self._embedder
         token = next(self._tokens)
         now = self.clock.monotonic()
         wait = embedder.query_wait(now)
         embedder.sent(token, now)
-        self._waiting[token] = _WaitingRecall(search, reply, embedder.spec)
+        self._waiting.wait_for_vector(token, WaitingRecall(search, reply, embedder.spec), wait)
         self.worker.tell(EmbedTexts(token=token, spec=embedder.spec, texts=(search.query,), query=True))
-        self.schedule(wait, _QueryDeadline(token))
 
-    def _checked(self, message: Recall) -> _Search:
+    def _checked(self, message: Recall) -> Search:
         self._require_memory()
         principal = message.principal
         if principal is None:
@@ -966,7 +930,7 @@ class Substrate(SupervisedActor):
         query = clean_query(message.query)
         k = max(1, min(int(message.k), MAX_RECALL_K))
         banks = [name for name, bank in self._banks.items() if can_see_bank(principal, bank)]
-        return _Search(message, principal, query, k, banks)
+        return Search(message, principal, query, k, banks)
 
     def _should_wait(self) -> bool:
         """Whether a recall should wait for its query's vector: the worker is up and on time, and
@@ -976,12 +940,8 @@ class Substrate(SupervisedActor):
             return False
         return not embedder.late(self.clock.monotonic())
 
-    def _query_deadline(self, token: int) -> None:
-        if token in self._waiting:
-            self._answer_recall(token, None)
-
-    def _answer_recall(self, token: int, vector: npt.NDArray[np.float32] | None) -> None:
-        waiting = self._waiting.pop(token)
+    def _answer_waiting(self, waiting: WaitingRecall, vector: npt.NDArray[np.float32] | None) -> None:
+        """Answer a recall that waited for its query's vector with the vector it got, if it still fits."""
         if waiting.spec != self._embedder.spec or (vector is not None and len(vector) != self._index.vector_dim):
             vector = None
         try:
@@ -991,7 +951,7 @@ class Substrate(SupervisedActor):
             return
         settle_all([(waiting.reply, result, None)])
 
-    def _search(self, search: _Search, vector: npt.NDArray[np.float32] | None) -> list[RecallHit]:
+    def _search(self, search: Search, vector: npt.NDArray[np.float32] | None) -> list[RecallHit]:
         message = search.message
         hits = self._complete().search(
             search.query,
