@@ -56,18 +56,19 @@ from resident.actors.index_snapshot import (
 from resident.actors.io_worker import Done, IoWorker
 from resident.actors.substrate_embedder import FILL_DEADLINE, QUERY_WAIT, EmbedderState
 from resident.actors.substrate_filling import FillDeadline, VectorFilling
+from resident.actors.substrate_indexing import Indexable, IndexingQueue, index_entry, joined_terms, stack_vectors
 from resident.actors.substrate_usage import UsageFlush
 from resident.actors.substrate_waiting import QueryDeadline, Search, WaitingRecall, WaitingRecalls
 from resident.errors import InvalidInput, MemoryDisabled, SubstrateUnavailable
 from resident.memory.embedders import embedder_name, runs_inline, semantic_weight
 from resident.memory.embedding import Embedder, HashEmbedder
-from resident.memory.index import IndexEntry, RecallIndex
+from resident.memory.index import RecallIndex
 from resident.memory.integrity import corruption_error
 from resident.memory.records import MAX_QUERY_CHARS, clean_query, indexed_text
 from resident.memory.serving import Served, select_served
 from resident.memory.stored_terms import encode_terms, is_current, split_terms
 from resident.memory.stored_vectors import encode_vector, stored_vector, vector_key
-from resident.memory.text import Analysis, Terms, analyse, term_ids, term_ids_batch, terms_of
+from resident.memory.text import Analysis, analyse, term_ids, term_ids_batch, terms_of
 from resident.memory.visibility import can_see_bank
 from resident.messages.bounds import MAX_RECALL_K
 from resident.messages.memory import (
@@ -115,8 +116,6 @@ logger = logging.getLogger(__name__)
 # How long the substrate's start may take: reading its settings and warming up the text analysis,
 # never indexing the home (see `resident.actors.index_build`).
 START_TIMEOUT = 15.0
-# Newly committed records wait this long for others to join their batch (see `_index_soon`).
-INDEX_DELAY = 0.02
 # How long letting go of an index waits for its graph thread to finish the chunk it is adding (about a second
 # at 10,000 rows on 2 cores).
 _GRAPH_STOP_WAIT = 10.0
@@ -133,19 +132,6 @@ EmbedderFactory = Callable[[str], Embedder]
 # Latin, accented and CJK text: analysing it touches every table the analysis builds lazily.
 _WARM_UP_TEXT = "Warm-up: análisis 预热"
 _PROBE_TEXT = "probe"
-
-
-def _entry(record: MemoryRecord, text: str = "") -> IndexEntry:
-    return IndexEntry(
-        id=record.id,
-        bank=record.bank,
-        lifecycle=record.lifecycle,
-        replication=record.replication,
-        activation=record.activation,
-        occurred_at=record.occurred_at,
-        recorded_at=record.recorded_at,
-        text=text or indexed_text(record),
-    )
 
 
 # -- messages the substrate tells itself ------------------------------------------------------------
@@ -205,20 +191,6 @@ class _FlushUsage:
 
 
 @dataclass(frozen=True, slots=True)
-class _Indexable:
-    """A durable record ready for the index, with what its analysis (or the store) gave."""
-
-    record: MemoryRecord
-    vector: npt.NDArray[np.float32] | None
-    # Which embedder made `vector`: a switch of embedder since then voids it.
-    embedder: str = ""
-    # The keyword terms of the record's text, from the analysis its vector was made from.
-    terms: npt.NDArray[np.uint64] | None = None
-    # The record's `indexed_text`, when it was made already.
-    text: str = ""
-
-
-@dataclass(frozen=True, slots=True)
 class _Filled:
     ids: tuple[str, ...]
     vectors: npt.NDArray[np.float32]
@@ -269,14 +241,8 @@ class Substrate(SupervisedActor):
         self._replayed = 0
         # Durable records the index has not taken in yet: those to read from the store, those to
         # analyse, and those ready to add; and their ids, so that a record is indexed once.
-        self._unread: list[MemoryRecord] = []
-        self._unanalysed: list[MemoryRecord] = []
-        self._unindexed: list[_Indexable] = []
-        self._unindexed_ids: set[str] = set()
-        self._index_wake = self.wake_up(_IndexQueued())
+        self._queue = IndexingQueue(self.wake_up(_IndexQueued()))
         self._banks: dict[str, Bank] = {}
-        self._batches = 0
-        self._largest_batch = 0
         self._filling = VectorFilling(self.wake_up(_Fill()), self.schedule)
         self._tokens = itertools.count(1)
         self._waiting = WaitingRecalls(self.schedule, self._answer_waiting)
@@ -544,7 +510,7 @@ class Substrate(SupervisedActor):
                 if self._io is not None and generation == self._generation:
                     self._io.run(_Verified(generation), lambda: verify_snapshot(unverified))
             case _IndexQueued():
-                self._index_wake.done()
+                self._queue.due()
                 self._indexed()
             case _Fill():
                 if self._filling.due():
@@ -570,7 +536,7 @@ class Substrate(SupervisedActor):
 
     # -- taking in new records ------------------------------------------------------------------------
 
-    def _analyse(self) -> None:
+    def _analyse(self, records: Sequence[MemoryRecord]) -> None:
         """Analyse the records queued for it as one batch: their keyword terms and, when the embedder
         runs here, their vectors; store both (derived entries: no event, best effort) and queue the
         records for the index.
@@ -578,11 +544,6 @@ class Substrate(SupervisedActor):
         One analysis serves the hash embedder and the keyword index, and it is most of the work of
         each: analysing a batch costs a small part of analysing its texts one at a time.
         """
-        records, self._unanalysed = self._unanalysed, []
-        if not records:
-            return
-        self._batches += 1
-        self._largest_batch = max(self._largest_batch, len(records))
         texts = [indexed_text(record) for record in records]
         parts = list(analyse(texts))
         vectors = self._inline_vectors(texts, parts)
@@ -592,8 +553,8 @@ class Substrate(SupervisedActor):
             [(record.id, terms[row]) for row, record in enumerate(records)],
             None if vectors is None else (name, [(record.id, vectors[row]) for row, record in enumerate(records)]),
         )
-        self._unindexed.extend(
-            _Indexable(record, None if vectors is None else vectors[row], name, terms[row], texts[row])
+        self._queue.ready(
+            Indexable(record, None if vectors is None else vectors[row], name, terms[row], texts[row])
             for row, record in enumerate(records)
         )
 
@@ -613,28 +574,22 @@ class Substrate(SupervisedActor):
                 case _Filled():
                     self._vectors_written(context, error)
 
-    def _index_soon(self) -> None:
-        """Take queued records in soon, in one batch with whatever else arrives meanwhile.
-
-        A short wait lets a burst of commits reach the analysis and the index as one batch; a read
-        never waits: every read of the index (`_indexed()`) takes the queued records in before it
-        looks, so a recall always sees the writes acknowledged before it.
-        """
-        self._index_wake.after(INDEX_DELAY)
-
     def _indexed(self) -> RecallIndex:
-        """The index, with every queued record in it."""
-        if self._unread:
-            self._read_stored()
-        if self._unanalysed:
-            self._analyse()
-        if self._unindexed:
-            queued, self._unindexed = self._unindexed, []
-            self._unindexed_ids.clear()
-            self._index_records(queued)
+        """The index, with every queued record in it.
+
+        Every read of the index goes through here, so a recall always sees the writes acknowledged
+        before it, whether or not the queue's wake-up came yet.
+        """
+        queue = self._queue
+        if unread := queue.take_unread():
+            self._read_stored(unread)
+        if unanalysed := queue.take_unanalysed():
+            self._analyse(unanalysed)
+        if ready := queue.take_ready():
+            self._index_records(ready)
         return self._index
 
-    def _index_records(self, admitted: Sequence[_Indexable]) -> None:
+    def _index_records(self, admitted: Sequence[Indexable]) -> None:
         fresh = [item for item in admitted if item.record.id not in self._index]
         if not fresh:
             return
@@ -642,8 +597,8 @@ class Substrate(SupervisedActor):
             if item.record.bank not in self._banks:
                 self._learn_bank(item.record)
         name = self._embedder.name
-        matrix, present = _stack([item.vector if item.embedder == name else None for item in fresh])
-        self._index.add([_entry(item.record, item.text) for item in fresh], matrix, present, _joined_terms(fresh))
+        matrix, present = stack_vectors([item.vector if item.embedder == name else None for item in fresh])
+        self._index.add([index_entry(item.record, item.text) for item in fresh], matrix, present, joined_terms(fresh))
         self._unsaved += len(fresh)
         if self._unsaved >= SNAPSHOT_EVERY:
             self._save_wake.now()
@@ -707,11 +662,8 @@ class Substrate(SupervisedActor):
     def _admitted(self, record: MemoryRecord, *, stored: bool) -> None:
         """Queue a new record for the index: analysed here, or (when its commit stored its terms, as
         an import's does) indexed from what is stored."""
-        if record.id in self._index or record.id in self._unindexed_ids:
-            return
-        self._unindexed_ids.add(record.id)
-        (self._unread if stored else self._unanalysed).append(record)
-        self._index_soon()
+        if record.id not in self._index:
+            self._queue.admit(record, stored=stored)
 
     def _switch_embedder(self, spec: str) -> None:
         """Index with another embedder's vectors: those stored already count, the rest are filled in."""
@@ -720,13 +672,12 @@ class Substrate(SupervisedActor):
         self._start_build()
         self._build_wake.now()
 
-    def _read_stored(self) -> None:
+    def _read_stored(self, records: Sequence[MemoryRecord]) -> None:
         """Queue records committed with their terms (an import, a direct commit) with their stored vectors.
 
         Terms stored by an older analysis are analysed again and stored; missing vectors are filled
         in like any others.
         """
-        records, self._unread = self._unread, []
         name = self._embedder.name
         texts = [indexed_text(record) for record in records]
         with self.store.reader() as reader:
@@ -735,8 +686,8 @@ class Substrate(SupervisedActor):
         terms = split_terms(term_ids_batch(texts), len(texts))
         if unstored:
             self._store_derived([(records[row].id, terms[row]) for row in unstored])
-        self._unindexed.extend(
-            _Indexable(record, vectors[row], name, terms[row], texts[row]) for row, record in enumerate(records)
+        self._queue.ready(
+            Indexable(record, vectors[row], name, terms[row], texts[row]) for row, record in enumerate(records)
         )
 
     def _store_derived(
@@ -1008,39 +959,11 @@ class Substrate(SupervisedActor):
             rebuild_seconds=round(self._rebuild_seconds, 3),
             by_lifecycle=lifecycle,
             by_replication=replication,
-            queued=len(self._unanalysed) + len(self._unread) + len(self._unindexed),
-            batches=self._batches,
-            largest_batch=self._largest_batch,
+            queued=len(self._queue),
+            batches=self._queue.batches,
+            largest_batch=self._queue.largest_batch,
             spec=embedder.spec,
             embedder_late=embedder.late(self.clock.monotonic()),
             index_from=self._index_from,
             replayed=self._replayed,
         )
-
-
-def _joined_terms(items: Sequence[_Indexable]) -> Terms | None:
-    """The terms of `items` as one batch, or None if any lacks them (the index analyses then)."""
-    present = [item.terms for item in items if item.terms is not None]
-    if not present or len(present) != len(items):
-        return None
-    docs = np.repeat(np.arange(len(present), dtype=np.int32), [len(terms) for terms in present])
-    return docs, np.concatenate(present)
-
-
-def _stack(
-    vectors: Sequence[npt.NDArray[np.float32] | None],
-) -> tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.bool_] | None]:
-    """Rows for `RecallIndex.add`: a matrix with zero rows where a vector is missing, and a mask."""
-    present = np.fromiter((v is not None for v in vectors), dtype=bool, count=len(vectors))
-    if not present.any():
-        return None, None
-    dim = next(v for v in vectors if v is not None).shape[0]
-    if present.all() and all(v.shape[0] == dim for v in vectors if v is not None):
-        return np.stack(vectors).astype(np.float32, copy=False), present  # type: ignore[arg-type]
-    matrix = np.zeros((len(vectors), dim), dtype=np.float32)
-    for row, vector in enumerate(vectors):
-        if vector is not None and vector.shape[0] == dim:
-            matrix[row] = vector
-        elif vector is not None:
-            present[row] = False
-    return matrix, present
