@@ -57,6 +57,7 @@ from resident.actors.io_worker import Done, IoWorker
 from resident.actors.substrate_embedder import FILL_DEADLINE, QUERY_WAIT, EmbedderState
 from resident.actors.substrate_filling import FillDeadline, VectorFilling
 from resident.actors.substrate_indexing import Indexable, IndexingQueue, index_entry, joined_terms, stack_vectors
+from resident.actors.substrate_saving import SnapshotSaves
 from resident.actors.substrate_usage import UsageFlush
 from resident.actors.substrate_waiting import QueryDeadline, Search, WaitingRecall, WaitingRecalls
 from resident.errors import InvalidInput, MemoryDisabled, SubstrateUnavailable
@@ -119,9 +120,6 @@ START_TIMEOUT = 15.0
 # How long letting go of an index waits for its graph thread to finish the chunk it is adding (about a second
 # at 10,000 rows on 2 cores).
 _GRAPH_STOP_WAIT = 10.0
-# The index is persisted again once this many records were added since it last was (besides after
-# a build and at a stop), so that a restart replays at most about that many records' events.
-SNAPSHOT_EVERY = 50_000
 # The persisted index's mapped files are checked against their checksums this long after a load
 # (`resident.actors.index_snapshot`), once the first answers are out.
 VERIFY_AFTER = 2.0
@@ -221,19 +219,13 @@ class Substrate(SupervisedActor):
         self._build: IndexBuild | None = None
         self._build_wake = self.wake_up(_BuildChunk())
         # The last event of the store's log the index reflects, where its persisted copy lives, and
-        # how many records were added since it was last persisted.
+        # when it is persisted again.
         self._covered_seq = 0
         self._snapshot = snapshot_path(store.path)
-        self._unsaved = 0
-        # Rows the vector graph held in the last snapshot saved or loaded: the graph grows on its own thread
-        # after the records arrived, so a close saves again when it grew even if no record came since.
-        self._saved_graph_rows = 0
-        self._save_wake = self.wake_up(_SaveIndex())
+        self._saves = SnapshotSaves(self.wake_up(_SaveIndex()))
         # Snapshot writes and checks run on this thread, never the actor's (a recall never waits on
-        # the disk); one save at a time, and another after it if one was asked for meanwhile.
+        # the disk).
         self._io: IoWorker | None = None
-        self._saving = False
-        self._save_again = False
         # Which index this is (each build or load makes a new one): a check of a snapshot's files
         # answers for the index loaded from it only.
         self._generation = 0
@@ -295,8 +287,7 @@ class Substrate(SupervisedActor):
         io, self._io = self._io, None
         if io is not None:
             io.close()
-        grown = self._index.graph_rows() > self._saved_graph_rows
-        wanted = self._unsaved or self._saving or self._save_again or grown
+        wanted = self._saves.wanted_at_close(self._index.graph_rows())
         if wanted and (self._build is None or self._build.done):
             # At a stop the save is made here, on the way out: one still queued on the I/O thread
             # was dropped with it, and one running there finishes first (writes take turns).
@@ -370,7 +361,7 @@ class Substrate(SupervisedActor):
             return
         self._rebuild_seconds = build.seconds
         logger.info("substrate indexed %d records in %.2f s", len(self._index), build.seconds)
-        self._save_wake.now()
+        self._saves.wanted()
         self._filling.soon()
         self._settle_vector_waiters()
         self._answer_built()
@@ -379,7 +370,7 @@ class Substrate(SupervisedActor):
         """Take the persisted index (loaded since `started`), and replay the store's events after it into it."""
         self._let_go(self._index)
         self._index, self._build = loaded.index, None
-        self._saved_graph_rows = self._index.graph_rows()
+        self._saves.loaded(self._index.graph_rows())
         self._covered_seq = loaded.seq
         self._index_from = "snapshot"
         self._generation += 1
@@ -396,7 +387,7 @@ class Substrate(SupervisedActor):
             unstored = index_stored(self.store, self._index, self._embedder.name, admitted)
             if unstored:
                 self._store_derived(unstored)
-            self._unsaved += len(admitted)
+            self._saves.replayed(len(admitted))
             self._published(Published(tuple(event for _, event in events), frozenset(admitted), events[-1][0]))
             self._refill(
                 [record_id for _, event in events if isinstance(event, VectorsFilled) for record_id in event.ids]
@@ -428,17 +419,15 @@ class Substrate(SupervisedActor):
         """
         if self._build is not None and not self._build.done:
             return
-        if self._saving:
-            self._save_again = True
+        if not self._saves.may_start():
             return
         io = self._io
         if io is None:
             return
         started = time.perf_counter()
         index = self._indexed()
-        self._saved_graph_rows = index.graph_rows()
-        state, seq, unsaved = snapshot_state(index), self._covered_seq, self._unsaved
-        self._saving = True
+        unsaved = self._saves.started(index.graph_rows())
+        state, seq = snapshot_state(index), self._covered_seq
         io.run(_Saved(state.records, unsaved, started), lambda: self._write(state, seq))
 
     def _write(self, state: SnapshotState, seq: int) -> bool:
@@ -454,13 +443,9 @@ class Substrate(SupervisedActor):
         return True
 
     def _saved(self, saved: _Saved, written: bool) -> None:
-        self._saving = False
         if written:
-            self._unsaved = max(0, self._unsaved - saved.unsaved)
             logger.info("substrate persisted %d records in %.2f s", saved.records, time.perf_counter() - saved.started)
-        if self._save_again:
-            self._save_again = False
-            self._save_wake.now()
+        self._saves.finished(saved.unsaved, written=written)
 
     def _verified(self, verified: _Verified, problem: str) -> None:
         """The loaded snapshot's files were checked: one that does not match means building from the store."""
@@ -502,7 +487,7 @@ class Substrate(SupervisedActor):
                 self._build_wake.done()
                 self._build_chunk()
             case _SaveIndex():
-                self._save_wake.done()
+                self._saves.due()
                 self._save_index()
             case Done():
                 self._from_io(message)
@@ -599,9 +584,7 @@ class Substrate(SupervisedActor):
         name = self._embedder.name
         matrix, present = stack_vectors([item.vector if item.embedder == name else None for item in fresh])
         self._index.add([index_entry(item.record, item.text) for item in fresh], matrix, present, joined_terms(fresh))
-        self._unsaved += len(fresh)
-        if self._unsaved >= SNAPSHOT_EVERY:
-            self._save_wake.now()
+        self._saves.added(len(fresh))
         if present is None or not present.all():
             self._filling.soon()
 
