@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from resident.actors.index_build import IndexBuild, index_stored
+from resident.actors.index_build import index_stored
 from resident.actors.index_snapshot import (
     Snapshot,
     SnapshotState,
@@ -57,6 +57,7 @@ from resident.actors.io_worker import Done, IoWorker
 from resident.actors.substrate_embedder import FILL_DEADLINE, QUERY_WAIT, EmbedderState
 from resident.actors.substrate_filling import FillDeadline, VectorFilling
 from resident.actors.substrate_indexing import Indexable, IndexingQueue, index_entry, joined_terms, stack_vectors
+from resident.actors.substrate_lifecycle import IndexLifecycle, Verify
 from resident.actors.substrate_saving import SnapshotSaves
 from resident.actors.substrate_usage import UsageFlush
 from resident.actors.substrate_waiting import QueryDeadline, Search, WaitingRecall, WaitingRecalls
@@ -117,12 +118,6 @@ logger = logging.getLogger(__name__)
 # How long the substrate's start may take: reading its settings and warming up the text analysis,
 # never indexing the home (see `resident.actors.index_build`).
 START_TIMEOUT = 15.0
-# How long letting go of an index waits for its graph thread to finish the chunk it is adding (about a second
-# at 10,000 rows on 2 cores).
-_GRAPH_STOP_WAIT = 10.0
-# The persisted index's mapped files are checked against their checksums this long after a load
-# (`resident.actors.index_snapshot`), once the first answers are out.
-VERIFY_AFTER = 2.0
 # Terms written back for records stored without them go in commits of this many (a home written
 # before terms were stored has all its records to fill in at its first rebuild).
 TERMS_FILL_BATCH = 5_000
@@ -158,14 +153,6 @@ class _Saved:
     # How many records added since the last save this one covers.
     unsaved: int
     started: float
-
-
-@dataclass(frozen=True, slots=True)
-class _Verify:
-    """Check the mapped files of the snapshot loaded by build `generation` (on the I/O thread)."""
-
-    generation: int
-    unverified: tuple[tuple[str, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,22 +202,13 @@ class Substrate(SupervisedActor):
         # again inside the write transaction; this spares every request a read of its own.
         self._enabled = False
         self._embedder = EmbedderState()
-        self._index = RecallIndex()
-        self._build: IndexBuild | None = None
-        self._build_wake = self.wake_up(_BuildChunk())
-        # The last event of the store's log the index reflects, where its persisted copy lives, and
-        # when it is persisted again.
-        self._covered_seq = 0
+        self._life = IndexLifecycle(store, self.wake_up(_BuildChunk()), self.schedule)
+        # Where the index's persisted copy lives, and when it is persisted again.
         self._snapshot = snapshot_path(store.path)
         self._saves = SnapshotSaves(self.wake_up(_SaveIndex()))
         # Snapshot writes and checks run on this thread, never the actor's (a recall never waits on
         # the disk).
         self._io: IoWorker | None = None
-        # Which index this is (each build or load makes a new one): a check of a snapshot's files
-        # answers for the index loaded from it only.
-        self._generation = 0
-        self._index_from = ""
-        self._replayed = 0
         # Durable records the index has not taken in yet: those to read from the store, those to
         # analyse, and those ready to add; and their ids, so that a record is indexed once.
         self._queue = IndexingQueue(self.wake_up(_IndexQueued()))
@@ -241,7 +219,6 @@ class Substrate(SupervisedActor):
         # Callers of `WaitForVectors`, answered once no record lacks a vector.
         self._vector_waiters: list[Reply | None] = []
         self._usage = UsageFlush(self.wake_up(_FlushUsage()), self._write_usage)
-        self._rebuild_seconds = 0.0
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -266,7 +243,6 @@ class Substrate(SupervisedActor):
         loaded = load_snapshot(self._snapshot, embedder=self._embedder.name, last_seq=last[0] if last else 0)
         if loaded is None:
             self._start_build()
-            self._build_wake.now()
             return
         self._resume(loaded, started)
 
@@ -287,31 +263,25 @@ class Substrate(SupervisedActor):
         io, self._io = self._io, None
         if io is not None:
             io.close()
-        wanted = self._saves.wanted_at_close(self._index.graph_rows())
-        if wanted and (self._build is None or self._build.done):
+        wanted = self._saves.wanted_at_close(self._life.index.graph_rows())
+        if wanted and not self._life.building:
             # At a stop the save is made here, on the way out: one still queued on the I/O thread
             # was dropped with it, and one running there finishes first (writes take turns).
-            self._write(snapshot_state(self._indexed()), self._covered_seq)
-        self._let_go(self._index)
+            self._write(snapshot_state(self._indexed()), self._life.covered_seq)
+        self._life.let_go()
 
     def on_crash(self, error: BaseException) -> None:  # noqa: ARG002 - the cause is already logged
         io, self._io = self._io, None
         if io is not None:
             io.close()
         # The next incarnation loads or builds an index of its own: this one's graph thread stops here.
-        self._let_go(self._index)
+        self._life.let_go()
         # Waiting recalls were never answered: the next incarnation takes them, in order. Records
         # not indexed yet are durable; its rebuild finds them (and analyses those without terms).
         vector_waiters, self._vector_waiters = self._vector_waiters, []
         self.context.address.rescue(
             [*self._waiting.rescue(), *((WaitForVectors(), reply) for reply in vector_waiters)]
         )
-
-    @staticmethod
-    def _let_go(index: RecallIndex) -> None:
-        """Stop `index`'s graph thread (after its current chunk): an index replaced or left behind must not
-        keep a core busy, nor be inside faiss when the process exits."""
-        index.stop_building(timeout=_GRAPH_STOP_WAIT)
 
     def _use_embedder(self, spec: str) -> None:
         inline = self._make_embedder(spec) if runs_inline(spec) else None
@@ -329,38 +299,24 @@ class Substrate(SupervisedActor):
             self._banks = dict(reader.items(BANKS))
             last = reader.last_event()
         # The build reads every record as committed at this event or later.
-        self._covered_seq = last[0] if last else 0
-        self._index_from = "store"
-        self._let_go(self._index)
-        self._index = RecallIndex()
-        self._generation += 1
-        self._build = IndexBuild(self.store, self._index, self._embedder.name)
+        self._life.build_from_store(last[0] if last else 0, self._embedder.name)
         self._filling.restart()
-
-    def _build_chunk(self) -> None:
-        build = self._build
-        if build is None or build.done:
-            return
-        self._built(build.step())
-        if not build.done:
-            self._build_wake.now()
 
     def _complete(self) -> RecallIndex:
         """The index with every stored and queued record in it: the build finishes first if it has not."""
-        build = self._build
-        if build is not None and not build.done:
-            self._built(build.finish())
+        unstored = self._life.finish()
+        if unstored is not None:
+            self._built(unstored)
         return self._indexed()
 
     def _built(self, unstored: list[tuple[str, npt.NDArray[np.uint64]]]) -> None:
         """A chunk was indexed: store the terms it analysed; once the build is done, fill vectors in."""
         if unstored:
             self._store_derived(unstored)
-        build = self._build
-        if build is None or not build.done:
+        life = self._life
+        if life.building:
             return
-        self._rebuild_seconds = build.seconds
-        logger.info("substrate indexed %d records in %.2f s", len(self._index), build.seconds)
+        logger.info("substrate indexed %d records in %.2f s", len(life.index), life.seconds)
         self._saves.wanted()
         self._filling.soon()
         self._settle_vector_waiters()
@@ -368,23 +324,17 @@ class Substrate(SupervisedActor):
 
     def _resume(self, loaded: Snapshot, started: float) -> None:
         """Take the persisted index (loaded since `started`), and replay the store's events after it into it."""
-        self._let_go(self._index)
-        self._index, self._build = loaded.index, None
-        self._saves.loaded(self._index.graph_rows())
-        self._covered_seq = loaded.seq
-        self._index_from = "snapshot"
-        self._generation += 1
-        if loaded.unverified:
-            # Not at once: reading every mapped file would compete with the load's first answers.
-            self.schedule(VERIFY_AFTER, _Verify(self._generation, loaded.unverified))
+        life = self._life
+        life.resumed(loaded)
+        self._saves.loaded(life.index.graph_rows())
         with self.store.reader() as reader:
             events = list(reader.events(loaded.seq + 1))
-        self._replayed = len(events)
+        life.replayed = len(events)
         if events:
             admitted = [event.record.id for _, event in events if isinstance(event, RecordAdmitted)]
             # The records admitted since are indexed from their stored terms and vectors, as a build
             # would; the events then change what changed since (an admission finds its record indexed).
-            unstored = index_stored(self.store, self._index, self._embedder.name, admitted)
+            unstored = index_stored(self.store, life.index, self._embedder.name, admitted)
             if unstored:
                 self._store_derived(unstored)
             self._saves.replayed(len(admitted))
@@ -393,12 +343,12 @@ class Substrate(SupervisedActor):
                 [record_id for _, event in events if isinstance(event, VectorsFilled) for record_id in event.ids]
             )
         index = self._indexed()
-        self._rebuild_seconds = time.perf_counter() - started
+        life.seconds = time.perf_counter() - started
         logger.info(
             "substrate loaded %d records and replayed %d events in %.2f s",
             len(index),
             len(events),
-            self._rebuild_seconds,
+            life.seconds,
         )
         self._filling.soon()
         self._settle_vector_waiters()
@@ -417,7 +367,7 @@ class Substrate(SupervisedActor):
 
         A failure only costs a longer restart.
         """
-        if self._build is not None and not self._build.done:
+        if self._life.building:
             return
         if not self._saves.may_start():
             return
@@ -427,7 +377,7 @@ class Substrate(SupervisedActor):
         started = time.perf_counter()
         index = self._indexed()
         unsaved = self._saves.started(index.graph_rows())
-        state, seq = snapshot_state(index), self._covered_seq
+        state, seq = snapshot_state(index), self._life.covered_seq
         io.run(_Saved(state.records, unsaved, started), lambda: self._write(state, seq))
 
     def _write(self, state: SnapshotState, seq: int) -> bool:
@@ -449,13 +399,12 @@ class Substrate(SupervisedActor):
 
     def _verified(self, verified: _Verified, problem: str) -> None:
         """The loaded snapshot's files were checked: one that does not match means building from the store."""
-        if not problem or verified.generation != self._generation:
+        if not problem or not self._life.current(verified.generation):
             return
         logger.warning("recall index snapshot %s is damaged (%s); building from the store", self._snapshot, problem)
         self._snapshot.unlink(missing_ok=True)
         self._indexed()
         self._start_build()
-        self._build_wake.now()
 
     def _from_io(self, done: Done) -> None:
         match done.tag:
@@ -484,15 +433,16 @@ class Substrate(SupervisedActor):
             case EmbeddingFailed():
                 self._embedding_failed(message)
             case _BuildChunk():
-                self._build_wake.done()
-                self._build_chunk()
+                unstored = self._life.step()
+                if unstored is not None:
+                    self._built(unstored)
             case _SaveIndex():
                 self._saves.due()
                 self._save_index()
             case Done():
                 self._from_io(message)
-            case _Verify(generation=generation, unverified=unverified):
-                if self._io is not None and generation == self._generation:
+            case Verify(generation=generation, unverified=unverified):
+                if self._io is not None and self._life.current(generation):
                     self._io.run(_Verified(generation), lambda: verify_snapshot(unverified))
             case _IndexQueued():
                 self._queue.due()
@@ -572,10 +522,11 @@ class Substrate(SupervisedActor):
             self._analyse(unanalysed)
         if ready := queue.take_ready():
             self._index_records(ready)
-        return self._index
+        return self._life.index
 
     def _index_records(self, admitted: Sequence[Indexable]) -> None:
-        fresh = [item for item in admitted if item.record.id not in self._index]
+        index = self._life.index
+        fresh = [item for item in admitted if item.record.id not in index]
         if not fresh:
             return
         for item in fresh:
@@ -583,7 +534,7 @@ class Substrate(SupervisedActor):
                 self._learn_bank(item.record)
         name = self._embedder.name
         matrix, present = stack_vectors([item.vector if item.embedder == name else None for item in fresh])
-        self._index.add([index_entry(item.record, item.text) for item in fresh], matrix, present, joined_terms(fresh))
+        index.add([index_entry(item.record, item.text) for item in fresh], matrix, present, joined_terms(fresh))
         self._saves.added(len(fresh))
         if present is None or not present.all():
             self._filling.soon()
@@ -597,7 +548,7 @@ class Substrate(SupervisedActor):
     # -- changes committed -------------------------------------------------------------------------
 
     def _published(self, message: Published) -> None:
-        self._covered_seq = max(self._covered_seq, message.last_seq)
+        self._life.covered(message.last_seq)
         for event in message.events:
             match event:
                 case BankCreated(bank=bank):
@@ -634,8 +585,7 @@ class Substrate(SupervisedActor):
         as committed, with this change in it.
         """
         index = self._indexed()
-        build = self._build
-        if record_id not in index and build is not None and not build.done:
+        if record_id not in index and self._life.building:
             return
         if lifecycle is not None:
             index.set_lifecycle(record_id, lifecycle)
@@ -645,7 +595,7 @@ class Substrate(SupervisedActor):
     def _admitted(self, record: MemoryRecord, *, stored: bool) -> None:
         """Queue a new record for the index: analysed here, or (when its commit stored its terms, as
         an import's does) indexed from what is stored."""
-        if record.id not in self._index:
+        if record.id not in self._life.index:
             self._queue.admit(record, stored=stored)
 
     def _switch_embedder(self, spec: str) -> None:
@@ -653,7 +603,6 @@ class Substrate(SupervisedActor):
         self._indexed()
         self._use_embedder(spec)
         self._start_build()
-        self._build_wake.now()
 
     def _read_stored(self, records: Sequence[MemoryRecord]) -> None:
         """Queue records committed with their terms (an import, a direct commit) with their stored vectors.
@@ -754,8 +703,7 @@ class Substrate(SupervisedActor):
         self._settle_vector_waiters()
 
     def _settle_vector_waiters(self) -> None:
-        building = self._build is not None and not self._build.done
-        if self._vector_waiters and not building and not self._indexed().missing_vector_count():
+        if self._vector_waiters and not self._life.building and not self._indexed().missing_vector_count():
             waiters, self._vector_waiters = self._vector_waiters, []
             settle_all([(reply, None, None) for reply in waiters])
 
@@ -785,7 +733,7 @@ class Substrate(SupervisedActor):
             embedder.succeeded(count, answer.seconds, fill=False)
             self._waiting.vector_came(answer.token, vectors[0] if count else None)
         elif self._filling.asks(answer.token):
-            width = self._index.vector_dim
+            width = self._life.index.vector_dim
             if width is not None and answer.dim != width:
                 # The same embedder now answers in another width (a server given another model).
                 self._fill_failed(
@@ -816,12 +764,12 @@ class Substrate(SupervisedActor):
         search = self._checked(message)
         if not search.banks:
             return []
-        if self._build is not None and not self._build.done:
+        if self._life.building:
             # Answered once the build is done, which goes on a chunk per turn meanwhile: the
             # actor keeps serving writes and status between chunks instead of building the
             # rest of the home in this one turn (see `resident.actors.index_build`).
             self._waiting.wait_for_build(search, self.defer())
-            self._build_wake.now()
+            self._life.hurry()
             return None
         embedder = self._embedder
         if embedder.inline is not None:
@@ -876,7 +824,7 @@ class Substrate(SupervisedActor):
 
     def _answer_waiting(self, waiting: WaitingRecall, vector: npt.NDArray[np.float32] | None) -> None:
         """Answer a recall that waited for its query's vector with the vector it got, if it still fits."""
-        if waiting.spec != self._embedder.spec or (vector is not None and len(vector) != self._index.vector_dim):
+        if waiting.spec != self._embedder.spec or (vector is not None and len(vector) != self._life.index.vector_dim):
             vector = None
         try:
             result: Any = self._search(waiting.search, vector)
@@ -939,7 +887,7 @@ class Substrate(SupervisedActor):
             missing_vectors=index.missing_vector_count(),
             embedder=embedder.name,
             embedder_error=embedder.error,
-            rebuild_seconds=round(self._rebuild_seconds, 3),
+            rebuild_seconds=round(self._life.seconds, 3),
             by_lifecycle=lifecycle,
             by_replication=replication,
             queued=len(self._queue),
@@ -947,6 +895,6 @@ class Substrate(SupervisedActor):
             largest_batch=self._queue.largest_batch,
             spec=embedder.spec,
             embedder_late=embedder.late(self.clock.monotonic()),
-            index_from=self._index_from,
-            replayed=self._replayed,
+            index_from=self._life.source,
+            replayed=self._life.replayed,
         )
