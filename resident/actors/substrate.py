@@ -28,6 +28,13 @@ substrate stops is found at the next rebuild without stored terms and analysed t
 stored per embedder (`resident.memory.stored_vectors`): switching embedders rebuilds the index with
 the new one's vectors and fills in the rest in the background; switching back finds the old ones
 in place.
+
+This actor is the dispatcher: it wires messages to the machines beside it, each a plain class that
+owns its state and transitions and schedules itself through the wake-up or timer it is given —
+the index's lifecycle (`substrate_lifecycle`: build, load, generation, check), the indexing queue
+(`substrate_indexing`), the embedder's state (`substrate_embedder`), vector filling
+(`substrate_filling`), waiting recalls (`substrate_waiting`), snapshot saving (`substrate_saving`)
+and usage flushing (`substrate_usage`). The reading, analysing, searching and writing stay here.
 """
 
 from __future__ import annotations
@@ -209,8 +216,7 @@ class Substrate(SupervisedActor):
         # Snapshot writes and checks run on this thread, never the actor's (a recall never waits on
         # the disk).
         self._io: IoWorker | None = None
-        # Durable records the index has not taken in yet: those to read from the store, those to
-        # analyse, and those ready to add; and their ids, so that a record is indexed once.
+        # Durable records the index has not taken in yet.
         self._queue = IndexingQueue(self.wake_up(_IndexQueued()))
         self._banks: dict[str, Bank] = {}
         self._filling = VectorFilling(self.wake_up(_Fill()), self.schedule)
