@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from resident.actors.substrate import _Indexable, _joined_terms
+from resident.actors.substrate_indexing import Indexable as _Indexable
+from resident.actors.substrate_indexing import joined_terms as _joined_terms
 from resident.errors import InvalidInput
 from resident.memory import keyword
 from resident.memory.keyword import KeywordIndex, _Segment

@@ -28,6 +28,13 @@ substrate stops is found at the next rebuild without stored terms and analysed t
 stored per embedder (`resident.memory.stored_vectors`): switching embedders rebuilds the index with
 the new one's vectors and fills in the rest in the background; switching back finds the old ones
 in place.
+
+This actor is the dispatcher: it wires messages to the machines beside it, each a plain class that
+owns its state and transitions and schedules itself through the wake-up or timer it is given —
+the index's lifecycle (`substrate_lifecycle`: build, load, generation, check), the indexing queue
+(`substrate_indexing`), the embedder's state (`substrate_embedder`), vector filling
+(`substrate_filling`), waiting recalls (`substrate_waiting`), snapshot saving (`substrate_saving`)
+and usage flushing (`substrate_usage`). The reading, analysing, searching and writing stay here.
 """
 
 from __future__ import annotations
@@ -37,13 +44,13 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from resident.actors.index_build import IndexBuild, index_stored
+from resident.actors.index_build import index_stored
 from resident.actors.index_snapshot import (
     Snapshot,
     SnapshotState,
@@ -54,16 +61,23 @@ from resident.actors.index_snapshot import (
     write_snapshot,
 )
 from resident.actors.io_worker import Done, IoWorker
+from resident.actors.substrate_embedder import FILL_DEADLINE, QUERY_WAIT, EmbedderState
+from resident.actors.substrate_filling import FillDeadline, VectorFilling
+from resident.actors.substrate_indexing import Indexable, IndexingQueue, index_entry, joined_terms, stack_vectors
+from resident.actors.substrate_lifecycle import IndexLifecycle, Verify
+from resident.actors.substrate_saving import SnapshotSaves
+from resident.actors.substrate_usage import UsageFlush
+from resident.actors.substrate_waiting import QueryDeadline, Search, WaitingRecall, WaitingRecalls
 from resident.errors import InvalidInput, MemoryDisabled, SubstrateUnavailable
 from resident.memory.embedders import embedder_name, runs_inline, semantic_weight
 from resident.memory.embedding import Embedder, HashEmbedder
-from resident.memory.index import IndexEntry, RecallIndex
+from resident.memory.index import RecallIndex
 from resident.memory.integrity import corruption_error
 from resident.memory.records import MAX_QUERY_CHARS, clean_query, indexed_text
 from resident.memory.serving import Served, select_served
 from resident.memory.stored_terms import encode_terms, is_current, split_terms
 from resident.memory.stored_vectors import encode_vector, stored_vector, vector_key
-from resident.memory.text import Analysis, Terms, analyse, term_ids, term_ids_batch, terms_of
+from resident.memory.text import Analysis, analyse, term_ids, term_ids_batch, terms_of
 from resident.memory.visibility import can_see_bank
 from resident.messages.bounds import MAX_RECALL_K
 from resident.messages.memory import (
@@ -77,7 +91,6 @@ from resident.messages.memory import (
     MemorySwitchedOff,
     MemorySwitchedOn,
     NoteRecalled,
-    Principal,
     Recall,
     RecallHit,
     RecordAdmitted,
@@ -97,12 +110,10 @@ from resident.store.tables import BANKS, MEMORY_CONFIG, RECORDS, TERMS, VECTORS
 from resident.store.usage import usage_entries
 from resident.supervisor import (
     Address,
-    Backoff,
     ChildContext,
     Completed,
     ForwardReply,
     Reply,
-    Retries,
     SupervisedActor,
     settle_all,
 )
@@ -114,34 +125,6 @@ logger = logging.getLogger(__name__)
 # How long the substrate's start may take: reading its settings and warming up the text analysis,
 # never indexing the home (see `resident.actors.index_build`).
 START_TIMEOUT = 15.0
-# How long a recall waits for its query's vector from the embedding worker before it answers
-# without one. A model on this machine embeds a question in 20-150 ms, even under load.
-QUERY_WAIT = 0.5
-# The hash embedder fills this many vectors per commit; the worker, as many as it embeds in about
-# `FILL_SECONDS` (so a query queued behind a chunk waits little), between 1 and `WORKER_CHUNK`.
-BACKFILL_BATCH = 256
-FILL_SECONDS = 0.2
-WORKER_CHUNK = 64
-# A failing embedder is tried again after 1 s, then twice as long after every failure in a row,
-# up to half a minute.
-EMBEDDER_BACKOFF = Backoff(min=1.0, max=30.0, jitter=0.0)
-# A fill request the worker never answered (it died with it) is given up after this long.
-FILL_DEADLINE = 60.0
-FILL_DEADLINE_PER_TEXT = 2.0
-# Recall counts go to the writer in small, frequent commits: each rewrites the records it counts,
-# and a short commit never holds the GIL long enough to delay a recall running beside it.
-INDEX_DELAY = 0.02
-USAGE_FLUSH_SECONDS = 0.25
-USAGE_BATCH = 64
-# How long letting go of an index waits for its graph thread to finish the chunk it is adding (about a second
-# at 10,000 rows on 2 cores).
-_GRAPH_STOP_WAIT = 10.0
-# The index is persisted again once this many records were added since it last was (besides after
-# a build and at a stop), so that a restart replays at most about that many records' events.
-SNAPSHOT_EVERY = 50_000
-# The persisted index's mapped files are checked against their checksums this long after a load
-# (`resident.actors.index_snapshot`), once the first answers are out.
-VERIFY_AFTER = 2.0
 # Terms written back for records stored without them go in commits of this many (a home written
 # before terms were stored has all its records to fill in at its first rebuild).
 TERMS_FILL_BATCH = 5_000
@@ -149,19 +132,6 @@ EmbedderFactory = Callable[[str], Embedder]
 # Latin, accented and CJK text: analysing it touches every table the analysis builds lazily.
 _WARM_UP_TEXT = "Warm-up: análisis 预热"
 _PROBE_TEXT = "probe"
-
-
-def _entry(record: MemoryRecord, text: str = "") -> IndexEntry:
-    return IndexEntry(
-        id=record.id,
-        bank=record.bank,
-        lifecycle=record.lifecycle,
-        replication=record.replication,
-        activation=record.activation,
-        occurred_at=record.occurred_at,
-        recorded_at=record.recorded_at,
-        text=text or indexed_text(record),
-    )
 
 
 # -- messages the substrate tells itself ------------------------------------------------------------
@@ -193,14 +163,6 @@ class _Saved:
 
 
 @dataclass(frozen=True, slots=True)
-class _Verify:
-    """Check the mapped files of the snapshot loaded by build `generation` (on the I/O thread)."""
-
-    generation: int
-    unverified: tuple[tuple[str, int], ...]
-
-
-@dataclass(frozen=True, slots=True)
 class _Verified:
     """The I/O thread checked the mapped files of the snapshot loaded by build `generation`."""
 
@@ -213,39 +175,11 @@ class _Fill:
 
 
 @dataclass(frozen=True, slots=True)
-class _FillDeadline:
-    """The worker has had fill request `token` for too long."""
-
-    token: int
-
-
-@dataclass(frozen=True, slots=True)
-class _QueryDeadline:
-    """Recall `token` has waited long enough for its query's vector."""
-
-    token: int
-
-
-@dataclass(frozen=True, slots=True)
 class _FlushUsage:
-    """Write the recall counts gathered since the last flush."""
+    """Write the recall counts gathered since the last flush (`UsageFlush`)."""
 
 
 # -- what travels with a record or a request --------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Indexable:
-    """A durable record ready for the index, with what its analysis (or the store) gave."""
-
-    record: MemoryRecord
-    vector: npt.NDArray[np.float32] | None
-    # Which embedder made `vector`: a switch of embedder since then voids it.
-    embedder: str = ""
-    # The keyword terms of the record's text, from the analysis its vector was made from.
-    terms: npt.NDArray[np.uint64] | None = None
-    # The record's `indexed_text`, when it was made already.
-    text: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,91 +187,6 @@ class _Filled:
     ids: tuple[str, ...]
     vectors: npt.NDArray[np.float32]
     embedder: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Search:
-    """A recall, checked, with the banks its principal may see."""
-
-    message: Recall
-    principal: Principal
-    query: str
-    k: int
-    banks: list[str]
-
-
-@dataclass(slots=True)
-class _WaitingRecall:
-    search: _Search
-    reply: Reply | None
-    spec: str
-
-
-# -- the embedder's state, as the substrate sees it -------------------------------------------------
-
-
-@dataclass
-class _EmbedderState:
-    """Which embedder is current, and how its worker is doing.
-
-    `down`: the last request failed; recalls stop asking for query vectors and the filler probes on
-    a growing schedule (`retries`) until one succeeds. `outstanding`: requests at the worker by token, with when
-    they were sent; the worker is late once one has been out longer than `QUERY_WAIT`.
-    """
-
-    spec: str = "hash"
-    name: str = "hash"
-    weight: float = 0.0
-    inline: Embedder | None = None
-    down: bool = False
-    error: str = ""
-    retries: Retries = field(default_factory=lambda: Retries(EMBEDDER_BACKOFF))
-    outstanding: dict[int, float] = field(default_factory=dict)
-    # Seconds per text of the worker's recent fills (a moving average), to size the next chunk.
-    seconds_per_text: float = 0.05
-
-    def late_since(self, now: float) -> float | None:
-        """When the oldest outstanding request was sent, if any is.
-
-        A request out for longer than a fill's deadline was lost with a worker that died: it is
-        forgotten, so that one lost answer does not leave the worker counted late for ever.
-        """
-        for token, sent in list(self.outstanding.items()):
-            if now - sent > FILL_DEADLINE:
-                del self.outstanding[token]
-        return min(self.outstanding.values()) if self.outstanding else None
-
-    def chunk(self) -> int:
-        if self.inline is not None:
-            return BACKFILL_BATCH
-        return max(1, min(WORKER_CHUNK, int(FILL_SECONDS / max(self.seconds_per_text, 1e-6))))
-
-    def succeeded(self, texts: int, seconds: float, *, fill: bool) -> None:
-        if fill and texts:
-            self.seconds_per_text = 0.7 * self.seconds_per_text + 0.3 * seconds / texts
-        self.down = False
-        self.error = ""
-        self.retries.succeeded()
-
-    def failed(self, error: str) -> float:
-        """Record a failure; the delay before the next try (`EMBEDDER_BACKOFF`)."""
-        self.down = True
-        self.error = error
-        return self.retries.failed()
-
-
-@dataclass
-class _Filler:
-    """The fill in progress: records whose vectors are being made or written, and the worker request."""
-
-    filling: set[str] = field(default_factory=set)
-    # The worker request out now: its token, and the ids it embeds (none for a probe).
-    token: int | None = None
-    ids: tuple[str, ...] = ()
-
-    def clear_request(self) -> None:
-        self.filling.difference_update(self.ids)
-        self.token, self.ids = None, ()
 
 
 class Substrate(SupervisedActor):
@@ -359,51 +208,23 @@ class Substrate(SupervisedActor):
         # Memory on or off, as of the last switch event this substrate heard of. The writer checks
         # again inside the write transaction; this spares every request a read of its own.
         self._enabled = False
-        self._embedder = _EmbedderState()
-        self._index = RecallIndex()
-        self._build: IndexBuild | None = None
-        self._build_wake = self.wake_up(_BuildChunk())
-        # The last event of the store's log the index reflects, where its persisted copy lives, and
-        # how many records were added since it was last persisted.
-        self._covered_seq = 0
+        self._embedder = EmbedderState()
+        self._life = IndexLifecycle(store, self.wake_up(_BuildChunk()), self.schedule)
+        # Where the index's persisted copy lives, and when it is persisted again.
         self._snapshot = snapshot_path(store.path)
-        self._unsaved = 0
-        # Rows the vector graph held in the last snapshot saved or loaded: the graph grows on its own thread
-        # after the records arrived, so a close saves again when it grew even if no record came since.
-        self._saved_graph_rows = 0
-        self._save_wake = self.wake_up(_SaveIndex())
+        self._saves = SnapshotSaves(self.wake_up(_SaveIndex()))
         # Snapshot writes and checks run on this thread, never the actor's (a recall never waits on
-        # the disk); one save at a time, and another after it if one was asked for meanwhile.
+        # the disk).
         self._io: IoWorker | None = None
-        self._saving = False
-        self._save_again = False
-        # Which index this is (each build or load makes a new one): a check of a snapshot's files
-        # answers for the index loaded from it only.
-        self._generation = 0
-        self._index_from = ""
-        self._replayed = 0
-        # Durable records the index has not taken in yet: those to read from the store, those to
-        # analyse, and those ready to add; and their ids, so that a record is indexed once.
-        self._unread: list[MemoryRecord] = []
-        self._unanalysed: list[MemoryRecord] = []
-        self._unindexed: list[_Indexable] = []
-        self._unindexed_ids: set[str] = set()
-        self._index_wake = self.wake_up(_IndexQueued())
+        # Durable records the index has not taken in yet.
+        self._queue = IndexingQueue(self.wake_up(_IndexQueued()))
         self._banks: dict[str, Bank] = {}
-        self._batches = 0
-        self._largest_batch = 0
-        self._filler = _Filler()
-        self._fill_wake = self.wake_up(_Fill())
+        self._filling = VectorFilling(self.wake_up(_Fill()), self.schedule)
         self._tokens = itertools.count(1)
-        self._waiting: dict[int, _WaitingRecall] = {}
-        # Recalls that came while the index was being built, answered once it is done.
-        self._build_waiting: list[tuple[_Search, Reply | None]] = []
+        self._waiting = WaitingRecalls(self.schedule, self._answer_waiting)
         # Callers of `WaitForVectors`, answered once no record lacks a vector.
         self._vector_waiters: list[Reply | None] = []
-        # Ids served since the last usage commit, once per time served (each counts one recall).
-        self._recalled: list[str] = []
-        self._usage_wake = self.wake_up(_FlushUsage())
-        self._rebuild_seconds = 0.0
+        self._usage = UsageFlush(self.wake_up(_FlushUsage()), self._write_usage)
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -428,7 +249,6 @@ class Substrate(SupervisedActor):
         loaded = load_snapshot(self._snapshot, embedder=self._embedder.name, last_seq=last[0] if last else 0)
         if loaded is None:
             self._start_build()
-            self._build_wake.now()
             return
         self._resume(loaded, started)
 
@@ -438,60 +258,46 @@ class Substrate(SupervisedActor):
         self._indexed()
         # Recalls still waiting for a query vector are answered from what is indexed; nobody is
         # left waiting on a substrate that stopped.
-        if self._build_waiting:
+        if self._waiting.for_build():
             self._complete()
             self._answer_built()
-        for token in list(self._waiting):
-            self._answer_recall(token, None)
+        self._waiting.give_up()
         waiters, self._vector_waiters = self._vector_waiters, []
         stopped = SubstrateUnavailable("the substrate stopped before every memory had its vector")
         settle_all([(reply, None, stopped) for reply in waiters])
-        self._flush_usage()
+        self._usage.flush()
         io, self._io = self._io, None
         if io is not None:
             io.close()
-        grown = self._index.graph_rows() > self._saved_graph_rows
-        wanted = self._unsaved or self._saving or self._save_again or grown
-        if wanted and (self._build is None or self._build.done):
+        wanted = self._saves.wanted_at_close(self._life.index.graph_rows())
+        if wanted and not self._life.building:
             # At a stop the save is made here, on the way out: one still queued on the I/O thread
             # was dropped with it, and one running there finishes first (writes take turns).
-            self._write(snapshot_state(self._indexed()), self._covered_seq)
-        self._let_go(self._index)
+            self._write(snapshot_state(self._indexed()), self._life.covered_seq)
+        self._life.let_go()
 
     def on_crash(self, error: BaseException) -> None:  # noqa: ARG002 - the cause is already logged
         io, self._io = self._io, None
         if io is not None:
             io.close()
         # The next incarnation loads or builds an index of its own: this one's graph thread stops here.
-        self._let_go(self._index)
+        self._life.let_go()
         # Waiting recalls were never answered: the next incarnation takes them, in order. Records
         # not indexed yet are durable; its rebuild finds them (and analyses those without terms).
-        waiting, self._waiting = self._waiting, {}
         vector_waiters, self._vector_waiters = self._vector_waiters, []
-        building, self._build_waiting = self._build_waiting, []
         self.context.address.rescue(
-            [
-                *((search.message, reply) for search, reply in building),
-                *((w.search.message, w.reply) for w in waiting.values()),
-                *((WaitForVectors(), reply) for reply in vector_waiters),
-            ]
+            [*self._waiting.rescue(), *((WaitForVectors(), reply) for reply in vector_waiters)]
         )
-
-    @staticmethod
-    def _let_go(index: RecallIndex) -> None:
-        """Stop `index`'s graph thread (after its current chunk): an index replaced or left behind must not
-        keep a core busy, nor be inside faiss when the process exits."""
-        index.stop_building(timeout=_GRAPH_STOP_WAIT)
 
     def _use_embedder(self, spec: str) -> None:
         inline = self._make_embedder(spec) if runs_inline(spec) else None
-        self._embedder = _EmbedderState(
+        self._embedder = EmbedderState(
             spec=spec,
             name=inline.name if inline is not None else embedder_name(spec),
             weight=semantic_weight(spec),
             inline=inline,
         )
-        self._filler.clear_request()
+        self._filling.forget_request()
 
     def _start_build(self) -> None:
         """Index the home from LMDB from the next `_BuildChunk` on; vectors of another embedder count as missing."""
@@ -499,78 +305,58 @@ class Substrate(SupervisedActor):
             self._banks = dict(reader.items(BANKS))
             last = reader.last_event()
         # The build reads every record as committed at this event or later.
-        self._covered_seq = last[0] if last else 0
-        self._index_from = "store"
-        self._let_go(self._index)
-        self._index = RecallIndex()
-        self._generation += 1
-        self._build = IndexBuild(self.store, self._index, self._embedder.name)
-        self._filler.filling.clear()
-
-    def _build_chunk(self) -> None:
-        build = self._build
-        if build is None or build.done:
-            return
-        self._built(build.step())
-        if not build.done:
-            self._build_wake.now()
+        self._life.build_from_store(last[0] if last else 0, self._embedder.name)
+        self._filling.restart()
 
     def _complete(self) -> RecallIndex:
         """The index with every stored and queued record in it: the build finishes first if it has not."""
-        build = self._build
-        if build is not None and not build.done:
-            self._built(build.finish())
+        unstored = self._life.finish()
+        if unstored is not None:
+            self._built(unstored)
         return self._indexed()
 
     def _built(self, unstored: list[tuple[str, npt.NDArray[np.uint64]]]) -> None:
         """A chunk was indexed: store the terms it analysed; once the build is done, fill vectors in."""
         if unstored:
             self._store_derived(unstored)
-        build = self._build
-        if build is None or not build.done:
+        life = self._life
+        if life.building:
             return
-        self._rebuild_seconds = build.seconds
-        logger.info("substrate indexed %d records in %.2f s", len(self._index), build.seconds)
-        self._save_wake.now()
-        self._fill_soon()
+        logger.info("substrate indexed %d records in %.2f s", len(life.index), life.seconds)
+        self._saves.wanted()
+        self._filling.soon()
         self._settle_vector_waiters()
         self._answer_built()
 
     def _resume(self, loaded: Snapshot, started: float) -> None:
         """Take the persisted index (loaded since `started`), and replay the store's events after it into it."""
-        self._let_go(self._index)
-        self._index, self._build = loaded.index, None
-        self._saved_graph_rows = self._index.graph_rows()
-        self._covered_seq = loaded.seq
-        self._index_from = "snapshot"
-        self._generation += 1
-        if loaded.unverified:
-            # Not at once: reading every mapped file would compete with the load's first answers.
-            self.schedule(VERIFY_AFTER, _Verify(self._generation, loaded.unverified))
+        life = self._life
+        life.resumed(loaded)
+        self._saves.loaded(life.index.graph_rows())
         with self.store.reader() as reader:
             events = list(reader.events(loaded.seq + 1))
-        self._replayed = len(events)
+        life.replayed = len(events)
         if events:
             admitted = [event.record.id for _, event in events if isinstance(event, RecordAdmitted)]
             # The records admitted since are indexed from their stored terms and vectors, as a build
             # would; the events then change what changed since (an admission finds its record indexed).
-            unstored = index_stored(self.store, self._index, self._embedder.name, admitted)
+            unstored = index_stored(self.store, life.index, self._embedder.name, admitted)
             if unstored:
                 self._store_derived(unstored)
-            self._unsaved += len(admitted)
+            self._saves.replayed(len(admitted))
             self._published(Published(tuple(event for _, event in events), frozenset(admitted), events[-1][0]))
             self._refill(
                 [record_id for _, event in events if isinstance(event, VectorsFilled) for record_id in event.ids]
             )
         index = self._indexed()
-        self._rebuild_seconds = time.perf_counter() - started
+        life.seconds = time.perf_counter() - started
         logger.info(
             "substrate loaded %d records and replayed %d events in %.2f s",
             len(index),
             len(events),
-            self._rebuild_seconds,
+            life.seconds,
         )
-        self._fill_soon()
+        self._filling.soon()
         self._settle_vector_waiters()
 
     def _refill(self, ids: Sequence[str]) -> None:
@@ -587,19 +373,17 @@ class Substrate(SupervisedActor):
 
         A failure only costs a longer restart.
         """
-        if self._build is not None and not self._build.done:
+        if self._life.building:
             return
-        if self._saving:
-            self._save_again = True
+        if not self._saves.may_start():
             return
         io = self._io
         if io is None:
             return
         started = time.perf_counter()
         index = self._indexed()
-        self._saved_graph_rows = index.graph_rows()
-        state, seq, unsaved = snapshot_state(index), self._covered_seq, self._unsaved
-        self._saving = True
+        unsaved = self._saves.started(index.graph_rows())
+        state, seq = snapshot_state(index), self._life.covered_seq
         io.run(_Saved(state.records, unsaved, started), lambda: self._write(state, seq))
 
     def _write(self, state: SnapshotState, seq: int) -> bool:
@@ -615,23 +399,18 @@ class Substrate(SupervisedActor):
         return True
 
     def _saved(self, saved: _Saved, written: bool) -> None:
-        self._saving = False
         if written:
-            self._unsaved = max(0, self._unsaved - saved.unsaved)
             logger.info("substrate persisted %d records in %.2f s", saved.records, time.perf_counter() - saved.started)
-        if self._save_again:
-            self._save_again = False
-            self._save_wake.now()
+        self._saves.finished(saved.unsaved, written=written)
 
     def _verified(self, verified: _Verified, problem: str) -> None:
         """The loaded snapshot's files were checked: one that does not match means building from the store."""
-        if not problem or verified.generation != self._generation:
+        if not problem or not self._life.current(verified.generation):
             return
         logger.warning("recall index snapshot %s is damaged (%s); building from the store", self._snapshot, problem)
         self._snapshot.unlink(missing_ok=True)
         self._indexed()
         self._start_build()
-        self._build_wake.now()
 
     def _from_io(self, done: Done) -> None:
         match done.tag:
@@ -650,7 +429,7 @@ class Substrate(SupervisedActor):
             case Recall():
                 return self._recall(message)
             case NoteRecalled(ids=ids):
-                self._note_usage(ids)
+                self._usage.note(ids)
             case Completed(outcomes=outcomes):
                 self._completed(outcomes)
             case Published():
@@ -660,29 +439,29 @@ class Substrate(SupervisedActor):
             case EmbeddingFailed():
                 self._embedding_failed(message)
             case _BuildChunk():
-                self._build_wake.done()
-                self._build_chunk()
+                unstored = self._life.step()
+                if unstored is not None:
+                    self._built(unstored)
             case _SaveIndex():
-                self._save_wake.done()
+                self._saves.due()
                 self._save_index()
             case Done():
                 self._from_io(message)
-            case _Verify(generation=generation, unverified=unverified):
-                if self._io is not None and generation == self._generation:
+            case Verify(generation=generation, unverified=unverified):
+                if self._io is not None and self._life.current(generation):
                     self._io.run(_Verified(generation), lambda: verify_snapshot(unverified))
             case _IndexQueued():
-                self._index_wake.done()
+                self._queue.due()
                 self._indexed()
             case _Fill():
-                self._fill_wake.done()
-                self._fill()
-            case _FillDeadline(token=token):
+                if self._filling.due():
+                    self._fill()
+            case FillDeadline(token=token):
                 self._fill_deadline(token)
-            case _QueryDeadline(token=token):
-                self._query_deadline(token)
+            case QueryDeadline(token=token):
+                self._waiting.due(token)
             case _FlushUsage():
-                self._usage_wake.done()
-                self._flush_usage()
+                self._usage.due()
             case GetSubstrateStatus():
                 return self._status()
             case WaitForVectors():
@@ -698,7 +477,7 @@ class Substrate(SupervisedActor):
 
     # -- taking in new records ------------------------------------------------------------------------
 
-    def _analyse(self) -> None:
+    def _analyse(self, records: Sequence[MemoryRecord]) -> None:
         """Analyse the records queued for it as one batch: their keyword terms and, when the embedder
         runs here, their vectors; store both (derived entries: no event, best effort) and queue the
         records for the index.
@@ -706,11 +485,6 @@ class Substrate(SupervisedActor):
         One analysis serves the hash embedder and the keyword index, and it is most of the work of
         each: analysing a batch costs a small part of analysing its texts one at a time.
         """
-        records, self._unanalysed = self._unanalysed, []
-        if not records:
-            return
-        self._batches += 1
-        self._largest_batch = max(self._largest_batch, len(records))
         texts = [indexed_text(record) for record in records]
         parts = list(analyse(texts))
         vectors = self._inline_vectors(texts, parts)
@@ -720,8 +494,8 @@ class Substrate(SupervisedActor):
             [(record.id, terms[row]) for row, record in enumerate(records)],
             None if vectors is None else (name, [(record.id, vectors[row]) for row, record in enumerate(records)]),
         )
-        self._unindexed.extend(
-            _Indexable(record, None if vectors is None else vectors[row], name, terms[row], texts[row])
+        self._queue.ready(
+            Indexable(record, None if vectors is None else vectors[row], name, terms[row], texts[row])
             for row, record in enumerate(records)
         )
 
@@ -741,42 +515,35 @@ class Substrate(SupervisedActor):
                 case _Filled():
                     self._vectors_written(context, error)
 
-    def _index_soon(self) -> None:
-        """Take queued records in soon, in one batch with whatever else arrives meanwhile.
-
-        A short wait lets a burst of commits reach the analysis and the index as one batch; a read
-        never waits: every read of the index (`_indexed()`) takes the queued records in before it
-        looks, so a recall always sees the writes acknowledged before it.
-        """
-        self._index_wake.after(INDEX_DELAY)
-
     def _indexed(self) -> RecallIndex:
-        """The index, with every queued record in it."""
-        if self._unread:
-            self._read_stored()
-        if self._unanalysed:
-            self._analyse()
-        if self._unindexed:
-            queued, self._unindexed = self._unindexed, []
-            self._unindexed_ids.clear()
-            self._index_records(queued)
-        return self._index
+        """The index, with every queued record in it.
 
-    def _index_records(self, admitted: Sequence[_Indexable]) -> None:
-        fresh = [item for item in admitted if item.record.id not in self._index]
+        Every read of the index goes through here, so a recall always sees the writes acknowledged
+        before it, whether or not the queue's wake-up came yet.
+        """
+        queue = self._queue
+        if unread := queue.take_unread():
+            self._read_stored(unread)
+        if unanalysed := queue.take_unanalysed():
+            self._analyse(unanalysed)
+        if ready := queue.take_ready():
+            self._index_records(ready)
+        return self._life.index
+
+    def _index_records(self, admitted: Sequence[Indexable]) -> None:
+        index = self._life.index
+        fresh = [item for item in admitted if item.record.id not in index]
         if not fresh:
             return
         for item in fresh:
             if item.record.bank not in self._banks:
                 self._learn_bank(item.record)
         name = self._embedder.name
-        matrix, present = _stack([item.vector if item.embedder == name else None for item in fresh])
-        self._index.add([_entry(item.record, item.text) for item in fresh], matrix, present, _joined_terms(fresh))
-        self._unsaved += len(fresh)
-        if self._unsaved >= SNAPSHOT_EVERY:
-            self._save_wake.now()
+        matrix, present = stack_vectors([item.vector if item.embedder == name else None for item in fresh])
+        index.add([index_entry(item.record, item.text) for item in fresh], matrix, present, joined_terms(fresh))
+        self._saves.added(len(fresh))
         if present is None or not present.all():
-            self._fill_soon()
+            self._filling.soon()
 
     def _learn_bank(self, record: MemoryRecord) -> None:
         with self.store.reader() as reader:
@@ -787,7 +554,7 @@ class Substrate(SupervisedActor):
     # -- changes committed -------------------------------------------------------------------------
 
     def _published(self, message: Published) -> None:
-        self._covered_seq = max(self._covered_seq, message.last_seq)
+        self._life.covered(message.last_seq)
         for event in message.events:
             match event:
                 case BankCreated(bank=bank):
@@ -824,8 +591,7 @@ class Substrate(SupervisedActor):
         as committed, with this change in it.
         """
         index = self._indexed()
-        build = self._build
-        if record_id not in index and build is not None and not build.done:
+        if record_id not in index and self._life.building:
             return
         if lifecycle is not None:
             index.set_lifecycle(record_id, lifecycle)
@@ -835,26 +601,21 @@ class Substrate(SupervisedActor):
     def _admitted(self, record: MemoryRecord, *, stored: bool) -> None:
         """Queue a new record for the index: analysed here, or (when its commit stored its terms, as
         an import's does) indexed from what is stored."""
-        if record.id in self._index or record.id in self._unindexed_ids:
-            return
-        self._unindexed_ids.add(record.id)
-        (self._unread if stored else self._unanalysed).append(record)
-        self._index_soon()
+        if record.id not in self._life.index:
+            self._queue.admit(record, stored=stored)
 
     def _switch_embedder(self, spec: str) -> None:
         """Index with another embedder's vectors: those stored already count, the rest are filled in."""
         self._indexed()
         self._use_embedder(spec)
         self._start_build()
-        self._build_wake.now()
 
-    def _read_stored(self) -> None:
+    def _read_stored(self, records: Sequence[MemoryRecord]) -> None:
         """Queue records committed with their terms (an import, a direct commit) with their stored vectors.
 
         Terms stored by an older analysis are analysed again and stored; missing vectors are filled
         in like any others.
         """
-        records, self._unread = self._unread, []
         name = self._embedder.name
         texts = [indexed_text(record) for record in records]
         with self.store.reader() as reader:
@@ -863,8 +624,8 @@ class Substrate(SupervisedActor):
         terms = split_terms(term_ids_batch(texts), len(texts))
         if unstored:
             self._store_derived([(records[row].id, terms[row]) for row in unstored])
-        self._unindexed.extend(
-            _Indexable(record, vectors[row], name, terms[row], texts[row]) for row, record in enumerate(records)
+        self._queue.ready(
+            Indexable(record, vectors[row], name, terms[row], texts[row]) for row, record in enumerate(records)
         )
 
     def _store_derived(
@@ -897,20 +658,14 @@ class Substrate(SupervisedActor):
 
     # -- filling in vectors -----------------------------------------------------------------------------
 
-    def _fill_soon(self, delay: float = 0.0) -> None:
-        self._fill_wake.after(delay)
-
     def _fill(self) -> None:
-        """Embed the next chunk of records that lack a vector of the current embedder.
+        """Embed the next chunk of records that lack a vector of the current embedder (no request is out).
 
         The hash embedder embeds here and now; any other goes to the worker, one request at a time.
         With nothing to fill but the embedder marked down, a probe asks whether it is back.
         """
-        filler, embedder = self._filler, self._embedder
-        if filler.token is not None:
-            return
-        limit = embedder.chunk()
-        missing = self._indexed().missing_vector_ids(limit, exclude=filler.filling)
+        embedder = self._embedder
+        missing = self._indexed().missing_vector_ids(embedder.chunk(), exclude=self._filling.in_progress)
         if not missing:
             if embedder.down and embedder.inline is None:
                 self._ask_worker((), (_PROBE_TEXT,))
@@ -921,22 +676,20 @@ class Substrate(SupervisedActor):
         ids = tuple(record.id for record in records)
         if embedder.inline is not None:
             self._write_vectors(ids, embedder.inline.embed(texts), embedder.name)
-            self._fill_soon()
+            self._filling.soon()
             return
         self._ask_worker(ids, tuple(texts))
 
     def _ask_worker(self, ids: tuple[str, ...], texts: tuple[str, ...]) -> None:
-        filler, embedder = self._filler, self._embedder
+        embedder = self._embedder
         token = next(self._tokens)
-        filler.token, filler.ids = token, ids
-        filler.filling.update(ids)
-        embedder.outstanding[token] = self.clock.monotonic()
+        self._filling.asked(token, ids, len(texts))
+        embedder.sent(token, self.clock.monotonic())
         self.worker.tell(EmbedTexts(token=token, spec=embedder.spec, texts=texts))
-        self.schedule(FILL_DEADLINE + FILL_DEADLINE_PER_TEXT * len(texts), _FillDeadline(token))
 
     def _write_vectors(self, ids: tuple[str, ...], vectors: npt.NDArray[np.float32], name: str) -> None:
         """Store filled-in vectors with their event; they are indexed once the write is durable."""
-        self._filler.filling.update(ids)
+        self._filling.writing(ids)
         stored = [(vector_key(name, record_id), encode_vector(name, vectors[row])) for row, record_id in enumerate(ids)]
         self.writer.tell(
             Commit(events=(VectorsFilled(at=self.clock.time(), ids=ids, embedder=name),), vectors=tuple(stored)),
@@ -944,11 +697,11 @@ class Substrate(SupervisedActor):
         )
 
     def _vectors_written(self, filled: _Filled, error: BaseException | None) -> None:
-        self._filler.filling.difference_update(filled.ids)
+        self._filling.written(filled.ids)
         if filled.embedder != self._embedder.name:
             return
         if error is not None:
-            self._fill_soon(self._embedder.retries.next_wait())
+            self._filling.soon(self._embedder.retry_wait())
             return
         index = self._indexed()
         rows = [i for i, record_id in enumerate(filled.ids) if record_id in index]
@@ -956,42 +709,37 @@ class Substrate(SupervisedActor):
         self._settle_vector_waiters()
 
     def _settle_vector_waiters(self) -> None:
-        building = self._build is not None and not self._build.done
-        if self._vector_waiters and not building and not self._indexed().missing_vector_count():
+        if self._vector_waiters and not self._life.building and not self._indexed().missing_vector_count():
             waiters, self._vector_waiters = self._vector_waiters, []
             settle_all([(reply, None, None) for reply in waiters])
 
     def _fill_deadline(self, token: int) -> None:
-        if self._filler.token != token:
+        if not self._filling.asks(token):
             return
         self._fill_failed(token, f"the embedding worker did not answer within {FILL_DEADLINE:.0f} s")
 
     def _fill_failed(self, token: int, error: str) -> None:
-        self._embedder.outstanding.pop(token, None)
-        self._filler.clear_request()
-        self._embedder_failed(error)
+        self._embedder.answered(token)
+        self._filling.failed(self._embedder.failed(error))
 
     def _embedder_failed(self, error: str) -> None:
         """The embedder failed: recalls stop waiting for it, and the filler tries again later."""
-        if not self._embedder.down:
-            logger.warning("embedder %s failed, recall goes on by keyword: %s", self._embedder.spec, error)
-        self._fill_soon(self._embedder.failed(error))
+        self._filling.soon(self._embedder.failed(error))
 
     # -- answers from the embedding worker ----------------------------------------------------------
 
     def _embedded(self, answer: TextsEmbedded) -> None:
         embedder = self._embedder
-        embedder.outstanding.pop(answer.token, None)
+        embedder.answered(answer.token)
         if answer.spec != embedder.spec:
             return  # for an embedder switched away from meanwhile
         count = len(answer.vectors) // (4 * answer.dim) if answer.dim > 0 else 0
         vectors = np.frombuffer(answer.vectors, dtype=np.float32).reshape(count, max(answer.dim, 1))
-        if answer.token in self._waiting:
+        if self._waiting.waits(answer.token):
             embedder.succeeded(count, answer.seconds, fill=False)
-            self._answer_recall(answer.token, vectors[0] if count else None)
-        elif answer.token == self._filler.token:
-            ids = self._filler.ids
-            width = self._index.vector_dim
+            self._waiting.vector_came(answer.token, vectors[0] if count else None)
+        elif self._filling.asks(answer.token):
+            width = self._life.index.vector_dim
             if width is not None and answer.dim != width:
                 # The same embedder now answers in another width (a server given another model).
                 self._fill_failed(
@@ -1000,20 +748,20 @@ class Substrate(SupervisedActor):
                     "dimensional (was its model changed?); serve the first model again, or enable another embedder",
                 )
                 return
-            self._filler.clear_request()
+            ids = self._filling.answered()
             embedder.succeeded(count, answer.seconds, fill=bool(ids))
             if ids and count == len(ids):
                 self._write_vectors(ids, vectors.copy(), embedder.name)
-            self._fill_soon()
+            self._filling.soon()
 
     def _embedding_failed(self, answer: EmbeddingFailed) -> None:
-        self._embedder.outstanding.pop(answer.token, None)
+        self._embedder.answered(answer.token)
         if answer.spec != self._embedder.spec:
             return
-        if answer.token in self._waiting:
+        if self._waiting.waits(answer.token):
             self._embedder_failed(answer.error)
-            self._answer_recall(answer.token, None)
-        elif answer.token == self._filler.token:
+            self._waiting.vector_came(answer.token, None)
+        elif self._filling.asks(answer.token):
             self._fill_failed(answer.token, answer.error)
 
     # -- recall -----------------------------------------------------------------------------------
@@ -1022,12 +770,12 @@ class Substrate(SupervisedActor):
         search = self._checked(message)
         if not search.banks:
             return []
-        if self._build is not None and not self._build.done:
+        if self._life.building:
             # Answered once the build is done, which goes on a chunk per turn meanwhile: the
             # actor keeps serving writes and status between chunks instead of building the
             # rest of the home in this one turn (see `resident.actors.index_build`).
-            self._build_waiting.append((search, self.defer()))
-            self._build_wake.now()
+            self._waiting.wait_for_build(search, self.defer())
+            self._life.hurry()
             return None
         embedder = self._embedder
         if embedder.inline is not None:
@@ -1039,9 +787,8 @@ class Substrate(SupervisedActor):
 
     def _answer_built(self) -> None:
         """The build is done: answer the recalls that came during it, as if they came now."""
-        waiting, self._build_waiting = self._build_waiting, []
         embedder = self._embedder
-        for search, reply in waiting:
+        for search, reply in self._waiting.built():
             try:
                 if embedder.inline is None and self._should_wait():
                     self._wait_for_query_vector(search, reply)
@@ -1053,20 +800,17 @@ class Substrate(SupervisedActor):
                 continue
             settle_all([(reply, result, None)])
 
-    def _wait_for_query_vector(self, search: _Search, reply: Reply | None) -> None:
+    def _wait_for_query_vector(self, search: Search, reply: Reply | None) -> None:
         """Answer `search` (to `reply`) once its query's vector comes back, or its wait runs out first."""
         embedder = self._embedder
         token = next(self._tokens)
         now = self.clock.monotonic()
-        waited_since = embedder.late_since(now) or now
-        embedder.outstanding[token] = now
-        self._waiting[token] = _WaitingRecall(search, reply, embedder.spec)
+        wait = embedder.query_wait(now)
+        embedder.sent(token, now)
+        self._waiting.wait_for_vector(token, WaitingRecall(search, reply, embedder.spec), wait)
         self.worker.tell(EmbedTexts(token=token, spec=embedder.spec, texts=(search.query,), query=True))
-        # A query queued behind an earlier request cannot be answered before it: wait no longer
-        # than that request leaves before the worker counts as late.
-        self.schedule(max(0.0, waited_since + QUERY_WAIT - now), _QueryDeadline(token))
 
-    def _checked(self, message: Recall) -> _Search:
+    def _checked(self, message: Recall) -> Search:
         self._require_memory()
         principal = message.principal
         if principal is None:
@@ -1074,7 +818,7 @@ class Substrate(SupervisedActor):
         query = clean_query(message.query)
         k = max(1, min(int(message.k), MAX_RECALL_K))
         banks = [name for name, bank in self._banks.items() if can_see_bank(principal, bank)]
-        return _Search(message, principal, query, k, banks)
+        return Search(message, principal, query, k, banks)
 
     def _should_wait(self) -> bool:
         """Whether a recall should wait for its query's vector: the worker is up and on time, and
@@ -1082,17 +826,11 @@ class Substrate(SupervisedActor):
         embedder = self._embedder
         if embedder.down or not self._indexed().has_vectors():
             return False
-        now = self.clock.monotonic()
-        since = embedder.late_since(now)
-        return since is None or now - since < QUERY_WAIT
+        return not embedder.late(self.clock.monotonic())
 
-    def _query_deadline(self, token: int) -> None:
-        if token in self._waiting:
-            self._answer_recall(token, None)
-
-    def _answer_recall(self, token: int, vector: npt.NDArray[np.float32] | None) -> None:
-        waiting = self._waiting.pop(token)
-        if waiting.spec != self._embedder.spec or (vector is not None and len(vector) != self._index.vector_dim):
+    def _answer_waiting(self, waiting: WaitingRecall, vector: npt.NDArray[np.float32] | None) -> None:
+        """Answer a recall that waited for its query's vector with the vector it got, if it still fits."""
+        if waiting.spec != self._embedder.spec or (vector is not None and len(vector) != self._life.index.vector_dim):
             vector = None
         try:
             result: Any = self._search(waiting.search, vector)
@@ -1101,7 +839,7 @@ class Substrate(SupervisedActor):
             return
         settle_all([(waiting.reply, result, None)])
 
-    def _search(self, search: _Search, vector: npt.NDArray[np.float32] | None) -> list[RecallHit]:
+    def _search(self, search: Search, vector: npt.NDArray[np.float32] | None) -> list[RecallHit]:
         message = search.message
         hits = self._complete().search(
             search.query,
@@ -1125,7 +863,7 @@ class Substrate(SupervisedActor):
             )
         self._learn_from(served)
         if message.count_usage:
-            self._note_usage(served.used)
+            self._usage.note(served.used)
         return served.hits
 
     def _learn_from(self, served: Served) -> None:
@@ -1138,17 +876,7 @@ class Substrate(SupervisedActor):
         for record_id, lifecycle in served.inactive:
             index.set_lifecycle(record_id, lifecycle)
 
-    def _note_usage(self, ids: Iterable[str]) -> None:
-        self._recalled.extend(ids)
-        if len(self._recalled) >= USAGE_BATCH:
-            self._flush_usage()
-        elif self._recalled:
-            self._usage_wake.after(USAGE_FLUSH_SECONDS)
-
-    def _flush_usage(self) -> None:
-        if not self._recalled:
-            return
-        ids, self._recalled = self._recalled, []
+    def _write_usage(self, ids: Sequence[str]) -> None:
         # Usage counts are best effort: no caller waits, and a lost batch only undercounts. They are
         # counted in place, with no event, so reads do not grow the log (`resident.store.usage`).
         self.writer.tell(Commit(events=(), usage=usage_entries(ids, self.clock.time())))
@@ -1160,49 +888,19 @@ class Substrate(SupervisedActor):
         index = self._complete()
         lifecycle, replication = index.counts()
         embedder = self._embedder
-        now = self.clock.monotonic()
-        since = embedder.late_since(now)
         return SubstrateStatus(
             records=len(index),
             missing_vectors=index.missing_vector_count(),
             embedder=embedder.name,
             embedder_error=embedder.error,
-            rebuild_seconds=round(self._rebuild_seconds, 3),
+            rebuild_seconds=round(self._life.seconds, 3),
             by_lifecycle=lifecycle,
             by_replication=replication,
-            queued=len(self._unanalysed) + len(self._unread) + len(self._unindexed),
-            batches=self._batches,
-            largest_batch=self._largest_batch,
+            queued=len(self._queue),
+            batches=self._queue.batches,
+            largest_batch=self._queue.largest_batch,
             spec=embedder.spec,
-            embedder_late=since is not None and now - since >= QUERY_WAIT,
-            index_from=self._index_from,
-            replayed=self._replayed,
+            embedder_late=embedder.late(self.clock.monotonic()),
+            index_from=self._life.source,
+            replayed=self._life.replayed,
         )
-
-
-def _joined_terms(items: Sequence[_Indexable]) -> Terms | None:
-    """The terms of `items` as one batch, or None if any lacks them (the index analyses then)."""
-    present = [item.terms for item in items if item.terms is not None]
-    if not present or len(present) != len(items):
-        return None
-    docs = np.repeat(np.arange(len(present), dtype=np.int32), [len(terms) for terms in present])
-    return docs, np.concatenate(present)
-
-
-def _stack(
-    vectors: Sequence[npt.NDArray[np.float32] | None],
-) -> tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.bool_] | None]:
-    """Rows for `RecallIndex.add`: a matrix with zero rows where a vector is missing, and a mask."""
-    present = np.fromiter((v is not None for v in vectors), dtype=bool, count=len(vectors))
-    if not present.any():
-        return None, None
-    dim = next(v for v in vectors if v is not None).shape[0]
-    if present.all() and all(v.shape[0] == dim for v in vectors if v is not None):
-        return np.stack(vectors).astype(np.float32, copy=False), present  # type: ignore[arg-type]
-    matrix = np.zeros((len(vectors), dim), dtype=np.float32)
-    for row, vector in enumerate(vectors):
-        if vector is not None and vector.shape[0] == dim:
-            matrix[row] = vector
-        elif vector is not None:
-            present[row] = False
-    return matrix, present
