@@ -118,7 +118,9 @@ def test_search_equals_brute_force_over_allowed_rows_with_vectors(count: int, di
     eligible = [row for row in range(count) if present[row] and mask[row] and cosines[row] > 0]
     expected = sorted(eligible, key=lambda row: -cosines[row])[:limit]
     assert rows.tolist() == expected
-    assert scores.tolist() == pytest.approx(cosines[expected].tolist(), abs=1e-5)
+    # A row whose squared length is within 1e-4 of 1 is stored as given (embedders return unit
+    # rows), so its cosine may be off by up to about 5e-5.
+    assert scores.tolist() == pytest.approx(cosines[expected].tolist(), abs=1e-4)
 
 
 def test_a_half_written_vector_of_a_row_without_one_is_never_read() -> None:
