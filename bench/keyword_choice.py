@@ -4,7 +4,9 @@
 member's bank, and `--queries` of its queries, each asked for its best 100 rows of that bank:
 
 * **postings** — `resident.memory.keyword.KeywordIndex` (what recall uses), with the bank as a
-  mask of rows, with and without relevance feedback (recall asks with it);
+  mask of rows, with and without relevance feedback (recall asks with it): its pruned search
+  (MaxScore, what `search` does) and, beside it, every posting scored (what it did before), with
+  the postings each read per query (median);
 * **tantivy** — the knowledge index's way (`resident.knowledge.search_index`): the same analysis
   (its whitespace-joined terms), the bank a zero-scored filter clause inside the query, the best
   100 documents and each one's row read back (recall needs rows).
@@ -18,6 +20,7 @@ each hit's terms read back and a second query, at least doubling its figure.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -26,6 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import tantivy
@@ -34,6 +38,7 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.recall_index import synthetic_queries, synthetic_texts
 from resident.knowledge.tokens import query_tokens, token_texts
+from resident.memory import keyword
 from resident.memory.keyword import KeywordIndex
 
 LIMIT = 100
@@ -49,8 +54,10 @@ def timed(search: Callable[[str], object], queries: list[str]) -> dict[str, floa
         search(query)
         latencies.append(time.perf_counter() - started)
     ordered = sorted(latencies)
-    return {"p50_ms": 1000 * ordered[len(ordered) // 2],
-            "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]}
+    return {
+        "p50_ms": 1000 * ordered[len(ordered) // 2],
+        "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
+    }
 
 
 def postings(texts: list[str], queries: list[str]) -> dict[str, Any]:
@@ -61,11 +68,25 @@ def postings(texts: list[str], queries: list[str]) -> dict[str, Any]:
     built = time.perf_counter() - started
     mask = np.zeros(len(texts), dtype=np.bool_)
     mask[::2] = True
-    return {
-        "build_s": built,
-        "plain": timed(lambda query: index.search(query, mask, LIMIT), queries),
-        "feedback": timed(lambda query: index.search(query, mask, LIMIT, feedback=True), queries),
-    }
+    report: dict[str, Any] = {"build_s": built}
+    # `_PRUNED_FROM` 0 prunes every query; past any query's postings, none is pruned.
+    for name, pruned_from in (("pruned", 0), ("exhaustive", 1 << 62)):
+        with mock.patch.object(keyword, "_PRUNED_FROM", pruned_from):
+            for way, feedback in (("plain", False), ("feedback", True)):
+                search = functools.partial(index.search, mask=mask, limit=LIMIT, feedback=feedback)
+                report[f"{name}_{way}"] = timed(search, queries)
+                report[f"{name}_{way}"]["postings_read_p50"] = read_per_query(index, mask, queries, feedback=feedback)
+    return report
+
+
+def read_per_query(index: KeywordIndex, mask: np.ndarray, queries: list[str], *, feedback: bool) -> int:
+    """The median number of postings one query reads (whole, or by a binary search)."""
+    counts = []
+    for query in queries:
+        before = index._postings_read
+        index.search(query, mask, LIMIT, feedback=feedback)
+        counts.append(index._postings_read - before)
+    return sorted(counts)[len(counts) // 2]
 
 
 def with_tantivy(texts: list[str], queries: list[str], directory: Path) -> dict[str, Any]:

@@ -61,6 +61,9 @@ _SPARSE_SHARE = 8
 # A query whose terms have fewer postings than this reads them all (the pruned search's steps cost
 # more than they save); LoCoMo-sized indexes always do.
 _PRUNED_FROM = 1 << 15
+# A term's postings are looked up at rows by binary search while the rows are fewer than 1/8 of
+# the postings, else read in one pass.
+_SEARCH_SHARE = 8
 # Bounds are raised by this share before they prune, against the rounding of sums in another order.
 _SLACK = 1e-9
 _TAIL_PAIRS = 1 << 14
@@ -81,6 +84,9 @@ class _Segment:
     tf: npt.NDArray[np.float32]
     peaks: npt.NDArray[np.float32]
     average: float
+    # The rows of the postings lie in [low, high] (segments hold ranges of rows that do not overlap).
+    low: int
+    high: int
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -97,7 +103,7 @@ class _Segment:
         length, and `average` their mean now."""
         if not len(terms):
             nothing = np.zeros(0, dtype=np.float32)
-            return cls(terms[:0], np.zeros(1, dtype=np.int64), rows[:0], nothing, nothing, average)
+            return cls(terms[:0], np.zeros(1, dtype=np.int64), rows[:0], nothing, nothing, average, 0, -1)
         vocab = np.sort(terms)
         vocab = vocab[_run_starts(vocab)]
         base = int(rows.min())
@@ -119,7 +125,8 @@ class _Segment:
         keys = pairs >> row_bits
         starts = np.append(np.flatnonzero(_run_starts(keys)), len(pairs))
         segment_rows = ((pairs & low) + np.uint64(base)).astype(np.int32)
-        return cls(vocab, starts, segment_rows, tf, _peaks(starts, segment_rows, tf, lengths, average), average)
+        peaks = _peaks(starts, segment_rows, tf, lengths, average)
+        return cls(vocab, starts, segment_rows, tf, peaks, average, base, int(rows.max()))
 
     @classmethod
     def merge(cls, older: _Segment, newer: _Segment, average: float) -> _Segment:
@@ -147,18 +154,19 @@ class _Segment:
         peaks = np.zeros(len(vocab), dtype=np.float32)
         peaks[at_old] = older.peaks_at(average)
         peaks[at_new] = np.maximum(peaks[at_new], newer.peaks_at(average))
-        return cls(vocab, starts, rows, tf, peaks, average)
+        return cls(vocab, starts, rows, tf, peaks, average, older.low, newer.high)
 
-    def peaks_at(self, average: float) -> npt.NDArray[np.float32]:
-        """Bounds of the terms' tf-parts when the rows' mean length is `average`.
+    def peaks_at(self, average: float, at: npt.NDArray[np.intp] | None = None) -> npt.NDArray[np.float32]:
+        """Bounds of the tf-parts of the terms (those at `at`, or all) when the rows' mean length is `average`.
 
         With c = k1 * b / average, a tf-part tf / (tf + k1 (1 - b) + c * length) grows by at most
         the factor c_then / c_now = average / self.average when c falls, and shrinks when it grows.
         """
-        if average <= self.average or not len(self.peaks):
-            return self.peaks
+        peaks = self.peaks if at is None else self.peaks[at]
+        if average <= self.average or not len(peaks):
+            return peaks
         # Rounded up in float32: a bound may be loose, never short.
-        return np.nextafter((self.peaks * (average / self.average)).astype(np.float32), np.float32(np.inf))
+        return np.nextafter((peaks * (average / self.average)).astype(np.float32), np.float32(np.inf))
 
     def lookup(
         self, terms: npt.NDArray[np.uint64]
@@ -178,7 +186,7 @@ class _Segment:
         return self.terms[at] == terms, at
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Query:
     """What one pruned search pass works with."""
 
@@ -188,6 +196,11 @@ class _Query:
     split: int  # the gains of the first `split` terms are summed before the others are added
     partial: npt.NDArray[np.float64]  # each row's gains from the terms read whole so far
     average: float  # the rows' mean length
+    floor: float  # `limit` rows score at least this much
+    # -1 for every row, made when first needed; `_look_up` writes rows' places in and takes them out.
+    places: npt.NDArray[np.int32] | None = None
+    # The first pass's best rows, when this is feedback's second pass (which adds terms from `split` on).
+    seeds: npt.NDArray[np.int64] | None = None
 
 
 class KeywordIndex:
@@ -260,7 +273,7 @@ class KeywordIndex:
                 # Saved before segments kept their peaks: one pass over the postings finds them.
                 average = index._total_length / count
                 peaks = _peaks(starts, rows, tf, index._lengths, average)
-            index._segments = [_Segment(terms, starts, rows, tf, peaks, average)]
+            index._segments = [_Segment(terms, starts, rows, tf, peaks, average, 0, count - 1)]
         return index
 
     @classmethod
@@ -321,14 +334,24 @@ class KeywordIndex:
             return self._exhaustive(query_terms, weights, mask, limit, feedback=feedback)
         if not feedback:
             return self._best(query_terms, weights, mask, limit)
-        best_rows, best_scores = self._best(query_terms, weights, mask, FEEDBACK_ROWS)
-        if not len(best_rows):
+        # The first pass's best `limit` rows: the feedback's rows are its first few, and as feedback
+        # only adds to a score, the second pass's best are above the last of them.
+        plain_rows, plain_scores = self._best(query_terms, weights, mask, max(limit, FEEDBACK_ROWS))
+        if not len(plain_rows):
             return empty
+        best_rows, best_scores = plain_rows[:FEEDBACK_ROWS], plain_scores[:FEEDBACK_ROWS]
         terms, added = self._feedback_terms(best_rows, best_scores, query_terms)
         if not len(terms):
-            return self._best(query_terms, weights, mask, limit)
+            return plain_rows[:limit], plain_scores[:limit]
+        floor = float(plain_scores[limit - 1]) if len(plain_scores) >= limit else 0.0
         rows, scores = self._best(
-            np.concatenate((query_terms, terms)), np.concatenate((weights, added)), mask, limit, len(query_terms)
+            np.concatenate((query_terms, terms)),
+            np.concatenate((weights, added)),
+            mask,
+            limit,
+            split=len(query_terms),
+            floor=floor,
+            seeds=plain_rows[:limit],
         )
         # The first pass's best row goes first, just above the best score of all, as `_with_feedback` has it.
         others = rows != best_rows[0]
@@ -360,13 +383,18 @@ class KeywordIndex:
         weights: npt.NDArray[np.float64],
         mask: npt.NDArray[np.bool_] | None,
         limit: int,
+        *,
         split: int | None = None,
+        floor: float = 0.0,
+        seeds: npt.NDArray[np.int64] | None = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """The `limit` best rows for `terms` (weighing `weights`) that `mask` allows, best first: what
         `top_k` over `_scores` gives, without reading every posting (MaxScore, see the module's docstring).
 
         A row's score adds its gains in the order of `terms`, the first `split` and then the rest, as
-        `_scores` and `_with_feedback` add them, so the scores are the same to the last bit.
+        `_scores` and `_with_feedback` add them, so the scores are the same to the last bit. The
+        caller may know that `limit` rows score `floor` or more. With `seeds`, the first `split` terms'
+        best `limit` rows (by `top_k`), this is feedback's second pass, which adds the other terms.
         """
         segments = [segment for segment in self._all_segments() if len(segment.terms)]
         # The largest segment first: its best rows set a threshold the smaller ones mostly stay under.
@@ -376,9 +404,8 @@ class KeywordIndex:
         for segment, (found, at) in zip(segments, places, strict=True):
             df += np.where(found, segment.starts[at + 1] - segment.starts[at], 0)
         weight = _idf(self._count, df) * weights * (K1 + 1)
-        query = _Query(
-            weight, mask, limit, len(terms) if split is None else split, np.zeros(self._count), self._average()
-        )
+        split = len(terms) if split is None else split
+        query = _Query(weight, mask, limit, split, np.zeros(self._count), self._average(), floor, seeds=seeds)
         kept_rows: list[npt.NDArray[np.int64]] = []
         kept_scores: list[npt.NDArray[np.float64]] = []
         for segment, (found, at) in zip(segments, places, strict=True):
@@ -401,14 +428,22 @@ class KeywordIndex:
         """The rows of `segment` that may be among the query's best, given the exact scores of rows
         of other segments `kept_scores`: every row of the best, and few others."""
         present = np.flatnonzero(found)
-        bounds = query.weight[present] * segment.peaks_at(query.average)[at[present]]
-        by_bound = np.argsort(-bounds, kind="stable")
+        bounds = query.weight[present] * segment.peaks_at(query.average, at[present])
+        # Terms are read whole in the order of their bound per posting: a rare term is read first
+        # for little and takes its bound off what unread terms can add. Any order is exact; this
+        # one reads the twenty-odd rare terms feedback adds before the query's common ones.
+        sizes = segment.starts[at[present] + 1] - segment.starts[at[present]]
+        seeds = query.seeds
+        # Feedback's second pass reads its added terms whole, first: a row none of them names
+        # scores what the first pass gave it, under the first pass's best (`seeds`, candidates too).
+        forced = present >= query.split if seeds is not None else np.zeros(len(present), dtype=np.bool_)
+        by_bound = np.lexsort((-bounds / sizes, ~forced))
         present, bounds = present[by_bound], bounds[by_bound]
         # rest[j]: the most a row can score from the terms after the first j, so the most a row
         # scores that none of the first j names. Raised a little against rounding.
         rest = np.append(np.cumsum(bounds[::-1])[::-1], 0.0) * (1 + _SLACK)
-        threshold = _kth(kept_scores, query.limit)
-        essential = max(1, int(np.argmax(rest < threshold))) if threshold > 0 else 1
+        threshold = max(query.floor, _kth(kept_scores, query.limit))
+        essential = int(forced.sum()) if seeds is not None else _essential(rest, threshold, 1)
         partial = query.partial
         found_rows: list[npt.NDArray[np.int32]] = []
         probed_rows = np.zeros(0, dtype=np.int64)
@@ -427,7 +462,10 @@ class KeywordIndex:
                 found_rows.append(rows[partial[rows] == 0])
                 partial[rows] += query.weight[term] * tf / (tf + self._length_norm()[rows])
             read = essential
-            candidates = _joined(found_rows).astype(np.int64)
+            if seeds is not None:
+                mine = seeds[(seeds >= segment.low) & (seeds <= segment.high)]
+                found_rows.append(mine[partial[mine] == 0])
+            candidates = np.concatenate(found_rows).astype(np.int64)
             # A candidate scores at most its essential terms' gains and the other terms' bounds.
             upper = partial[candidates] + rest[essential]
             # The candidates of the highest bounds, scored exactly, set the threshold.
@@ -436,10 +474,10 @@ class KeywordIndex:
             if len(probe):
                 probed_rows = np.append(probed_rows, probe)
                 probed_scores = np.append(probed_scores, self._exact(segment, found, at, query, probe))
-            threshold = _kth([*kept_scores, probed_scores], query.limit)
-            if essential == len(present) or rest[essential] < threshold:
+            threshold = max(query.floor, _kth([*kept_scores, probed_scores], query.limit))
+            if seeds is not None or essential == len(present) or rest[essential] < threshold:
                 break
-            essential += 1
+            essential = _essential(rest, threshold, essential + 1)
         # Rows no essential term names score under the threshold. A candidate is dropped once its
         # gains so far and the bounds of the terms not yet looked up stay under it too.
         alive, scores = candidates, partial[candidates]
@@ -447,22 +485,32 @@ class KeywordIndex:
             keep = (scores + rest[place]) * (1 + _SLACK) >= threshold
             alive, scores = alive[keep], scores[keep]
             term = int(present[place])
-            hit, posting = self._look_up(segment, int(at[term]), alive)
+            hit, posting = self._look_up(segment, int(at[term]), alive, query)
             tf = segment.tf[posting]
             scores[hit] += query.weight[term] * tf / (tf + self._length_norm()[alive[hit]])
         return alive[scores * (1 + _SLACK) >= threshold]
 
     def _look_up(
-        self, segment: _Segment, term_at: int, rows: npt.NDArray[np.int64]
+        self, segment: _Segment, term_at: int, rows: npt.NDArray[np.int64], query: _Query
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]]:
-        """Which of `rows` have a posting of `segment`'s term `term_at`, and where that posting is
-        (a binary search in the term's rows, which are ascending)."""
+        """Which of `rows` (distinct) have a posting of `segment`'s term `term_at`, and where that
+        posting is: a binary search in the term's rows (ascending) for each of a few rows, or, for
+        many, a pass over the term's postings reading each one's place in `rows` from an array."""
         lo, hi = int(segment.starts[term_at]), int(segment.starts[term_at + 1])
         term_rows = segment.rows[lo:hi]
-        self._postings_read += min(len(rows), hi - lo)
-        place = np.minimum(np.searchsorted(term_rows, rows), hi - lo - 1)
-        hit = np.flatnonzero(term_rows[place] == rows)
-        return hit, place[hit] + lo
+        if len(rows) * _SEARCH_SHARE < hi - lo:
+            self._postings_read += len(rows)
+            place = np.minimum(np.searchsorted(term_rows, rows), hi - lo - 1)
+            hit = np.flatnonzero(term_rows[place] == rows)
+            return hit, place[hit] + lo
+        self._postings_read += hi - lo
+        if query.places is None:
+            query.places = np.full(self._count, -1, dtype=np.int32)
+        query.places[rows] = np.arange(len(rows), dtype=np.int32)
+        places = query.places[term_rows]
+        query.places[rows] = -1
+        postings = np.flatnonzero(places >= 0)
+        return places[postings].astype(np.intp), postings + lo
 
     def _exact(
         self,
@@ -478,7 +526,7 @@ class KeywordIndex:
         postings: list[npt.NDArray[np.int64]] = []
         owners: list[npt.NDArray[np.intp]] = []
         for term in np.flatnonzero(found).tolist():
-            hit, posting = self._look_up(segment, int(at[term]), rows)
+            hit, posting = self._look_up(segment, int(at[term]), rows, query)
             places.append(hit)
             postings.append(posting)
             owners.append(np.full(len(hit), term))
@@ -725,6 +773,16 @@ def _peaks(
     # Rounded up: the scores divide in float64 what this divided in float32.
     peaks: npt.NDArray[np.float32] = np.nextafter(largest * np.float32(1 + 1e-6), np.float32(np.inf))
     return peaks
+
+
+def _essential(rest: npt.NDArray[np.float64], threshold: float, least: int) -> int:
+    """How many terms (by bound, highest first) must be read whole, at least `least`: the fewest
+    whose followers' bounds `rest` sum under `threshold` (MaxScore's essential terms). Without a
+    threshold yet, `least`: the first terms read give one."""
+    if threshold <= 0:
+        return least
+    under = np.flatnonzero(rest < threshold)
+    return max(least, int(under[0]) if len(under) else len(rest) - 1)
 
 
 def _best_few(values: npt.NDArray[np.float64], count: int) -> npt.NDArray[np.intp]:
