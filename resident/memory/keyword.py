@@ -191,10 +191,9 @@ class _Query:
     """What one pruned search pass works with."""
 
     weight: npt.NDArray[np.float64]  # each term's idf x its weight x (k1 + 1)
-    mask: npt.NDArray[np.bool_] | None
     limit: int
     split: int  # the gains of the first `split` terms are summed before the others are added
-    partial: npt.NDArray[np.float64]  # each row's gains from the terms read whole so far
+    partial: npt.NDArray[np.float64]  # each row's gains from the terms read whole so far; -inf if masked
     average: float  # the rows' mean length
     floor: float  # `limit` rows score at least this much
     # -1 for every row, made when first needed; `_look_up` writes rows' places in and takes them out.
@@ -405,7 +404,10 @@ class KeywordIndex:
             df += np.where(found, segment.starts[at + 1] - segment.starts[at], 0)
         weight = _idf(self._count, df) * weights * (K1 + 1)
         split = len(terms) if split is None else split
-        query = _Query(weight, mask, limit, split, np.zeros(self._count), self._average(), floor, seeds=seeds)
+        # Rows the mask hides start at -inf: adding gains keeps them there, and they are never taken
+        # for candidates (at 0), which costs less than leaving their postings out of every read.
+        partial = np.zeros(self._count) if mask is None else np.where(mask[: self._count], 0.0, -np.inf)
+        query = _Query(weight, limit, split, partial, self._average(), floor, seeds=seeds)
         kept_rows: list[npt.NDArray[np.int64]] = []
         kept_scores: list[npt.NDArray[np.float64]] = []
         for segment, (found, at) in zip(segments, places, strict=True):
@@ -446,8 +448,6 @@ class KeywordIndex:
         essential = int(forced.sum()) if seeds is not None else _essential(rest, threshold, 1)
         partial = query.partial
         found_rows: list[npt.NDArray[np.int32]] = []
-        probed_rows = np.zeros(0, dtype=np.int64)
-        probed_scores = np.zeros(0)
         read = 0
         while True:
             # Read the essential terms' postings (each once): their rows are the candidates.
@@ -455,10 +455,7 @@ class KeywordIndex:
                 lo, hi = int(segment.starts[at[term]]), int(segment.starts[at[term] + 1])
                 rows, tf = segment.rows[lo:hi], segment.tf[lo:hi]
                 self._postings_read += hi - lo
-                if query.mask is not None:
-                    allowed = query.mask[rows]
-                    rows, tf = rows[allowed], tf[allowed]
-                # Every gain is positive, so a row still at 0 is one no term read so far names.
+                # Every gain is positive, so an allowed row still at 0 is one no term read so far names.
                 found_rows.append(rows[partial[rows] == 0])
                 partial[rows] += query.weight[term] * tf / (tf + self._length_norm()[rows])
             read = essential
@@ -466,21 +463,21 @@ class KeywordIndex:
                 mine = seeds[(seeds >= segment.low) & (seeds <= segment.high)]
                 found_rows.append(mine[partial[mine] == 0])
             candidates = np.concatenate(found_rows).astype(np.int64)
-            # A candidate scores at most its essential terms' gains and the other terms' bounds.
-            upper = partial[candidates] + rest[essential]
-            # The candidates of the highest bounds, scored exactly, set the threshold.
-            probe = candidates[_best_few(upper, query.limit)]
-            probe = probe[~np.isin(probe, probed_rows)]
-            if len(probe):
-                probed_rows = np.append(probed_rows, probe)
-                probed_scores = np.append(probed_scores, self._exact(segment, found, at, query, probe))
-            threshold = max(query.floor, _kth([*kept_scores, probed_scores], query.limit))
+            # A candidate scores at least its essential terms' gains (lowered a little against
+            # rounding: they were added in another order), which sets a threshold for free.
+            reached = partial[candidates]
+            threshold = max(threshold, _kth([*kept_scores, reached * (1 - _SLACK)], query.limit))
             if seeds is not None or essential == len(present) or rest[essential] < threshold:
                 break
             essential = _essential(rest, threshold, essential + 1)
+        # At most its essential terms' gains and the other terms' bounds: the candidates of the
+        # highest bounds, scored exactly, may raise the threshold.
+        upper = reached + rest[essential]
+        probe = candidates[_best_few(upper, query.limit)]
+        threshold = max(threshold, _kth([*kept_scores, self._exact(segment, found, at, query, probe)], query.limit))
         # Rows no essential term names score under the threshold. A candidate is dropped once its
         # gains so far and the bounds of the terms not yet looked up stay under it too.
-        alive, scores = candidates, partial[candidates]
+        alive, scores = candidates, reached
         for place in range(essential, len(present)):
             keep = (scores + rest[place]) * (1 + _SLACK) >= threshold
             alive, scores = alive[keep], scores[keep]
