@@ -408,16 +408,25 @@ class KeywordIndex:
         # for candidates (at 0), which costs less than leaving their postings out of every read.
         partial = np.zeros(self._count) if mask is None else np.where(mask[: self._count], 0.0, -np.inf)
         query = _Query(weight, limit, split, partial, self._average(), floor, seeds=seeds)
-        kept_rows: list[npt.NDArray[np.int64]] = []
+        kept: list[tuple[_Segment, npt.NDArray[np.bool_], npt.NDArray[np.intp], npt.NDArray[np.int64]]] = []
+        # Scores summed in another order than `_scores` sums them, lowered a little below the exact.
         kept_scores: list[npt.NDArray[np.float64]] = []
         for segment, (found, at) in zip(segments, places, strict=True):
             if found.any():
-                rows = self._segment_best(segment, found, at, query, kept_scores)
-                kept_rows.append(rows)
-                kept_scores.append(self._exact(segment, found, at, query, rows))
-        if not kept_rows:
+                rows, scores = self._segment_best(segment, found, at, query, kept_scores)
+                kept.append((segment, found, at, rows))
+                kept_scores.append(scores * (1 - _SLACK))
+        # Only the rows that may be among the best are scored exactly (in `_scores`'s order).
+        cut = _kth(kept_scores, query.limit)
+        best_rows: list[npt.NDArray[np.int64]] = []
+        best_scores: list[npt.NDArray[np.float64]] = []
+        for (segment, found, at, rows), scores in zip(kept, kept_scores, strict=True):
+            near = rows[scores * (1 + 3 * _SLACK) >= cut]
+            best_rows.append(near)
+            best_scores.append(self._exact(segment, found, at, query, near))
+        if not best_rows:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        return top_k(np.concatenate(kept_rows), np.concatenate(kept_scores), query.limit)
+        return top_k(np.concatenate(best_rows), np.concatenate(best_scores), query.limit)
 
     def _segment_best(
         self,
@@ -426,9 +435,10 @@ class KeywordIndex:
         at: npt.NDArray[np.intp],
         query: _Query,
         kept_scores: list[npt.NDArray[np.float64]],
-    ) -> npt.NDArray[np.int64]:
-        """The rows of `segment` that may be among the query's best, given the exact scores of rows
-        of other segments `kept_scores`: every row of the best, and few others."""
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """The rows of `segment` that may be among the query's best, given scores no higher than
+        those of rows of other segments `kept_scores`: every row of the best and few others, and
+        their scores (summed in another order than `_exact` sums them)."""
         present = np.flatnonzero(found)
         bounds = query.weight[present] * segment.peaks_at(query.average, at[present])
         # Terms are read whole in the order of their bound per posting: a rare term is read first
@@ -448,6 +458,8 @@ class KeywordIndex:
         essential = int(forced.sum()) if seeds is not None else _essential(rest, threshold, 1)
         partial = query.partial
         found_rows: list[npt.NDArray[np.int32]] = []
+        probed_rows = np.zeros(0, dtype=np.int64)
+        probed_scores = np.zeros(0)
         read = 0
         while True:
             # Read the essential terms' postings (each once): their rows are the candidates.
@@ -463,29 +475,52 @@ class KeywordIndex:
                 mine = seeds[(seeds >= segment.low) & (seeds <= segment.high)]
                 found_rows.append(mine[partial[mine] == 0])
             candidates = np.concatenate(found_rows).astype(np.int64)
-            # A candidate scores at least its essential terms' gains (lowered a little against
-            # rounding: they were added in another order), which sets a threshold for free.
             reached = partial[candidates]
-            threshold = max(threshold, _kth([*kept_scores, reached * (1 - _SLACK)], query.limit))
+            # A candidate scores at most its essential terms' gains and the other terms' bounds; in
+            # feedback's second pass, a row outside the first pass's best scored at most `floor`
+            # there, so at most its added terms' gains (all read) and `floor`.
+            caps = np.full(len(candidates), np.inf)
+            if seeds is not None:
+                outside = ~np.isin(candidates, seeds)
+                caps[outside] = reached[outside] + query.floor
+            # The candidates of the highest bounds, scored (the other terms looked up), set the threshold.
+            best = _best_few(np.minimum(reached + rest[essential], caps), query.limit)
+            fresh = ~np.isin(candidates[best], probed_rows)
+            if fresh.any():
+                probe, scores = candidates[best][fresh], reached[best][fresh].copy()
+                for term in present[essential:].tolist():
+                    self._add_gains(segment, int(at[term]), query.weight[term], probe, scores, query=query)
+                probed_rows = np.append(probed_rows, probe)
+                probed_scores = np.append(probed_scores, scores * (1 - _SLACK))
+            threshold = max(threshold, _kth([*kept_scores, probed_scores], query.limit))
             if seeds is not None or essential == len(present) or rest[essential] < threshold:
                 break
             essential = _essential(rest, threshold, essential + 1)
-        # At most its essential terms' gains and the other terms' bounds: the candidates of the
-        # highest bounds, scored exactly, may raise the threshold.
-        upper = reached + rest[essential]
-        probe = candidates[_best_few(upper, query.limit)]
-        threshold = max(threshold, _kth([*kept_scores, self._exact(segment, found, at, query, probe)], query.limit))
         # Rows no essential term names score under the threshold. A candidate is dropped once its
         # gains so far and the bounds of the terms not yet looked up stay under it too.
         alive, scores = candidates, reached
         for place in range(essential, len(present)):
-            keep = (scores + rest[place]) * (1 + _SLACK) >= threshold
-            alive, scores = alive[keep], scores[keep]
+            keep = np.minimum(scores + rest[place], caps) * (1 + _SLACK) >= threshold
+            alive, scores, caps = alive[keep], scores[keep], caps[keep]
             term = int(present[place])
-            hit, posting = self._look_up(segment, int(at[term]), alive, query)
-            tf = segment.tf[posting]
-            scores[hit] += query.weight[term] * tf / (tf + self._length_norm()[alive[hit]])
-        return alive[scores * (1 + _SLACK) >= threshold]
+            self._add_gains(segment, int(at[term]), query.weight[term], alive, scores, query=query)
+        keep = scores * (1 + _SLACK) >= threshold
+        return alive[keep], scores[keep]
+
+    def _add_gains(
+        self,
+        segment: _Segment,
+        term_at: int,
+        weight: np.float64,
+        rows: npt.NDArray[np.int64],
+        scores: npt.NDArray[np.float64],
+        *,
+        query: _Query,
+    ) -> None:
+        """Add to `scores` (of `rows`) the gains of `segment`'s term `term_at` (of `weight`) at those rows."""
+        hit, posting = self._look_up(segment, term_at, rows, query)
+        tf = segment.tf[posting]
+        scores[hit] += weight * tf / (tf + self._length_norm()[rows[hit]])
 
     def _look_up(
         self, segment: _Segment, term_at: int, rows: npt.NDArray[np.int64], query: _Query
