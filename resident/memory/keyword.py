@@ -25,6 +25,23 @@ A search's work is bounded by its terms' postings, not by the rows: scores are s
 rows the postings name (sorted, not scattered into an array of every row), and the caller's mask
 is read at those rows only. At a million rows the dense arrays (a score per row, the mask applied
 to every row, the best rows by argmax over all) cost more than the postings themselves.
+
+A search with many postings is pruned, exactly (MaxScore, Turtle & Flood): each segment keeps every
+term's largest tf-part (`tf / (tf + norm)` of its postings, raised for a mean length that grew since),
+so idf times it bounds what the term adds to any row of the segment. Terms are read whole in the
+order of bound per posting until the bounds of the unread ones sum below the current k-th score;
+only the rows read (the candidates) can then reach the best, and each candidate's other terms are
+looked up at its row (a binary search in the term's ascending rows, or one pass over a term's
+postings for many rows), dropping it as soon as its gains and the bounds left fall short. Rows that
+may reach the best are scored again in the exhaustive order, so rows, order and scores are those of
+scoring every posting (tests/test_memory_keyword_pruned.py). Feedback's second pass reads only the
+added terms whole: a row none of them names keeps its first-pass score, under the first pass's best.
+Measured with `bench/keyword_choice.py` (its Zipf mix, half the rows masked, best 100, load average
+about 4 on 2 CPUs): at 1M rows the median query reads 336k postings, not 721k, and takes 9.4 / 41.7
+ms p50 / p99 (15.5 / 55.8 with feedback), against 19.1 / 98.0 (26.6 / 99.7) scoring every posting
+and tantivy's 9.1 / 20.5 (no feedback, the bank a filter clause). The slowest queries are all
+common terms (a dozen Chinese terms, each in a third of the rows): nothing bounds one out, and they
+read about 2M postings, so p99 stays twice tantivy's.
 """
 
 from __future__ import annotations
