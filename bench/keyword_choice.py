@@ -4,13 +4,16 @@
 member's bank, and `--queries` of its queries, each asked for its best 100 rows of that bank:
 
 * **postings** — `resident.memory.keyword.KeywordIndex` (what recall uses), with the bank as a
-  mask of rows, with and without relevance feedback (recall asks with it);
+  mask of rows, with and without relevance feedback (recall asks with it): its pruned search
+  (MaxScore, what `search` does) and, beside it, every posting scored (what it did before), with
+  the postings each read per query (median);
 * **tantivy** — the knowledge index's way (`resident.knowledge.search_index`): the same analysis
   (its whitespace-joined terms), the bank a zero-scored filter clause inside the query, the best
   100 documents and each one's row read back (recall needs rows).
 
-Build time, and one-query p50/p99 of each, in one process. No feedback on tantivy: it would need
-each hit's terms read back and a second query, at least doubling its figure.
+Build time, and one-query p50/p99 of each, wall and CPU time, in one process: the searches take
+turns on each query, so that other work on the machine slows them alike. No feedback on tantivy:
+it would need each hit's terms read back and a second query, at least doubling its figure.
 
     python bench/keyword_choice.py [--rows N] [--queries Q]
 """
@@ -18,6 +21,7 @@ each hit's terms read back and a second query, at least doubling its figure.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -34,41 +38,84 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.recall_index import synthetic_queries, synthetic_texts
 from resident.knowledge.tokens import query_tokens, token_texts
+from resident.memory import keyword
 from resident.memory.keyword import KeywordIndex
 
 LIMIT = 100
 BATCH = 50_000
 
 
-def timed(search: Callable[[str], object], queries: list[str]) -> dict[str, float]:
-    for query in queries[:20]:
-        search(query)
-    latencies = []
+Searcher = Callable[[str], object]
+
+
+def timed_together(searches: dict[str, Searcher], queries: list[str]) -> dict[str, dict[str, float]]:
+    """p50 / p99 of each search, wall and CPU time, the searches taking turns on each query (so a
+    machine shared with other work slows them alike)."""
+    for search in searches.values():
+        for query in queries[:20]:
+            search(query)
+    wall: dict[str, list[float]] = {name: [] for name in searches}
+    cpu: dict[str, list[float]] = {name: [] for name in searches}
     for query in queries:
-        started = time.perf_counter()
-        search(query)
-        latencies.append(time.perf_counter() - started)
+        for name, search in searches.items():
+            started, started_cpu = time.perf_counter(), time.process_time()
+            search(query)
+            wall[name].append(time.perf_counter() - started)
+            cpu[name].append(time.process_time() - started_cpu)
+    return {name: {**_percentiles(wall[name], "ms"), **_percentiles(cpu[name], "cpu_ms")} for name in searches}
+
+
+def _percentiles(latencies: list[float], unit: str) -> dict[str, float]:
     ordered = sorted(latencies)
-    return {"p50_ms": 1000 * ordered[len(ordered) // 2],
-            "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]}
+    return {
+        f"p50_{unit}": 1000 * ordered[len(ordered) // 2],
+        f"p99_{unit}": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
+    }
 
 
-def postings(texts: list[str], queries: list[str]) -> dict[str, Any]:
+def postings(texts: list[str]) -> tuple[KeywordIndex, float]:
     started = time.perf_counter()
     index = KeywordIndex()
     for first in range(0, len(texts), BATCH):
         index.add(texts[first : first + BATCH])
-    built = time.perf_counter() - started
-    mask = np.zeros(len(texts), dtype=np.bool_)
-    mask[::2] = True
-    return {
-        "build_s": built,
-        "plain": timed(lambda query: index.search(query, mask, LIMIT), queries),
-        "feedback": timed(lambda query: index.search(query, mask, LIMIT, feedback=True), queries),
-    }
+    return index, time.perf_counter() - started
 
 
-def with_tantivy(texts: list[str], queries: list[str], directory: Path) -> dict[str, Any]:
+def postings_searches(index: KeywordIndex, mask: np.ndarray) -> dict[str, Searcher]:
+    """The index's search pruned (what `search` does at this size) and with every posting scored
+    (what it did before), each without and with feedback."""
+    searches: dict[str, Searcher] = {}
+    # `_PRUNED_FROM` 0 prunes every query; past any query's postings, none is pruned.
+    for name, pruned_from in (("pruned", 0), ("exhaustive", 1 << 62)):
+        for way, feedback in (("plain", False), ("feedback", True)):
+            searches[f"{name}_{way}"] = functools.partial(
+                _search_with, index, mask, pruned_from=pruned_from, feedback=feedback
+            )
+    return searches
+
+
+def _search_with(
+    index: KeywordIndex, mask: np.ndarray, query: str, *, pruned_from: int, feedback: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    saved = keyword._PRUNED_FROM
+    keyword._PRUNED_FROM = pruned_from
+    try:
+        return index.search(query, mask, LIMIT, feedback=feedback)
+    finally:
+        keyword._PRUNED_FROM = saved
+
+
+def read_per_query(search: Searcher, index: KeywordIndex, queries: list[str]) -> int:
+    """The median number of postings one query reads (whole, or by a binary search)."""
+    counts = []
+    for query in queries:
+        before = index._postings_read
+        search(query)
+        counts.append(index._postings_read - before)
+    return sorted(counts)[len(counts) // 2]
+
+
+def with_tantivy(texts: list[str], directory: Path) -> tuple[Searcher, float]:
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("bank", tokenizer_name="raw", index_option="basic")
     builder.add_text_field("tokens", tokenizer_name="whitespace", index_option="freq")
@@ -101,7 +148,7 @@ def with_tantivy(texts: list[str], queries: list[str], directory: Path) -> dict[
         filtered = query_type.boolean_query([(occur.Must, terms), (occur.Must, in_bank)])
         return [searcher.doc(address)["row"][0] for _, address in searcher.search(filtered, LIMIT, count=False).hits]
 
-    return {"build_s": built, "plain": timed(search, queries)}
+    return search, built
 
 
 def main() -> None:
@@ -112,9 +159,15 @@ def main() -> None:
     texts = synthetic_texts(args.rows)
     queries = synthetic_queries(args.queries)
     report: dict[str, Any] = {"rows": args.rows, "load_average": os.getloadavg()}
-    report["postings"] = postings(texts, queries)
+    index, report["postings_build_s"] = postings(texts)
+    mask = np.zeros(len(texts), dtype=np.bool_)
+    mask[::2] = True
+    searches = postings_searches(index, mask)
+    report["postings_read_p50"] = {name: read_per_query(search, index, queries) for name, search in searches.items()}
     with tempfile.TemporaryDirectory(prefix="resident-bench-keyword-") as scratch:
-        report["tantivy"] = with_tantivy(texts, queries, Path(scratch))
+        searches["tantivy_plain"], report["tantivy_build_s"] = with_tantivy(texts, Path(scratch))
+        report["load_average_searches"] = os.getloadavg()
+        report["latency"] = timed_together(searches, queries)
     report["load_average_end"] = os.getloadavg()
     print(json.dumps(report, indent=2))
 

@@ -122,7 +122,7 @@ def test_search_never_returns_a_masked_out_row(texts: list[str], query: str, fla
 def test_a_segment_counts_term_frequencies_per_row() -> None:
     rows = np.array([0, 0, 1, 2, 2, 2], dtype=np.int32)
     terms = np.array([7, 7, 7, 9, 7, 9], dtype=np.uint64)
-    segment = _Segment.from_pairs(rows, terms)
+    segment = _Segment.from_pairs(rows, terms, np.ones(8, dtype=np.float32), 1.0)
     assert segment.terms.tolist() == [7, 9]
     assert segment.starts.tolist() == [0, 3, 4]
     assert segment.rows.tolist() == [0, 1, 2, 2]
@@ -133,7 +133,7 @@ def test_a_segment_keeps_terms_apart_whose_top_bits_are_equal() -> None:
     # Terms that differ only in their lowest bits cannot be packed by their top bits alone.
     rows = np.arange(8, dtype=np.int32)
     terms = np.array([1 << 40, (1 << 40) + 1, (1 << 40) + 2, 5] * 2, dtype=np.uint64)
-    segment = _Segment.from_pairs(rows, terms)
+    segment = _Segment.from_pairs(rows, terms, np.ones(8, dtype=np.float32), 1.0)
     assert segment.terms.tolist() == [5, 1 << 40, (1 << 40) + 1, (1 << 40) + 2]
     assert [segment.rows[a:b].tolist() for a, b in zip(segment.starts, segment.starts[1:], strict=False)] == [
         [3, 7],
@@ -144,9 +144,10 @@ def test_a_segment_keeps_terms_apart_whose_top_bits_are_equal() -> None:
 
 
 def test_merging_segments_keeps_rows_ascending_within_each_term() -> None:
-    older = _Segment.from_pairs(np.array([0, 1, 1], dtype=np.int32), np.array([3, 3, 8], dtype=np.uint64))
-    newer = _Segment.from_pairs(np.array([2, 3], dtype=np.int32), np.array([8, 5], dtype=np.uint64))
-    merged = _Segment.merge(older, newer)
+    lengths = np.array([2, 1, 1, 1], dtype=np.float32)
+    older = _Segment.from_pairs(np.array([0, 1, 1], dtype=np.int32), np.array([3, 3, 8], dtype=np.uint64), lengths, 1.5)
+    newer = _Segment.from_pairs(np.array([2, 3], dtype=np.int32), np.array([8, 5], dtype=np.uint64), lengths, 1.25)
+    merged = _Segment.merge(older, newer, 1.25)
     assert merged.terms.tolist() == [3, 5, 8]
     assert merged.starts.tolist() == [0, 2, 3, 5]
     assert merged.rows.tolist() == [0, 1, 3, 1, 2]
