@@ -650,6 +650,8 @@ def run(
 
     `local` None measures the local model's recall when its package is installed.
     """
+    if home is None and base is not None:
+        Path(base).mkdir(parents=True, exist_ok=True)  # `--dir` names where to work, made if missing
     directory = None if home is not None else Path(tempfile.mkdtemp(prefix="resident-bench-scale-", dir=base))
     path = home if home is not None else Path(directory or ".") / "home"
     with_model = model_installed() if local is None else local
