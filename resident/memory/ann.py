@@ -33,6 +33,11 @@ BUILD_WIDTH = 128
 # recall fuses the channel's best 100 with keywords, and at 256 its top 10 agreed with the exact
 # search's at >= 0.9 for only 98.0% of bench/scale.py's queries at 100k, at the target's edge.
 SEARCH_WIDTH = 512
+# Rows the graph returns for the caller to score exactly, whatever fewer it was asked for.
+CANDIDATES = 100
+# How the graph stores its vectors (faiss's scalar quantizers): 1 byte a dimension, or 2.
+QUANTIZERS = {"8bit": "QT_8bit", "fp16": "QT_fp16"}
+QUANTIZER = "8bit"
 
 
 def _faiss() -> Any:
@@ -49,11 +54,25 @@ class Ann:
         self._index = index
 
     @classmethod
-    def trained(cls, sample: npt.NDArray[np.float32]) -> Ann:
-        """An empty graph whose 8-bit quantizer learned each dimension's range from `sample`."""
+    def trained(
+        cls,
+        sample: npt.NDArray[np.float32],
+        *,
+        links: int = LINKS,
+        build_width: int = BUILD_WIDTH,
+        quantizer: str = QUANTIZER,
+    ) -> Ann:
+        """An empty graph whose quantizer learned each dimension's range from `sample`.
+
+        The keywords default to the chosen constants; `bench/ann_choice.py --sweep` varies them."""
         faiss = _faiss()
-        graph = faiss.IndexHNSWSQ(sample.shape[1], faiss.ScalarQuantizer.QT_8bit, LINKS, faiss.METRIC_INNER_PRODUCT)
-        graph.hnsw.efConstruction = BUILD_WIDTH
+        if quantizer not in QUANTIZERS:
+            raise InvalidInput(f"unknown vector quantizer {quantizer!r}: one of {', '.join(QUANTIZERS)}")
+        if links < 2 or build_width < 1:
+            raise InvalidInput(f"a graph needs links >= 2 and build width >= 1, not {links} and {build_width}")
+        kind = getattr(faiss.ScalarQuantizer, QUANTIZERS[quantizer])
+        graph = faiss.IndexHNSWSQ(sample.shape[1], kind, links, faiss.METRIC_INNER_PRODUCT)
+        graph.hnsw.efConstruction = build_width
         graph.train(np.ascontiguousarray(sample, dtype=np.float32))
         return cls(faiss.IndexIDMap(graph))
 
@@ -66,16 +85,25 @@ class Ann:
             self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), rows.astype(np.int64))
 
     def search(
-        self, query: npt.NDArray[np.float32], limit: int, allowed_bits: npt.NDArray[np.uint8]
+        self,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        allowed_bits: npt.NDArray[np.uint8],
+        *,
+        width: int = SEARCH_WIDTH,
+        candidates: int = CANDIDATES,
     ) -> npt.NDArray[np.int64]:
-        """Up to `limit` rows near `query` (a unit vector) among those whose bit is set in
-        `allowed_bits` (row r is bit r % 8 of byte r // 8): the filter is applied inside the walk."""
+        """Rows near `query` (a unit vector) among those whose bit is set in `allowed_bits` (row r
+        is bit r % 8 of byte r // 8; the filter is applied inside the walk), best first by the
+        graph's quantised score: up to `max(limit, candidates)` of them, for the caller to score
+        exactly and keep its best `limit`."""
         faiss = _faiss()
         if limit <= 0 or not len(self):
             return np.zeros(0, dtype=np.int64)
+        wanted = max(limit, candidates)
         selector = faiss.IDSelectorBitmap(len(allowed_bits), faiss.swig_ptr(allowed_bits))
-        params = faiss.SearchParametersHNSW(efSearch=max(SEARCH_WIDTH, limit), sel=selector)
-        _, labels = self._index.search(query.reshape(1, -1).astype(np.float32, copy=False), limit, params=params)
+        params = faiss.SearchParametersHNSW(efSearch=max(width, wanted), sel=selector)
+        _, labels = self._index.search(query.reshape(1, -1).astype(np.float32, copy=False), wanted, params=params)
         found: npt.NDArray[np.int64] = labels[0]
         return found[found >= 0]
 
