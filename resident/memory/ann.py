@@ -3,8 +3,9 @@
 Chosen by measurement (`bench/ann_choice.py`, bench/RESULTS.md) among hnswlib, usearch and faiss,
 at a million hash vectors: faiss built fastest (14k rows/s against 8k), searched as fast, and is the
 one of the three whose Python API filters *inside* the graph walk at no cost (an `IDSelectorBitmap`
-of the rows a caller may see); its 8-bit scalar quantizer keeps the graph to 370 MB instead of the
-1.2 GB of hnswlib's float32 (usearch maps its file, but in Python can only filter after the search).
+of the rows a caller may see); its 8-bit scalar quantizer kept the graph to 370 MB (522 MiB with the
+32 links chosen since) instead of the 1.2 GB of hnswlib's float32 (usearch maps its file, but in
+Python can only filter after the search).
 
 Labels are row numbers (an `IndexIDMap`), so rows can be added in any order: rows that had no
 vector when their turn came are added when their vector arrives. The graph only ranks: callers
@@ -22,17 +23,25 @@ from resident.errors import InvalidInput
 
 __all__ = ["Ann"]
 
-# HNSW links per node and candidate width while building. The graph grows in batches (a home grows),
-# and batches cost faiss's graph recall: on 300k hash vectors added 10,000 at a time, width 64 found
-# 0.62 of the exact top 10 (0.83 added in one call), width 128 0.87, at half the build rate; M = 32 at
-# width 64 0.82 at the same rate but twice the links' memory (bench/RESULTS.md, "Sublinear recall").
-LINKS = 16
-BUILD_WIDTH = 128
-# Candidate width while searching (at least the number of rows asked for). On the hash vectors,
-# 256 found 0.80 of the exact top 10 at 200k in 0.35 ms, against 0.74 at 128 (bench/ann_choice.py);
-# recall fuses the channel's best 100 with keywords, and at 256 its top 10 agreed with the exact
-# search's at >= 0.9 for only 98.0% of bench/scale.py's queries at 100k, at the target's edge.
-SEARCH_WIDTH = 512
+# HNSW links per node, candidate width while building and while searching, and how many rows a search
+# returns for the caller to score exactly. The graph grows in batches (a home grows), which costs
+# faiss's graph recall, and the hash vectors are hard for any graph (a query's best 100 cosines lie
+# within about a tenth at 100k). Measured at 1M of them added 10,000 at a time as `VectorIndex` adds them
+# (`bench/ann_choice.py --sweep`, bench/RESULTS.md "Agreement of the vector graph at a million"), 200
+# candidates re-scored exactly at width 1024, share of the exact top 10 / top 100 found: links 16 at
+# build width 128 (before) 0.79 / 0.76; 16 at 200, 0.86 / 0.85; 32 at 128, 0.88 / 0.85; 32 at 200,
+# 0.94 / 0.92 (half the rows filtered out: 0.94 / 0.91), p50 / p99 3.5 / 6.7 ms with the re-scoring at
+# load average 3 on 2 shared cores, the graph 522 MiB against 400, built at 1,900 rows/s against 4,500.
+# Width 768 loses 0.01; 400 candidates gain 0.005 of the top 100. Below the 0.98 the target asks of
+# the fused result, which was not measured with these settings.
+LINKS = 32
+BUILD_WIDTH = 200
+SEARCH_WIDTH = 1024
+CANDIDATES = 200
+# How the graph stores its vectors (faiss's scalar quantizers): 1 byte a dimension, or 2 (fp16, 256 MB
+# more at 1M, was not measured there).
+QUANTIZERS = {"8bit": "QT_8bit", "fp16": "QT_fp16"}
+QUANTIZER = "8bit"
 
 
 def _faiss() -> Any:
@@ -49,11 +58,25 @@ class Ann:
         self._index = index
 
     @classmethod
-    def trained(cls, sample: npt.NDArray[np.float32]) -> Ann:
-        """An empty graph whose 8-bit quantizer learned each dimension's range from `sample`."""
+    def trained(
+        cls,
+        sample: npt.NDArray[np.float32],
+        *,
+        links: int = LINKS,
+        build_width: int = BUILD_WIDTH,
+        quantizer: str = QUANTIZER,
+    ) -> Ann:
+        """An empty graph whose quantizer learned each dimension's range from `sample`.
+
+        The keywords default to the chosen constants; `bench/ann_choice.py --sweep` varies them."""
         faiss = _faiss()
-        graph = faiss.IndexHNSWSQ(sample.shape[1], faiss.ScalarQuantizer.QT_8bit, LINKS, faiss.METRIC_INNER_PRODUCT)
-        graph.hnsw.efConstruction = BUILD_WIDTH
+        if quantizer not in QUANTIZERS:
+            raise InvalidInput(f"unknown vector quantizer {quantizer!r}: one of {', '.join(QUANTIZERS)}")
+        if links < 2 or build_width < 1:
+            raise InvalidInput(f"a graph needs links >= 2 and build width >= 1, not {links} and {build_width}")
+        kind = getattr(faiss.ScalarQuantizer, QUANTIZERS[quantizer])
+        graph = faiss.IndexHNSWSQ(sample.shape[1], kind, links, faiss.METRIC_INNER_PRODUCT)
+        graph.hnsw.efConstruction = build_width
         graph.train(np.ascontiguousarray(sample, dtype=np.float32))
         return cls(faiss.IndexIDMap(graph))
 
@@ -66,16 +89,25 @@ class Ann:
             self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), rows.astype(np.int64))
 
     def search(
-        self, query: npt.NDArray[np.float32], limit: int, allowed_bits: npt.NDArray[np.uint8]
+        self,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        allowed_bits: npt.NDArray[np.uint8],
+        *,
+        width: int = SEARCH_WIDTH,
+        candidates: int = CANDIDATES,
     ) -> npt.NDArray[np.int64]:
-        """Up to `limit` rows near `query` (a unit vector) among those whose bit is set in
-        `allowed_bits` (row r is bit r % 8 of byte r // 8): the filter is applied inside the walk."""
+        """Rows near `query` (a unit vector) among those whose bit is set in `allowed_bits` (row r
+        is bit r % 8 of byte r // 8; the filter is applied inside the walk), best first by the
+        graph's quantised score: up to `max(limit, candidates)` of them, for the caller to score
+        exactly and keep its best `limit`."""
         faiss = _faiss()
         if limit <= 0 or not len(self):
             return np.zeros(0, dtype=np.int64)
+        wanted = max(limit, candidates)
         selector = faiss.IDSelectorBitmap(len(allowed_bits), faiss.swig_ptr(allowed_bits))
-        params = faiss.SearchParametersHNSW(efSearch=max(SEARCH_WIDTH, limit), sel=selector)
-        _, labels = self._index.search(query.reshape(1, -1).astype(np.float32, copy=False), limit, params=params)
+        params = faiss.SearchParametersHNSW(efSearch=max(width, wanted), sel=selector)
+        _, labels = self._index.search(query.reshape(1, -1).astype(np.float32, copy=False), wanted, params=params)
         found: npt.NDArray[np.int64] = labels[0]
         return found[found >= 0]
 
