@@ -14,7 +14,8 @@ from resident.actors.substrate_indexing import Indexable as _Indexable
 from resident.actors.substrate_indexing import joined_terms as _joined_terms
 from resident.errors import InvalidInput
 from resident.memory import keyword
-from resident.memory.keyword import KeywordIndex, _Segment
+from resident.memory.keyword import KeywordIndex
+from resident.memory.postings import Segment
 from resident.memory.stored_terms import split_terms
 from resident.memory.text import analyse, term_ids, term_ids_batch, terms_of
 
@@ -122,7 +123,7 @@ def test_search_never_returns_a_masked_out_row(texts: list[str], query: str, fla
 def test_a_segment_counts_term_frequencies_per_row() -> None:
     rows = np.array([0, 0, 1, 2, 2, 2], dtype=np.int32)
     terms = np.array([7, 7, 7, 9, 7, 9], dtype=np.uint64)
-    segment = _Segment.from_pairs(rows, terms, np.ones(8, dtype=np.float32), 1.0)
+    segment = Segment.from_pairs(rows, terms, np.ones(8, dtype=np.float32), 1.0)
     assert segment.terms.tolist() == [7, 9]
     assert segment.starts.tolist() == [0, 3, 4]
     assert segment.rows.tolist() == [0, 1, 2, 2]
@@ -133,7 +134,7 @@ def test_a_segment_keeps_terms_apart_whose_top_bits_are_equal() -> None:
     # Terms that differ only in their lowest bits cannot be packed by their top bits alone.
     rows = np.arange(8, dtype=np.int32)
     terms = np.array([1 << 40, (1 << 40) + 1, (1 << 40) + 2, 5] * 2, dtype=np.uint64)
-    segment = _Segment.from_pairs(rows, terms, np.ones(8, dtype=np.float32), 1.0)
+    segment = Segment.from_pairs(rows, terms, np.ones(8, dtype=np.float32), 1.0)
     assert segment.terms.tolist() == [5, 1 << 40, (1 << 40) + 1, (1 << 40) + 2]
     assert [segment.rows[a:b].tolist() for a, b in zip(segment.starts, segment.starts[1:], strict=False)] == [
         [3, 7],
@@ -145,9 +146,9 @@ def test_a_segment_keeps_terms_apart_whose_top_bits_are_equal() -> None:
 
 def test_merging_segments_keeps_rows_ascending_within_each_term() -> None:
     lengths = np.array([2, 1, 1, 1], dtype=np.float32)
-    older = _Segment.from_pairs(np.array([0, 1, 1], dtype=np.int32), np.array([3, 3, 8], dtype=np.uint64), lengths, 1.5)
-    newer = _Segment.from_pairs(np.array([2, 3], dtype=np.int32), np.array([8, 5], dtype=np.uint64), lengths, 1.25)
-    merged = _Segment.merge(older, newer, 1.25)
+    older = Segment.from_pairs(np.array([0, 1, 1], dtype=np.int32), np.array([3, 3, 8], dtype=np.uint64), lengths, 1.5)
+    newer = Segment.from_pairs(np.array([2, 3], dtype=np.int32), np.array([8, 5], dtype=np.uint64), lengths, 1.25)
+    merged = Segment.merge(older, newer, 1.25)
     assert merged.terms.tolist() == [3, 5, 8]
     assert merged.starts.tolist() == [0, 2, 3, 5]
     assert merged.rows.tolist() == [0, 1, 3, 1, 2]

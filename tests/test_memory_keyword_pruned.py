@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from resident.memory import keyword
-from resident.memory.keyword import KeywordIndex, _length_norm
+from resident.memory.keyword import KeywordIndex
+from resident.memory.postings import length_norm
 
 # Word i is drawn about as often as 1 / (i + 1): a few common words and a tail of rare ones, so that
 # the bounds of common and rare terms differ as they do in real text.
@@ -80,7 +81,7 @@ def test_a_terms_peak_bounds_each_of_its_postings_at_the_present_mean_length(bat
     average = index._average()
     if not average:
         return  # no postings to bound
-    norm = _length_norm(index._lengths[: len(index)], average)
+    norm = length_norm(index._lengths[: len(index)], average)
     for segment in index._all_segments():
         peaks = segment.peaks_at(average)
         for term in range(len(segment.terms)):

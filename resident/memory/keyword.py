@@ -1,10 +1,10 @@
 """Keyword index of recall: incremental BM25 over rows 0..n-1, with numpy postings.
 
-Postings live in a few immutable segments, each a CSR table (sorted unique terms, offsets, then
-rows and term frequencies grouped by term). New rows collect in a small tail that is sealed into
-a segment when it grows; neighbouring segments of similar size are merged, like a binary counter,
-so there are O(log n) segments and every posting is merged O(log n) times. Rows only ever grow,
-and a row's text never changes, so nothing is ever deleted.
+Postings live in a few immutable segments (`resident.memory.postings`), each a CSR table (sorted
+unique terms, offsets, then rows and term frequencies grouped by term). New rows collect in a
+small tail that is sealed into a segment when it grows; neighbouring segments of similar size are
+merged, like a binary counter, so there are O(log n) segments and every posting is merged O(log n)
+times. Rows only ever grow, and a row's text never changes, so nothing is ever deleted.
 
 Building a segment never uses `argsort` (slow in numpy at millions of postings): each (term, row)
 pair is packed into one uint64 and the packed values are sorted, which numpy does with SIMD.
@@ -55,14 +55,13 @@ import numpy.typing as npt
 
 from resident.errors import InvalidInput
 from resident.memory.fusion import top_k
+from resident.memory.postings import K1, Segment, length_norm, peaks_of, run_starts, spread
 from resident.memory.text import Terms, term_ids, term_ids_batch
 
 __all__ = ["KeywordIndex"]
 
 _T = TypeVar("_T", bound=np.generic)
 
-K1 = 1.2
-B = 0.4
 # Relevance feedback: rows read, terms added, and the added terms' weight beside the query's.
 FEEDBACK_ROWS = 3
 FEEDBACK_TERMS = 20
@@ -87,122 +86,6 @@ _TAIL_PAIRS = 1 << 14
 _MIN_CAPACITY = 1024
 
 
-@dataclass(frozen=True, slots=True)
-class _Segment:
-    """Postings of some rows, grouped by term: term `terms[i]` owns `rows[starts[i]:starts[i+1]]`.
-
-    `peaks[i]` is at least the largest tf-part `tf / (tf + norm[row])` among term i's postings when
-    the rows' average length was `average` (the pruned search's bound of what the term can add).
-    """
-
-    terms: npt.NDArray[np.uint64]
-    starts: npt.NDArray[np.int64]
-    rows: npt.NDArray[np.int32]
-    tf: npt.NDArray[np.float32]
-    peaks: npt.NDArray[np.float32]
-    average: float
-    # The rows of the postings lie in [low, high] (segments hold ranges of rows that do not overlap).
-    low: int
-    high: int
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    @classmethod
-    def from_pairs(
-        cls,
-        rows: npt.NDArray[np.int32],
-        terms: npt.NDArray[np.uint64],
-        lengths: npt.NDArray[np.float32],
-        average: float,
-    ) -> _Segment:
-        """A segment from one `(row, term)` pair per token occurrence; `lengths` are every row's
-        length, and `average` their mean now."""
-        if not len(terms):
-            nothing = np.zeros(0, dtype=np.float32)
-            return cls(terms[:0], np.zeros(1, dtype=np.int64), rows[:0], nothing, nothing, average, 0, -1)
-        vocab = np.sort(terms)
-        vocab = vocab[_run_starts(vocab)]
-        base = int(rows.min())
-        row_bits = np.uint64(max(1, int(rows.max()) - base).bit_length())
-        low = (np.uint64(1) << row_bits) - np.uint64(1)
-        # Each pair packs into one uint64 (term key above, row offset below), so a plain value sort
-        # groups pairs by term and then row. The term key is the term's own top bits when those
-        # tell the vocabulary apart (almost always), else its index in the vocabulary.
-        top = vocab >> row_bits
-        if (top[1:] != top[:-1]).all():
-            packed = (terms & ~low) | (rows - base).astype(np.uint64)
-        else:
-            packed = (np.searchsorted(vocab, terms).astype(np.uint64) << row_bits) | (rows - base).astype(np.uint64)
-        packed.sort()
-        first = np.flatnonzero(_run_starts(packed))
-        tf = np.diff(first, append=len(packed)).astype(np.float32)
-        pairs = packed[first]
-        # Both are sorted and every vocabulary term has pairs, so the k-th run of one key is term k.
-        keys = pairs >> row_bits
-        starts = np.append(np.flatnonzero(_run_starts(keys)), len(pairs))
-        segment_rows = ((pairs & low) + np.uint64(base)).astype(np.int32)
-        peaks = _peaks(starts, segment_rows, tf, lengths, average)
-        return cls(vocab, starts, segment_rows, tf, peaks, average, base, int(rows.max()))
-
-    @classmethod
-    def merge(cls, older: _Segment, newer: _Segment, average: float) -> _Segment:
-        """One segment holding both; every row of `newer` is above every row of `older`.
-
-        Each term's peak is the larger of the two, each raised to hold at `average` (the rows'
-        mean length now): recomputing it would read every posting again.
-        """
-        vocab = np.union1d(older.terms, newer.terms)
-        at_old = np.searchsorted(vocab, older.terms)
-        at_new = np.searchsorted(vocab, newer.terms)
-        count_old = np.zeros(len(vocab), dtype=np.int64)
-        count_old[at_old] = np.diff(older.starts)
-        count = count_old.copy()
-        count[at_new] += np.diff(newer.starts)
-        starts = np.zeros(len(vocab) + 1, dtype=np.int64)
-        np.cumsum(count, out=starts[1:])
-        # Within a term, the older segment's postings come first, so rows stay ascending.
-        to_old = _spread(starts[at_old], older.starts)
-        to_new = _spread(starts[at_new] + count_old[at_new], newer.starts)
-        rows = np.empty(len(older) + len(newer), dtype=np.int32)
-        tf = np.empty(len(rows), dtype=np.float32)
-        rows[to_old], rows[to_new] = older.rows, newer.rows
-        tf[to_old], tf[to_new] = older.tf, newer.tf
-        peaks = np.zeros(len(vocab), dtype=np.float32)
-        peaks[at_old] = older.peaks_at(average)
-        peaks[at_new] = np.maximum(peaks[at_new], newer.peaks_at(average))
-        return cls(vocab, starts, rows, tf, peaks, average, older.low, newer.high)
-
-    def peaks_at(self, average: float, at: npt.NDArray[np.intp] | None = None) -> npt.NDArray[np.float32]:
-        """Bounds of the tf-parts of the terms (those at `at`, or all) when the rows' mean length is `average`.
-
-        With c = k1 * b / average, a tf-part tf / (tf + k1 (1 - b) + c * length) grows by at most
-        the factor c_then / c_now = average / self.average when c falls, and shrinks when it grows.
-        """
-        peaks = self.peaks if at is None else self.peaks[at]
-        if average <= self.average or not len(peaks):
-            return peaks
-        # Rounded up in float32: a bound may be loose, never short.
-        return np.nextafter((peaks * (average / self.average)).astype(np.float32), np.float32(np.inf))
-
-    def lookup(
-        self, terms: npt.NDArray[np.uint64]
-    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """For each of `terms`: whether this segment has it, and its posting range `[lo, hi)`."""
-        if not len(self.terms):
-            nowhere = np.zeros(len(terms), dtype=np.int64)
-            return np.zeros(len(terms), dtype=np.bool_), nowhere, nowhere
-        found, at = self.find(terms)
-        return found, self.starts[at], self.starts[at + 1]
-
-    def find(self, terms: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
-        """For each of `terms`: whether this segment has it, and where in `self.terms` (any place if not)."""
-        if not len(self.terms):
-            return np.zeros(len(terms), dtype=np.bool_), np.zeros(len(terms), dtype=np.intp)
-        at = np.minimum(np.searchsorted(self.terms, terms), len(self.terms) - 1)
-        return self.terms[at] == terms, at
-
-
 @dataclass(slots=True)
 class _Query:
     """What one pruned search pass works with."""
@@ -223,11 +106,11 @@ class KeywordIndex:
     """BM25 (k1=1.2, b=0.4) over rows appended in order; a row's text never changes."""
 
     def __init__(self) -> None:
-        self._segments: list[_Segment] = []
+        self._segments: list[Segment] = []
         self._tail_rows: list[npt.NDArray[np.int32]] = []
         self._tail_terms: list[npt.NDArray[np.uint64]] = []
         self._tail_pairs = 0
-        self._tail: _Segment | None = None
+        self._tail: Segment | None = None
         self._lengths = np.zeros(_MIN_CAPACITY, dtype=np.float32)
         self._count = 0
         self._total_length = 0.0
@@ -247,11 +130,11 @@ class KeywordIndex:
         # One segment is what a search reads fastest anyway; merging here changes no score.
         while len(self._segments) > 1:
             newer = self._segments.pop()
-            self._segments[-1] = _Segment.merge(self._segments[-1], newer, self._average())
+            self._segments[-1] = Segment.merge(self._segments[-1], newer, self._average())
         if self._segments:
             segment = self._segments[0]
         else:
-            segment = _Segment.from_pairs(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint64), self._lengths, 0.0)
+            segment = Segment.from_pairs(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint64), self._lengths, 0.0)
         used = int(self._row_starts[self._count])
         return {
             "terms": segment.terms,
@@ -288,8 +171,8 @@ class KeywordIndex:
             else:
                 # Saved before segments kept their peaks: one pass over the postings finds them.
                 average = index._total_length / count
-                peaks = _peaks(starts, rows, tf, index._lengths, average)
-            index._segments = [_Segment(terms, starts, rows, tf, peaks, average, 0, count - 1)]
+                peaks = peaks_of(starts, rows, tf, index._lengths, average)
+            index._segments = [Segment(terms, starts, rows, tf, peaks, average, 0, count - 1)]
         return index
 
     @classmethod
@@ -425,7 +308,7 @@ class KeywordIndex:
         # for candidates (at 0), which costs less than leaving their postings out of every read.
         partial = np.zeros(self._count) if mask is None else np.where(mask[: self._count], 0.0, -np.inf)
         query = _Query(weight, limit, split, partial, self._average(), floor, seeds=seeds)
-        kept: list[tuple[_Segment, npt.NDArray[np.bool_], npt.NDArray[np.intp], npt.NDArray[np.int64]]] = []
+        kept: list[tuple[Segment, npt.NDArray[np.bool_], npt.NDArray[np.intp], npt.NDArray[np.int64]]] = []
         # Scores summed in another order than `_scores` sums them, lowered a little below the exact.
         kept_scores: list[npt.NDArray[np.float64]] = []
         for segment, (found, at) in zip(segments, places, strict=True):
@@ -447,7 +330,7 @@ class KeywordIndex:
 
     def _segment_best(
         self,
-        segment: _Segment,
+        segment: Segment,
         found: npt.NDArray[np.bool_],
         at: npt.NDArray[np.intp],
         query: _Query,
@@ -526,7 +409,7 @@ class KeywordIndex:
 
     def _add_gains(
         self,
-        segment: _Segment,
+        segment: Segment,
         term_at: int,
         weight: np.float64,
         rows: npt.NDArray[np.int64],
@@ -540,7 +423,7 @@ class KeywordIndex:
         scores[hit] += weight * tf / (tf + self._length_norm()[rows[hit]])
 
     def _look_up(
-        self, segment: _Segment, term_at: int, rows: npt.NDArray[np.int64], query: _Query
+        self, segment: Segment, term_at: int, rows: npt.NDArray[np.int64], query: _Query
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]]:
         """Which of `rows` (distinct) have a posting of `segment`'s term `term_at`, and where that
         posting is: a binary search in the term's rows (ascending) for each of a few rows, or, for
@@ -563,7 +446,7 @@ class KeywordIndex:
 
     def _exact(
         self,
-        segment: _Segment,
+        segment: Segment,
         found: npt.NDArray[np.bool_],
         at: npt.NDArray[np.intp],
         query: _Query,
@@ -620,14 +503,14 @@ class KeywordIndex:
         packed = (rows.astype(np.uint64) << np.uint64(32)) | np.arange(len(rows), dtype=np.uint64)
         packed.sort()
         ordered_rows = packed >> np.uint64(32)
-        starts = np.flatnonzero(_run_starts(ordered_rows))
+        starts = np.flatnonzero(run_starts(ordered_rows))
         sums: npt.NDArray[np.float64] = np.add.reduceat(gains[(packed & np.uint64(0xFFFFFFFF)).astype(np.intp)], starts)
         return ordered_rows[starts].astype(np.int64), sums
 
     def _length_norm(self) -> npt.NDArray[np.float32]:
         """`k1 * (1 - b + b * length / average length)` of every row."""
         if self._norm is None:
-            self._norm = _length_norm(self._lengths[: self._count], self._average())
+            self._norm = length_norm(self._lengths[: self._count], self._average())
         return self._norm
 
     def _with_feedback(
@@ -708,8 +591,8 @@ class KeywordIndex:
                 continue
             sizes = hi[present] - lo[present]
             self._postings_read += int(sizes.sum())
-            # Posting i of the gathered run of term t lies at lo[t] + i: `_spread` maps each run.
-            at = _spread(lo[present], np.concatenate(([0], np.cumsum(sizes))))
+            # Posting i of the gathered run of term t lies at lo[t] + i: `spread` maps each run.
+            at = spread(lo[present], np.concatenate(([0], np.cumsum(sizes))))
             rows.append(segment.rows[at])
             tfs.append(segment.tf[at])
             owners.append(np.repeat(present, sizes))
@@ -717,21 +600,21 @@ class KeywordIndex:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.intp)
         return np.concatenate(rows), np.concatenate(tfs), np.concatenate(owners)
 
-    def _all_segments(self) -> list[_Segment]:
+    def _all_segments(self) -> list[Segment]:
         if self._tail is None and self._tail_pairs:
             self._tail = self._tail_segment()
         return [*self._segments, self._tail] if self._tail is not None else self._segments
 
-    def _seal_tail(self) -> _Segment:
+    def _seal_tail(self) -> Segment:
         segment = self._tail
         if segment is None:
             segment = self._tail_segment()
         self._tail_rows, self._tail_terms, self._tail_pairs, self._tail = [], [], 0, None
         return segment
 
-    def _tail_segment(self) -> _Segment:
+    def _tail_segment(self) -> Segment:
         rows, terms = _joined(self._tail_rows), _joined(self._tail_terms)
-        return _Segment.from_pairs(rows, terms, self._lengths, self._average())
+        return Segment.from_pairs(rows, terms, self._lengths, self._average())
 
     def _average(self) -> float:
         return self._total_length / self._count if self._count else 0.0
@@ -741,7 +624,7 @@ class KeywordIndex:
         while len(self._segments) > 1 and len(self._segments[-2]) < 2 * len(self._segments[-1]):
             newer = self._segments.pop()
             older = self._segments.pop()
-            self._segments.append(_Segment.merge(older, newer, self._average()))
+            self._segments.append(Segment.merge(older, newer, self._average()))
 
     def _store_rows(
         self, first: int, docs: npt.NDArray[np.int32], terms: npt.NDArray[np.uint64], counts: npt.NDArray[np.intp]
@@ -800,30 +683,6 @@ def _within_budget(
     return np.array(chosen, dtype=np.intp)
 
 
-def _length_norm(lengths: npt.NDArray[np.float32], average: float) -> npt.NDArray[np.float32]:
-    """`k1 * (1 - b + b * length / average)` of rows of `lengths`, in float32 as the scores use it."""
-    norm: npt.NDArray[np.float32] = (K1 * (1 - B)) + (K1 * B / average) * lengths
-    return norm
-
-
-def _peaks(
-    starts: npt.NDArray[np.int64],
-    rows: npt.NDArray[np.int32],
-    tf: npt.NDArray[np.float32],
-    lengths: npt.NDArray[np.float32],
-    average: float,
-) -> npt.NDArray[np.float32]:
-    """Each term's largest tf-part `tf / (tf + norm[row])` over its postings (grouped by `starts`),
-    with the rows' mean length `average`; every term has a posting."""
-    if not len(rows):
-        return np.zeros(0, dtype=np.float32)
-    parts = tf / (tf + _length_norm(lengths[rows], average))
-    largest: npt.NDArray[np.float32] = np.maximum.reduceat(parts, starts[:-1])
-    # Rounded up: the scores divide in float64 what this divided in float32.
-    peaks: npt.NDArray[np.float32] = np.nextafter(largest * np.float32(1 + 1e-6), np.float32(np.inf))
-    return peaks
-
-
 def _essential(rest: npt.NDArray[np.float64], threshold: float, least: int) -> int:
     """How many terms (by bound, highest first) must be read whole, at least `least`: the fewest
     whose followers' bounds `rest` sum under `threshold` (MaxScore's essential terms). Without a
@@ -855,20 +714,6 @@ def _idf(rows: int, df: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return idf
 
 
-def _run_starts(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
-    """Where each run of equal values begins, in a sorted array."""
-    starts = np.empty(len(values), dtype=np.bool_)
-    starts[:1] = True
-    np.not_equal(values[1:], values[:-1], out=starts[1:])
-    return starts
-
-
 def _joined(parts: list[npt.NDArray[_T]]) -> npt.NDArray[_T]:
     """The parts as one array, without copying a single part (bulk adds come as one)."""
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-
-def _spread(block_starts: npt.NDArray[np.int64], source_starts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """Destination of every posting when block i (source `source_starts[i]:[i+1]`) moves to `block_starts[i]`."""
-    sizes = np.diff(source_starts)
-    return np.repeat(block_starts - source_starts[:-1], sizes) + np.arange(source_starts[-1])
