@@ -45,6 +45,7 @@ __all__ = [
     "KnowledgeIndexing",
     "MapFull",
     "MemoryDisabled",
+    "MemoryIndexing",
     "NotAHome",
     "NotVisible",
     "OwnerOnlyAction",
@@ -223,6 +224,11 @@ class SubstrateUnavailable(ActorUnavailable):
 
 class KnowledgeIndexing(ActorUnavailable):
     """The knowledge index is being built in the background; a search is answered once it is ready."""
+
+
+class MemoryIndexing(ActorUnavailable):
+    """The recall index is being built from the store (no usable persisted one at this start), and the
+    build outlasted a recall's wait; the recall is answered once the index is ready."""
 
 
 class RuntimeStopped(ResidentError, RuntimeError):

@@ -18,9 +18,11 @@ from typing import Any
 import pytest
 
 from resident import Runtime
-from resident.actors import index_build
+from resident.actors import index_build, substrate_waiting
 from resident.actors import substrate as substrate_actor
 from resident.actors.index_snapshot import snapshot_path
+from resident.clock import ManualClock
+from resident.errors import MemoryIndexing
 from resident.memory import rebuild
 from resident.memory.index import RecallIndex
 from resident.memory.rebuild import StoredColumns
@@ -142,3 +144,72 @@ def test_a_recall_during_the_build_finds_a_record_the_build_has_not_read_yet(
         full, rest = divmod(RECORDS, CHUNK)
         assert build.chunk_sizes == [CHUNK] * full + [rest]
         assert rt.member("deven").get(last_id).body == text
+
+
+class _TwoHolds:
+    """`index_columns` held before its second and its third chunk, each until the test opens its gate."""
+
+    def __init__(self, real: Callable[..., Any]) -> None:
+        self.real = real
+        self.calls = 0
+        self.held = {2: threading.Event(), 3: threading.Event()}
+        self.gate = {2: threading.Event(), 3: threading.Event()}
+
+    def __call__(self, index: RecallIndex, columns: StoredColumns, embedder: str) -> Any:
+        self.calls += 1
+        if self.calls in self.held:
+            self.held[self.calls].set()
+            assert self.gate[self.calls].wait(GATE_WAIT), "the test never opened the gate"
+        return self.real(index, columns, embedder)
+
+    def open_all(self) -> None:
+        for gate in self.gate.values():
+            gate.set()
+
+
+def test_a_recall_that_outwaits_the_build_is_refused_as_indexing_and_the_next_one_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A home of a million memories without a persisted index builds for longer than a caller waits:
+    # its recall is refused, typed and in time, never left to time out or answered from part of it.
+    home = tmp_path / "home"
+    text, last_id = _grown_home(home)
+    monkeypatch.setattr(index_build, "BUILD_CHUNK", CHUNK)
+    holds = _TwoHolds(rebuild.index_columns)
+    monkeypatch.setattr(index_build, "index_columns", holds)
+    try:
+        # On a manual clock the recall's wait runs out exactly when the test advances it, while the
+        # third chunk is held: the build cannot end first.
+        clock = ManualClock()
+        with open_runtime(home, clock=clock) as rt:
+            assert holds.held[2].wait(GATE_WAIT)
+            ref = rt._internal.wiring.substrate._ref
+            assert ref is not None
+            inbox = ref.actor_inbox
+            assert isinstance(inbox, queue.SimpleQueue)
+            outcome: list[object] = []
+
+            def ask() -> None:
+                try:
+                    outcome.append(_recall_ids(rt, "ledger export warehouse"))
+                except MemoryIndexing as error:
+                    outcome.append(error)
+
+            asking = threading.Thread(target=ask)
+            asking.start()
+            # The recall queues behind the second chunk and is parked after it, before the third.
+            assert wait_until(lambda: inbox.qsize() > 0, timeout=GATE_WAIT)
+            holds.gate[2].set()
+            assert holds.held[3].wait(GATE_WAIT)
+            clock.advance(substrate_waiting.BUILD_WAIT)
+            holds.gate[3].set()
+            asking.join(GATE_WAIT)
+            assert len(outcome) == 1, outcome
+            assert isinstance(outcome[0], MemoryIndexing), outcome
+            assert "being built from the store" in str(outcome[0])
+            # Once built, the same recall is answered, the record the build read last included.
+            rt.memory.wait_indexed()
+            assert _recall_ids(rt, "ledger export warehouse")[:1] == [last_id]
+            assert rt.member("deven").get(last_id).body == text
+    finally:
+        holds.open_all()

@@ -7,7 +7,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from resident.actors.substrate_waiting import QueryDeadline, Search, Vector, WaitingRecall, WaitingRecalls
+from resident.actors.substrate_waiting import (
+    BUILD_WAIT,
+    BuildDeadline,
+    QueryDeadline,
+    Search,
+    Vector,
+    WaitingRecall,
+    WaitingRecalls,
+)
 from resident.clock import ManualClock, Timer
 from resident.messages.memory import Principal, Recall
 
@@ -25,11 +33,19 @@ class _Rig:
     def __init__(self) -> None:
         self.clock = ManualClock()
         self.answered: list[tuple[str, Vector | None, float]] = []
+        self.refused: list[tuple[str, float]] = []
         self.waiting = WaitingRecalls(self._schedule, self._answer)
 
     def _schedule(self, delay: float, message: Any) -> Timer:
+        if isinstance(message, BuildDeadline):
+            return self.clock.call_later(delay, lambda: self._refuse(message.token))
         assert isinstance(message, QueryDeadline)
         return self.clock.call_later(delay, lambda: self.waiting.due(message.token))
+
+    def _refuse(self, token: int) -> None:
+        parked = self.waiting.build_due(token)
+        if parked is not None:
+            self.refused.append((parked[0].query, self.clock.monotonic()))
 
     def _answer(self, waiting: WaitingRecall, vector: Vector | None) -> None:
         self.answered.append((waiting.search.query, vector, self.clock.monotonic()))
@@ -99,3 +115,28 @@ def test_a_crash_hands_every_parked_recall_on_unanswered_build_waiters_first(rig
     assert rescued == ["waiting for the build", "waiting for its vector"]
     assert rig.answered == []
     assert (len(rig.waiting), rig.clock.pending()) == (0, 0)
+
+
+def test_a_recall_that_waits_for_the_build_past_its_wait_is_refused_then_and_not_before(rig: _Rig) -> None:
+    started = rig.clock.monotonic()
+    rig.waiting.wait_for_build(_search("early"), None)
+    rig.clock.advance(BUILD_WAIT / 2)
+    rig.waiting.wait_for_build(_search("later"), None)
+    rig.clock.advance(BUILD_WAIT / 2 - 0.001)
+    assert rig.refused == []
+    rig.clock.advance(0.001)
+    assert rig.refused == [("early", started + BUILD_WAIT)]
+    # The later one still waits, and the build's end hands it back alone, its deadline cancelled.
+    assert [search.query for search, _ in rig.waiting.built()] == ["later"]
+    rig.clock.advance(BUILD_WAIT)
+    assert rig.refused == [("early", started + BUILD_WAIT)]
+    assert rig.clock.pending() == 0
+
+
+def test_a_build_done_in_time_leaves_no_deadline_behind(rig: _Rig) -> None:
+    rig.waiting.wait_for_build(_search("a"), None)
+    assert rig.clock.pending() == 1
+    assert [search.query for search, _ in rig.waiting.built()] == ["a"]
+    assert rig.clock.pending() == 0
+    assert not rig.waiting.for_build()
+

@@ -67,8 +67,8 @@ from resident.actors.substrate_indexing import Indexable, IndexingQueue, index_e
 from resident.actors.substrate_lifecycle import IndexLifecycle, Verify
 from resident.actors.substrate_saving import SnapshotSaves
 from resident.actors.substrate_usage import UsageFlush
-from resident.actors.substrate_waiting import QueryDeadline, Search, WaitingRecall, WaitingRecalls
-from resident.errors import InvalidInput, MemoryDisabled, SubstrateUnavailable
+from resident.actors.substrate_waiting import BuildDeadline, QueryDeadline, Search, WaitingRecall, WaitingRecalls
+from resident.errors import InvalidInput, MemoryDisabled, MemoryIndexing, SubstrateUnavailable
 from resident.memory.embedders import embedder_name, runs_inline, semantic_weight
 from resident.memory.embedding import Embedder, HashEmbedder
 from resident.memory.index import RecallIndex
@@ -460,6 +460,8 @@ class Substrate(SupervisedActor):
                 self._fill_deadline(token)
             case QueryDeadline(token=token):
                 self._waiting.due(token)
+            case BuildDeadline(token=token):
+                self._refuse_during_build(token)
             case _FlushUsage():
                 self._usage.due()
             case GetSubstrateStatus():
@@ -785,10 +787,28 @@ class Substrate(SupervisedActor):
         self._wait_for_query_vector(search, self.defer())
         return None
 
+    def _refuse_during_build(self, token: int) -> None:
+        """A recall waited `BUILD_WAIT` for the build from the store and the build goes on: refuse it, typed."""
+        parked = self._waiting.build_due(token)
+        if parked is None:
+            return
+        if not self._life.building:
+            self._answer_parked([parked])
+            return
+        refused = MemoryIndexing(
+            f"the recall index is being built from the store ({len(self._life.index):,} memories so far); "
+            "recall again in a minute"
+        )
+        settle_all([(parked[1], None, refused)])
+
     def _answer_built(self) -> None:
         """The build is done: answer the recalls that came during it, as if they came now."""
+        self._answer_parked(self._waiting.built())
+
+    def _answer_parked(self, parked: list[tuple[Search, Reply | None]]) -> None:
+        """Answer recalls parked for a build now over, in the order given."""
         embedder = self._embedder
-        for search, reply in self._waiting.built():
+        for search, reply in parked:
             try:
                 if embedder.inline is None and self._should_wait():
                     self._wait_for_query_vector(search, reply)

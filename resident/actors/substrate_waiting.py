@@ -4,11 +4,15 @@ A machine of its own because a waiting recall has a life of its own: it is parke
 and it ends exactly once — when its vector comes, when its deadline passes (it is answered from the
 keyword index and the vectors indexed, the exact path), or when the actor stops — whatever order
 those arrive in. Recalls that came during a build wait for the build instead and are handed back,
-in order, once it is done. Each can be driven alone on a `ManualClock`.
+in order, once it is done; one that would wait longer than `BUILD_WAIT` is refused at that deadline
+instead (`MemoryIndexing`, "recall again shortly"), like a knowledge search during its build: a home
+of a million memories without a usable persisted index takes 35-70 s to build here, longer than a
+caller's default 30 s, and a clear refusal beats a timeout. Each can be driven alone on a `ManualClock`.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,9 +24,13 @@ from resident.clock import Timer
 from resident.messages.memory import Principal, Recall
 from resident.supervisor import Reply
 
-__all__ = ["QueryDeadline", "Search", "Vector", "WaitingRecall", "WaitingRecalls"]
+__all__ = ["BUILD_WAIT", "BuildDeadline", "QueryDeadline", "Search", "Vector", "WaitingRecall", "WaitingRecalls"]
 
 Vector = npt.NDArray[np.float32]
+
+# How long a recall waits for a build from the store before it is refused as `MemoryIndexing`: a
+# home of some 300,000 memories builds within it on this machine, so only larger ones refuse.
+BUILD_WAIT = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,12 +60,19 @@ class QueryDeadline:
     token: int
 
 
+@dataclass(frozen=True, slots=True)
+class BuildDeadline:
+    """Recall `token`, parked for the build, has waited `BUILD_WAIT`."""
+
+    token: int
+
+
 class WaitingRecalls:
     """Recalls parked until their query's vector comes (or their deadline), and recalls parked until the build ends.
 
-    `schedule(delay, message)` tells the actor a `QueryDeadline` after `delay` seconds; `answer`
-    searches for a waiting recall with the vector it got (None: by keyword and the indexed vectors)
-    and settles its reply.
+    `schedule(delay, message)` tells the actor a `QueryDeadline` or `BuildDeadline` after `delay`
+    seconds; `answer` searches for a waiting recall with the vector it got (None: by keyword and the
+    indexed vectors) and settles its reply.
     """
 
     def __init__(
@@ -66,7 +81,9 @@ class WaitingRecalls:
         self._schedule = schedule
         self._answer = answer
         self._for_vector: dict[int, tuple[WaitingRecall, Timer]] = {}
-        self._for_build: list[tuple[Search, Reply | None]] = []
+        # In the order they came (a dict keeps it), each with its deadline.
+        self._for_build: dict[int, tuple[Search, Reply | None, Timer]] = {}
+        self._build_tokens = itertools.count(1)
 
     def __len__(self) -> int:
         return len(self._for_vector) + len(self._for_build)
@@ -106,9 +123,12 @@ class WaitingRecalls:
 
     # -- waiting for the build --------------------------------------------------------------------
 
-    def wait_for_build(self, search: Search, reply: Reply | None) -> None:
-        """Park a recall that came during the build until the build is done."""
-        self._for_build.append((search, reply))
+    def wait_for_build(self, search: Search, reply: Reply | None, wait: float | None = None) -> None:
+        """Park a recall that came during the build until the build is done, or `wait` seconds pass
+        (`BUILD_WAIT` unless given)."""
+        token = next(self._build_tokens)
+        delay = BUILD_WAIT if wait is None else wait
+        self._for_build[token] = (search, reply, self._schedule(delay, BuildDeadline(token)))
 
     def for_build(self) -> bool:
         """Whether some recall waits for the build."""
@@ -116,8 +136,15 @@ class WaitingRecalls:
 
     def built(self) -> list[tuple[Search, Reply | None]]:
         """The build is done: the recalls that waited for it, in the order they came (none are left parked)."""
-        waiting, self._for_build = self._for_build, []
-        return waiting
+        waiting, self._for_build = self._for_build, {}
+        for _, _, deadline in waiting.values():
+            deadline.cancel()
+        return [(search, reply) for search, reply, _ in waiting.values()]
+
+    def build_due(self, token: int) -> tuple[Search, Reply | None] | None:
+        """The deadline of build waiter `token` passed: the recall to refuse (None: answered already)."""
+        entry = self._for_build.pop(token, None)
+        return None if entry is None else (entry[0], entry[1])
 
     # -- a crash --------------------------------------------------------------------------------------
 
