@@ -5,7 +5,7 @@ and it ends exactly once — when its vector comes, when its deadline passes (it
 keyword index and the vectors indexed, the exact path), or when the actor stops — whatever order
 those arrive in. Recalls that came during a build wait for the build instead and are handed back,
 in order, once it is done; one that would wait longer than `BUILD_WAIT` is refused at that deadline
-instead (`MemoryIndexing`, "recall again shortly"), like a knowledge search during its build: a home
+instead (`MemoryIndexing`, "recall again in a minute"), like a knowledge search during its build: a home
 of a million memories without a usable persisted index takes 35-70 s to build here, longer than a
 caller's default 30 s, and a clear refusal beats a timeout. Each can be driven alone on a `ManualClock`.
 """

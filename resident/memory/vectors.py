@@ -92,9 +92,9 @@ class VectorIndex:
         the graph (`ann`, its bytes; `ann_covered`, `ann_late`: which rows it does not hold yet).
 
         Only `present` is a copy. The columns are the live ones, not copied (a gigabyte at a million
-        rows): a row's vector is only ever written while the row is absent from `present` (filled
-        in), so a writer may catch such a row half-written, and no search reads the vector of a
-        row whose `present` flag is off."""
+        rows): a row's vector is only written while the row is absent from `present` (filled in), or
+        written again with the same values (a fill replayed), so a writer may catch only an absent
+        row half-written, and no search reads the vector of a row whose `present` flag is off."""
         empty = np.zeros((self._dim or 0, 0), dtype=np.float32)
         grown = self._columns[:, : self._count - self._base_rows] if self._columns is not None else empty
         base = self._base if self._base is not None else empty
