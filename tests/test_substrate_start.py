@@ -146,27 +146,6 @@ def test_a_recall_during_the_build_finds_a_record_the_build_has_not_read_yet(
         assert rt.member("deven").get(last_id).body == text
 
 
-class _TwoHolds:
-    """`index_columns` held before its second and its third chunk, each until the test opens its gate."""
-
-    def __init__(self, real: Callable[..., Any]) -> None:
-        self.real = real
-        self.calls = 0
-        self.held = {2: threading.Event(), 3: threading.Event()}
-        self.gate = {2: threading.Event(), 3: threading.Event()}
-
-    def __call__(self, index: RecallIndex, columns: StoredColumns, embedder: str) -> Any:
-        self.calls += 1
-        if self.calls in self.held:
-            self.held[self.calls].set()
-            assert self.gate[self.calls].wait(GATE_WAIT), "the test never opened the gate"
-        return self.real(index, columns, embedder)
-
-    def open_all(self) -> None:
-        for gate in self.gate.values():
-            gate.set()
-
-
 def test_a_recall_that_outwaits_the_build_is_refused_as_indexing_and_the_next_one_answered(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -175,14 +154,16 @@ def test_a_recall_that_outwaits_the_build_is_refused_as_indexing_and_the_next_on
     home = tmp_path / "home"
     text, last_id = _grown_home(home)
     monkeypatch.setattr(index_build, "BUILD_CHUNK", CHUNK)
-    holds = _TwoHolds(rebuild.index_columns)
-    monkeypatch.setattr(index_build, "index_columns", holds)
+    # Held before the second chunk and, chained behind it, before the third.
+    third = _HeldBuild(3, rebuild.index_columns)
+    second = _HeldBuild(2, third)
+    monkeypatch.setattr(index_build, "index_columns", second)
     try:
         # On a manual clock the recall's wait runs out exactly when the test advances it, while the
         # third chunk is held: the build cannot end first.
         clock = ManualClock()
         with open_runtime(home, clock=clock) as rt:
-            assert holds.held[2].wait(GATE_WAIT)
+            assert second.held.wait(GATE_WAIT)
             ref = rt._internal.wiring.substrate._ref
             assert ref is not None
             inbox = ref.actor_inbox
@@ -199,10 +180,10 @@ def test_a_recall_that_outwaits_the_build_is_refused_as_indexing_and_the_next_on
             asking.start()
             # The recall queues behind the second chunk and is parked after it, before the third.
             assert wait_until(lambda: inbox.qsize() > 0, timeout=GATE_WAIT)
-            holds.gate[2].set()
-            assert holds.held[3].wait(GATE_WAIT)
+            second.gate.set()
+            assert third.held.wait(GATE_WAIT)
             clock.advance(substrate_waiting.BUILD_WAIT)
-            holds.gate[3].set()
+            third.gate.set()
             asking.join(GATE_WAIT)
             assert len(outcome) == 1, outcome
             assert isinstance(outcome[0], MemoryIndexing), outcome
@@ -212,4 +193,5 @@ def test_a_recall_that_outwaits_the_build_is_refused_as_indexing_and_the_next_on
             assert _recall_ids(rt, "ledger export warehouse")[:1] == [last_id]
             assert rt.member("deven").get(last_id).body == text
     finally:
-        holds.open_all()
+        second.gate.set()
+        third.gate.set()

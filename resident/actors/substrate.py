@@ -788,12 +788,12 @@ class Substrate(SupervisedActor):
         return None
 
     def _refuse_during_build(self, token: int) -> None:
-        """A recall waited `BUILD_WAIT` for the build from the store and the build goes on: refuse it, typed."""
+        """A recall waited `BUILD_WAIT` for the build from the store and the build goes on: refuse it, typed.
+
+        A build's end answers every recall parked for it (`_answer_built`), so a deadline that comes
+        after it finds nothing parked."""
         parked = self._waiting.build_due(token)
         if parked is None:
-            return
-        if not self._life.building:
-            self._answer_parked([parked])
             return
         refused = MemoryIndexing(
             f"the recall index is being built from the store ({len(self._life.index):,} memories so far); "
@@ -803,12 +803,8 @@ class Substrate(SupervisedActor):
 
     def _answer_built(self) -> None:
         """The build is done: answer the recalls that came during it, as if they came now."""
-        self._answer_parked(self._waiting.built())
-
-    def _answer_parked(self, parked: list[tuple[Search, Reply | None]]) -> None:
-        """Answer recalls parked for a build now over, in the order given."""
         embedder = self._embedder
-        for search, reply in parked:
+        for search, reply in self._waiting.built():
             try:
                 if embedder.inline is None and self._should_wait():
                     self._wait_for_query_vector(search, reply)
